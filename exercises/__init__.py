@@ -1,0 +1,1 @@
+"""Learner notebooks with their manifests, and `exercises.lab`, the course runtime they import."""

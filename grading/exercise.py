@@ -1,0 +1,196 @@
+"""Exercise manifests and the catalogue.
+
+An exercise lives in `exercises/chNN/<name>/` as `exercise.toml` plus the learner notebook; its hidden
+material lives in `reference/<id>/` (`<name>_answer.txt`, JSON; `solution.ipynb`). The format is
+documented in docs/exercise-format.md. Reference files are read only here, in the grader's process.
+"""
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from grading.errors import UnknownExercise
+
+EXERCISE_ID = re.compile(r"^ch(0[5-8])\.[a-z][a-z0-9_]*$")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_EXERCISES_ROOT = REPO_ROOT / "exercises"
+DEFAULT_REFERENCE_ROOT = REPO_ROOT / "reference"
+
+AnswerKind = Literal["value", "function", "training_run"]
+CheckKind = Literal["exact", "mapping", "numeric", "shape", "sequence", "set", "function", "metric_trace"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Text(_Strict):
+    """Learner-facing text in English and Chinese; English is the fallback."""
+
+    en: str
+    zh: str = ""
+
+    def get(self, lang: str = "en") -> str:
+        return self.zh if lang.startswith("zh") and self.zh else self.en
+
+
+class Limits(_Strict):
+    cell_timeout_s: float = Field(60, gt=0, description="wall clock per cell")
+    run_timeout_s: float = Field(300, gt=0, description="wall clock for the whole notebook")
+    cpu_time_s: int = Field(600, gt=0, description="RLIMIT_CPU per process")
+    memory_mb: int = Field(4096, ge=256, description="RLIMIT_AS per process")
+    max_processes: int = Field(256, ge=16, description="RLIMIT_NPROC for the sandbox user (torchrun hangs below 16)")
+    max_file_mb: int = Field(256, gt=0, description="RLIMIT_FSIZE")
+    scratch_mb: int = Field(512, gt=0, description="size of the writable scratch tmpfs")
+    max_output_kb: int = Field(256, gt=0, description="kept output per cell; the rest is truncated")
+
+
+class Resources(_Strict):
+    world_size: int = Field(1, ge=1, description="processes the exercise launches (ranks)")
+    devices: int = Field(0, ge=0, description="accelerators the job needs; 0 = runs on CPU")
+    device_kinds: tuple[str, ...] = ("cpu", "cuda", "npu")
+
+
+class Answer(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    kind: AnswerKind = "value"
+
+
+class Check(_Strict):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    answer: str
+    kind: CheckKind
+    points: float = Field(gt=0)
+    title: Text | None = None
+
+
+class Manifest(_Strict):
+    id: str
+    chapter: int = Field(ge=5, le=8)
+    title: Text
+    notebook: str
+    summary: Text | None = None
+    kernel_family: Literal["light", "torch", "training"] = "light"
+    lane: Literal["short", "long"] = "short"
+    seed: int = 1234
+    limits: Limits = Limits()
+    resources: Resources = Resources()
+    answers: tuple[Answer, ...]
+    checks: tuple[Check, ...]
+
+    @field_validator("id")
+    @classmethod
+    def _id_format(cls, v: str) -> str:
+        if not EXERCISE_ID.match(v):
+            raise ValueError(f"exercise id {v!r} must look like 'ch07.snake_name' (chapters 05-08)")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Manifest":
+        if int(self.id[2:4]) != self.chapter:
+            raise ValueError(f"id {self.id} does not match chapter {self.chapter}")
+        names = {a.name for a in self.answers}
+        for c in self.checks:
+            if c.answer not in names:
+                raise ValueError(f"check {c.name!r} reads undeclared answer {c.answer!r}")
+        if len({c.name for c in self.checks}) != len(self.checks):
+            raise ValueError("check names must be unique")
+        return self
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(c.points for c in self.checks))
+
+
+class Exercise:
+    """A manifest with its locations. `reference()` is grader-side only."""
+
+    def __init__(self, manifest: Manifest, directory: Path, reference_dir: Path) -> None:
+        self.manifest = manifest
+        self.directory = directory
+        self.reference_dir = reference_dir
+
+    @property
+    def id(self) -> str:
+        return self.manifest.id
+
+    @property
+    def short_name(self) -> str:
+        return self.id.split(".", 1)[1]
+
+    @property
+    def notebook_path(self) -> Path:
+        return self.directory / self.manifest.notebook
+
+    @property
+    def solution_path(self) -> Path:
+        return self.reference_dir / "solution.ipynb"
+
+    @property
+    def answer_path(self) -> Path:
+        return self.reference_dir / f"{self.short_name}_answer.txt"
+
+    @cached_property
+    def _reference(self) -> dict[str, Any]:
+        return json.loads(self.answer_path.read_text(encoding="utf-8"))
+
+    def reference(self) -> dict[str, Any]:
+        """The hidden answer file: {"checks": {check_name: {...}}}. Never sent to a kernel."""
+        return self._reference
+
+    def summary(self) -> dict[str, Any]:
+        m = self.manifest
+        return {
+            "id": m.id,
+            "chapter": m.chapter,
+            "title": m.title.en,
+            "title_zh": m.title.zh,
+            "max_score": m.max_score,
+            "notebook": str(self.notebook_path.relative_to(self.directory.parents[1])),
+            "kernel_family": m.kernel_family,
+            "lane": m.lane,
+            "resources": m.resources.model_dump(),
+            "limits": m.limits.model_dump(),
+        }
+
+
+def load_manifest(path: Path) -> Manifest:
+    with path.open("rb") as fh:
+        return Manifest.model_validate(tomllib.load(fh))
+
+
+class Catalogue:
+    """Every exercise under `exercises_root`, keyed by id."""
+
+    def __init__(self, exercises_root: Path = DEFAULT_EXERCISES_ROOT,
+                 reference_root: Path = DEFAULT_REFERENCE_ROOT) -> None:
+        self.exercises_root = Path(exercises_root)
+        self.reference_root = Path(reference_root)
+        self._by_id: dict[str, Exercise] = {}
+        for manifest_path in sorted(self.exercises_root.glob("ch0[5-8]/*/exercise.toml")):
+            manifest = load_manifest(manifest_path)
+            if manifest.id in self._by_id:
+                raise ValueError(f"duplicate exercise id {manifest.id} in {manifest_path}")
+            self._by_id[manifest.id] = Exercise(
+                manifest, manifest_path.parent, self.reference_root / manifest.id)
+
+    def __iter__(self):
+        return iter(sorted(self._by_id.values(), key=lambda e: e.id))
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, exercise_id: str) -> bool:
+        return exercise_id in self._by_id
+
+    def get(self, exercise_id: str) -> Exercise:
+        try:
+            return self._by_id[exercise_id]
+        except KeyError:
+            raise UnknownExercise(exercise_id) from None

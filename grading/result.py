@@ -1,0 +1,121 @@
+"""The result of grading one notebook, and its export formats.
+
+status:
+- graded: everything ran; the score is final.
+- error: the learner's code failed somewhere (exception, timeout, limit, kernel death caused by the
+  notebook); the score counts what could still be checked.
+- not_gradable: our fault (kernel failed to start, sandbox or internal error). Never a learner's 0.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ENGINE_VERSION = "1"
+
+
+class Status(str, enum.Enum):
+    GRADED = "graded"
+    ERROR = "error"
+    NOT_GRADABLE = "not_gradable"
+
+
+@dataclass(slots=True, kw_only=True)
+class CheckResult:
+    """One check's outcome. `feedback` is learner-facing text in the requested language."""
+
+    name: str
+    score: float
+    max_score: float
+    passed: bool
+    feedback: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True, kw_only=True)
+class CellReport:
+    """What happened to one learner cell (index counts code cells of the submitted notebook)."""
+
+    index: int
+    status: str  # ok | error | timeout | killed | skipped
+    message: str = ""
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True, kw_only=True)
+class GradeResult:
+    exercise_id: str
+    status: Status
+    score: float
+    max_score: float
+    checks: list[CheckResult] = field(default_factory=list)
+    message: str = ""  # why status is error / not_gradable, learner-facing
+    cells: list[CellReport] = field(default_factory=list)
+    limits_hit: list[str] = field(default_factory=list)  # e.g. "time limit", "memory limit", "output limit"
+    sandbox: str = ""  # sandbox mode that ran the kernel, e.g. "bwrap" or "unsafe-local"
+    device: str = "cpu"
+    duration_s: float = 0.0
+    engine_version: str = ENGINE_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "exercise_id": self.exercise_id,
+            "status": self.status.value,
+            "score": self.score,
+            "max_score": self.max_score,
+            "checks": [c.to_dict() for c in self.checks],
+            "message": self.message,
+            "cells": [c.to_dict() for c in self.cells],
+            "limits_hit": list(self.limits_hit),
+            "sandbox": self.sandbox,
+            "device": self.device,
+            "duration_s": self.duration_s,
+            "engine_version": self.engine_version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GradeResult":
+        return cls(
+            exercise_id=data["exercise_id"],
+            status=Status(data["status"]),
+            score=float(data["score"]),
+            max_score=float(data["max_score"]),
+            checks=[CheckResult(**c) for c in data.get("checks", [])],
+            message=data.get("message", ""),
+            cells=[CellReport(**c) for c in data.get("cells", [])],
+            limits_hit=list(data.get("limits_hit", [])),
+            sandbox=data.get("sandbox", ""),
+            device=data.get("device", "cpu"),
+            duration_s=float(data.get("duration_s", 0.0)),
+            engine_version=data.get("engine_version", ENGINE_VERSION),
+        )
+
+    def to_gradescope(self) -> dict[str, Any]:
+        """Gradescope's results.json shape (score, execution_time, output, tests[])."""
+        return {
+            "score": self.score,
+            "execution_time": round(self.duration_s, 3),
+            "output": self.message or f"status: {self.status.value}",
+            "visibility": "visible",
+            "stdout_visibility": "hidden",
+            "extra_data": {"status": self.status.value, "exercise_id": self.exercise_id,
+                           "limits_hit": list(self.limits_hit)},
+            "tests": [
+                {
+                    "name": c.name,
+                    "number": str(i + 1),
+                    "score": c.score,
+                    "max_score": c.max_score,
+                    "status": "passed" if c.passed else "failed",
+                    "output": c.feedback,
+                    "visibility": "visible",
+                }
+                for i, c in enumerate(self.checks)
+            ],
+        }

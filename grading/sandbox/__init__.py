@@ -1,0 +1,66 @@
+"""Where learner kernels run. One interface, chosen once (see `make_sandbox`).
+
+A `Sandbox` starts a fresh Jupyter kernel for exactly one submission and returns a `KernelSession`
+whose `km` is an already-started jupyter_client KernelManager that nbclient can drive
+(`NotebookClient(nb, km=session.km)`). `session.close()` tears the whole sandbox down (every
+process the learner started) and reports which limits were hit.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grading.exercise import Limits
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceGrant:
+    """Accelerators handed to one job: kind is cpu|cuda|npu, ids are host device indices."""
+
+    kind: str = "cpu"
+    ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelRequest:
+    limits: Limits = field(default_factory=Limits)
+    devices: DeviceGrant = field(default_factory=DeviceGrant)
+    kernel_family: str = "light"
+    env: dict[str, str] = field(default_factory=dict)  # extra variables, already allow-listed by the caller
+
+
+class KernelSession(abc.ABC):
+    """A started kernel inside its sandbox."""
+
+    km: Any  # jupyter_client KernelManager (started)
+    workdir: Path  # host-side path of the kernel's writable scratch directory
+    mode: str
+
+    @abc.abstractmethod
+    def close(self) -> list[str]:
+        """Kill everything in the sandbox, remove scratch; return limits hit (e.g. ["memory limit"])."""
+
+    def __enter__(self) -> "KernelSession":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Sandbox(abc.ABC):
+    mode: str = "abstract"
+
+    @abc.abstractmethod
+    def start(self, request: KernelRequest) -> KernelSession:
+        """Start a fresh kernel for one submission. Raises GraderFault if it cannot."""
+
+
+def make_sandbox(mode: str = "auto", **options: Any) -> Sandbox:
+    """Pick the sandbox backend once at start-up: "bwrap", "unsafe-local", or "auto" (bwrap if usable)."""
+    from grading.sandbox.local import UnsafeLocalSandbox
+
+    if mode in ("unsafe-local", "auto"):
+        return UnsafeLocalSandbox(**options)
+    raise ValueError(f"unknown sandbox mode {mode!r}; use one of: auto, bwrap, unsafe-local")

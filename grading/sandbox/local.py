@@ -1,0 +1,54 @@
+"""Unsafe local mode: the kernel is a plain child process of the grader.
+
+No isolation beyond a fresh scratch directory and an allow-listed environment. Only for
+development and only when explicitly chosen; every result says `sandbox: unsafe-local`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from jupyter_client import KernelManager
+
+from grading.errors import GraderFault
+from grading.exercise import REPO_ROOT
+from grading.sandbox import KernelRequest, KernelSession, Sandbox
+
+ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE",
+             "OPENBLAS_L2_SIZE")
+
+
+class _LocalSession(KernelSession):
+    mode = "unsafe-local"
+
+    def __init__(self, km: KernelManager, workdir: Path) -> None:
+        self.km = km
+        self.workdir = workdir
+
+    def close(self) -> list[str]:
+        try:
+            if self.km.has_kernel:
+                self.km.shutdown_kernel(now=True)
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return []
+
+
+class UnsafeLocalSandbox(Sandbox):
+    mode = "unsafe-local"
+
+    def start(self, request: KernelRequest) -> KernelSession:
+        workdir = Path(tempfile.mkdtemp(prefix="tg-kernel-"))
+        env = {k: os.environ[k] for k in ENV_ALLOW if k in os.environ}
+        env.update(HOME=str(workdir), PYTHONPATH=str(REPO_ROOT), PYTHONHASHSEED="0",
+                   TORCH_DEVICE_BACKEND_AUTOLOAD="0", MPLBACKEND="Agg")
+        env.update(request.env)
+        km = KernelManager(kernel_name="python3")
+        try:
+            km.start_kernel(cwd=str(workdir), env=env)
+        except Exception as exc:  # the kernel not starting is our fault, not the learner's
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise GraderFault(f"kernel failed to start: {exc}") from exc
+        return _LocalSession(km, workdir)

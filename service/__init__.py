@@ -1,0 +1,1 @@
+"""titangrade service: HTTP API, database, durable queue, workers, webhooks, LTI, CLI."""

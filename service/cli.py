@@ -1,0 +1,23 @@
+"""The `titangrade` command. Each domain registers its own subcommands; this module only dispatches."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="titangrade", description="Grader for the TorchTitan Wordle course")
+    sub = parser.add_subparsers(dest="command", required=True)
+    from grading import cli as grading_cli
+
+    grading_cli.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

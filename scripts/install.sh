@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Idempotent set-up on a fresh machine: system packages for the sandbox, a venv with the project.
+# Idempotent set-up on a fresh machine: system packages for the sandbox, then a venv (.venv) with the
+# project, the training stack (torch 2.13 CPU, torchtitan 0.3.0, verl 0.9.1) and the test tools.
+# Skips the pip work when pyproject.toml has not changed since the last successful install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -f scripts/install-system-deps.sh ]; then bash scripts/install-system-deps.sh; fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/pip install -q --upgrade pip wheel
-.venv/bin/pip install -q -e ".[training,dev]"
-# verl's own extras pin torch==2.11; its runtime needs are in the training extra, so skip its deps.
-.venv/bin/pip install -q --no-deps "verl==0.9.1"
+stamp=.venv/.titangrade-installed
+want=$(sha256sum pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/pip install -q --upgrade pip wheel
+  .venv/bin/pip install -q -e ".[training,dev]"
+  # verl's extras pin torch==2.11; its runtime needs are in our training extra, so install it alone.
+  .venv/bin/pip install -q --no-deps "verl==0.9.1"
+  echo "$want" > "$stamp"
+fi

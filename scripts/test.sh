@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The README's test command: set up if needed, then run the whole suite (SQLite and PostgreSQL).
+# PostgreSQL is expected on 127.0.0.1:5432 (trust auth, database `test`); TITANGRADE_TEST_PG_URL overrides.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+exec .venv/bin/python -m pytest "$@"

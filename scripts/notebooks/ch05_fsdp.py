@@ -1,0 +1,328 @@
+"""ch05.fsdp_to_torchtitan: translate the recipe's FSDP overrides into torchtitan ones (COURSE.md section 1)."""
+from __future__ import annotations
+
+from ch05_06_common import Mistake, Spec, answer, call, code, fb, md
+
+A = "actor_rollout_ref.actor."
+R = "actor_rollout_ref.ref."
+
+# The torchtitan-specific overrides of run_qwen3_1.7b_wordle_torchtitan_npu.sh (COURSE.md section 1).
+SCRIPT = {
+    "model_engine": "torchtitan",
+    "trainer.use_legacy_worker_impl": "disable",
+    A + "torchtitan.param_offload": True,
+    A + "torchtitan.optimizer_offload": True,
+    A + "torchtitan.reshard_after_forward": "always",
+    A + "torchtitan.forward_prefetch": False,
+    A + "torchtitan.use_torch_compile": False,
+    A + "torchtitan.data_parallel_replicate_size": 1,
+    A + "torchtitan.data_parallel_shard_size": 2,
+    A + "torchtitan.tensor_parallel_size": 1,
+    A + "torchtitan.expert_parallel_size": 1,
+    "+" + A + "torchtitan.expert_tensor_parallel_size": 1,
+    A + "torchtitan.pipeline_parallel_size": 1,
+    A + "torchtitan.context_parallel_size": 1,
+    A + "torchtitan.attn_type": "varlen",
+    A + "torchtitan.max_seq_len": 5120,
+    A + "optim.decay_type": "cosine",
+    A + "optim.min_lr_factor": 0.1,
+    A + "optim.lr_warmup_steps": 5,
+    R + "torchtitan.param_offload": True,
+    R + "torchtitan.use_torch_compile": False,
+    R + "torchtitan.max_seq_len": 5120,
+}
+
+INTRO_ZH = """
+# 05 · 从 FSDP 覆盖项到 TorchTitan 覆盖项
+
+切换训练后端时，GRPO、vLLM rollout、六轮 agent loop、Wordle 奖励和数据都**不变**；变的是 Actor 与 Reference 的训练引擎。
+verl 通过 Hydra 默认组 `model_engine` 选择引擎：默认 `dp`（FSDP），设为 `torchtitan` 后加载 `actor/torchtitan_actor.yaml`
+与 `ref/torchtitan_ref.yaml`，它们把 `engine/torchtitan.yaml` 挂在 `.torchtitan`、把 `optim/torchtitan.yaml` 挂在 `.optim`。
+因此 `actor_rollout_ref.actor.fsdp_config.*` 在新配置里**不存在**，必须逐项翻译。
+
+| FSDP | TorchTitan |
+|---|---|
+| `actor.fsdp_config.param_offload` / `optimizer_offload` / `forward_prefetch` | `actor.torchtitan.` 同名键 |
+| `fsdp_config.reshard_after_forward`（bool） | `torchtitan.reshard_after_forward` ∈ {default, always, never}：True→`always`，False→`never` |
+| `actor.fsdp_config.fsdp_size=-1` | `data_parallel_shard_size` = n_gpus ÷ cp，`data_parallel_replicate_size` = 1 |
+| `actor.fsdp_config.fsdp_size=k`（k>0，HSDP） | shard = k，replicate = n_gpus ÷ (k·cp) |
+| `actor.fsdp_config.ulysses_sequence_parallel_size` | `actor.torchtitan.context_parallel_size` |
+| `model.use_remove_padding=True` | 保留，并加 `actor.torchtitan.attn_type=varlen`（yaml 默认 `flex`） |
+| `actor.use_torch_compile` | 保留，并加 `{actor,ref}.torchtitan.use_torch_compile` 同值 |
+| `actor.optim.lr_scheduler_type` | `actor.optim.decay_type` |
+| `actor.optim.min_lr_ratio` | `actor.optim.min_lr_factor` |
+| `actor.optim.lr_warmup_steps_ratio=r` | `actor.optim.lr_warmup_steps=int(r·total_steps)`（引擎在 steps≤0 时正是这样换算的） |
+| `ref.fsdp_config.param_offload` | `ref.torchtitan.param_offload` |
+| `data.max_prompt_length` + `data.max_response_length` | 两者都保留，并加 `{actor,ref}.torchtitan.max_seq_len` = 两者之和（RoPE 缓存长度） |
+| 其它 `fsdp_config.*`（如 `wrap_policy`） | 丢弃：torchtitan 的 yaml 没有 `fsdp_config` 组 |
+| 其它键 | 原样保留 |
+
+**Hydra 的 `+` 前缀**：覆盖 yaml 中不存在的键必须写 `+key=value`，否则 Hydra 报错。`expert_tensor_parallel_size`
+在引擎的 dataclass 里有，但 `engine/torchtitan.yaml` 里没有。
+"""
+
+INTRO_EN = """
+# 05 · From FSDP overrides to TorchTitan overrides
+
+Switching the training backend keeps GRPO, vLLM rollout, the six-turn agent loop, the Wordle reward and the data
+**unchanged**; only the Actor/Reference training engine changes. verl picks the engine with the Hydra defaults group
+`model_engine` (default `dp`, i.e. FSDP). `model_engine=torchtitan` loads `actor/torchtitan_actor.yaml` and
+`ref/torchtitan_ref.yaml`, which mount `engine/torchtitan.yaml` at `.torchtitan` and `optim/torchtitan.yaml` at `.optim`.
+So `actor_rollout_ref.actor.fsdp_config.*` **does not exist** any more: every key must be translated.
+
+| FSDP | TorchTitan |
+|---|---|
+| `actor.fsdp_config.param_offload` / `optimizer_offload` / `forward_prefetch` | same name under `actor.torchtitan.` |
+| `fsdp_config.reshard_after_forward` (bool) | `torchtitan.reshard_after_forward` in {default, always, never}: True→`always`, False→`never` |
+| `actor.fsdp_config.fsdp_size=-1` | `data_parallel_shard_size` = n_gpus ÷ cp, `data_parallel_replicate_size` = 1 |
+| `actor.fsdp_config.fsdp_size=k` (k>0, HSDP) | shard = k, replicate = n_gpus ÷ (k·cp) |
+| `actor.fsdp_config.ulysses_sequence_parallel_size` | `actor.torchtitan.context_parallel_size` |
+| `model.use_remove_padding=True` | kept, plus `actor.torchtitan.attn_type=varlen` (yaml default `flex`) |
+| `actor.use_torch_compile` | kept, plus `{actor,ref}.torchtitan.use_torch_compile` with the same value |
+| `actor.optim.lr_scheduler_type` | `actor.optim.decay_type` |
+| `actor.optim.min_lr_ratio` | `actor.optim.min_lr_factor` |
+| `actor.optim.lr_warmup_steps_ratio=r` | `actor.optim.lr_warmup_steps=int(r·total_steps)` (the engine's own fallback when steps ≤ 0) |
+| `ref.fsdp_config.param_offload` | `ref.torchtitan.param_offload` |
+| `data.max_prompt_length` + `data.max_response_length` | both kept, plus `{actor,ref}.torchtitan.max_seq_len` = their sum (RoPE cache length) |
+| any other `fsdp_config.*` key (e.g. `wrap_policy`) | dropped: the torchtitan yaml has no `fsdp_config` group |
+| any other key | kept as is |
+
+**Hydra's `+` prefix**: overriding a key that is not in the yaml needs `+key=value`, or Hydra refuses it.
+`expert_tensor_parallel_size` exists in the engine's dataclass but not in `engine/torchtitan.yaml`.
+"""
+
+GIVEN = '''
+A = "actor_rollout_ref.actor."
+R = "actor_rollout_ref.ref."
+
+# FSDP-side overrides of the recipe that matter for the switch (public example input).
+FSDP_RECIPE = {
+    A + "fsdp_config.param_offload": True,
+    A + "fsdp_config.optimizer_offload": True,
+    A + "fsdp_config.reshard_after_forward": True,
+    A + "fsdp_config.forward_prefetch": False,
+    A + "fsdp_config.fsdp_size": -1,
+    A + "fsdp_config.ulysses_sequence_parallel_size": 1,
+    A + "use_torch_compile": False,
+    A + "optim.lr_scheduler_type": "cosine",
+    A + "optim.min_lr_ratio": 0.1,
+    A + "optim.lr_warmup_steps_ratio": 0.03,
+    R + "fsdp_config.param_offload": True,
+    "actor_rollout_ref.model.use_remove_padding": True,
+    "actor_rollout_ref.model.enable_gradient_checkpointing": True,
+    "data.max_prompt_length": 1024,
+    "data.max_response_length": 4096,
+}
+'''
+
+TASK1 = md("""
+## 任务 1：`translate(fsdp_overrides, *, n_gpus=2, total_steps=None) -> dict`
+
+按上表把一个 FSDP 覆盖项字典翻译成 TorchTitan 覆盖项字典（键为完整 Hydra 路径，值保持 Python 类型）。
+只翻译输入里出现的键，不要自行添加输入中没有的键（`+expert_tensor_parallel_size` 等属于任务 2）。
+- `reshard_after_forward` 不是 bool 时抛出 `ValueError`；
+- 输入含 `lr_warmup_steps_ratio` 但 `total_steps` 为 None 时抛出 `ValueError`（无法换算步数）。
+""", """
+## Task 1: `translate(fsdp_overrides, *, n_gpus=2, total_steps=None) -> dict`
+
+Translate a dict of FSDP overrides into the torchtitan overrides, following the table (keys are full Hydra paths,
+values keep their Python types). Translate only the keys present in the input; do not add keys the input does not
+imply (`+expert_tensor_parallel_size` and friends belong to task 2).
+- raise `ValueError` if `reshard_after_forward` is not a bool;
+- raise `ValueError` if the input has `lr_warmup_steps_ratio` but `total_steps` is None (steps cannot be computed).
+""")
+
+STUB1 = '''
+def translate(fsdp_overrides, *, n_gpus=2, total_steps=None):
+    """Return the torchtitan overrides replacing `fsdp_overrides`."""
+    raise NotImplementedError("translate: map each FSDP override following the table above")
+'''
+
+SOL1 = '''
+RENAMES = {
+    A + "fsdp_config.param_offload": A + "torchtitan.param_offload",
+    A + "fsdp_config.optimizer_offload": A + "torchtitan.optimizer_offload",
+    A + "fsdp_config.forward_prefetch": A + "torchtitan.forward_prefetch",
+    A + "fsdp_config.ulysses_sequence_parallel_size": A + "torchtitan.context_parallel_size",
+    A + "optim.lr_scheduler_type": A + "optim.decay_type",
+    A + "optim.min_lr_ratio": A + "optim.min_lr_factor",
+    R + "fsdp_config.param_offload": R + "torchtitan.param_offload",
+}
+
+
+def translate(fsdp_overrides, *, n_gpus=2, total_steps=None):
+    """Return the torchtitan overrides replacing `fsdp_overrides`."""
+    out = {}
+    cp = fsdp_overrides.get(A + "fsdp_config.ulysses_sequence_parallel_size", 1)
+    for key, value in fsdp_overrides.items():
+        if key in RENAMES:
+            out[RENAMES[key]] = value
+        elif key.endswith("fsdp_config.reshard_after_forward"):
+            if not isinstance(value, bool):
+                raise ValueError(f"{key} must be a bool, got {value!r}")
+            out[key.replace("fsdp_config", "torchtitan")] = "always" if value else "never"
+        elif key == A + "fsdp_config.fsdp_size":
+            shard = n_gpus // cp if value == -1 else value
+            out[A + "torchtitan.data_parallel_shard_size"] = shard
+            out[A + "torchtitan.data_parallel_replicate_size"] = n_gpus // (shard * cp)
+        elif key == A + "optim.lr_warmup_steps_ratio":
+            if total_steps is None:
+                raise ValueError("lr_warmup_steps_ratio needs total_steps to become lr_warmup_steps")
+            out[A + "optim.lr_warmup_steps"] = int(value * total_steps)
+        elif key == A + "use_torch_compile":
+            out[key] = value
+            out[A + "torchtitan.use_torch_compile"] = value
+            out[R + "torchtitan.use_torch_compile"] = value
+        elif key == "actor_rollout_ref.model.use_remove_padding":
+            out[key] = value
+            if value:
+                out[A + "torchtitan.attn_type"] = "varlen"
+        elif ".fsdp_config." in key:
+            continue  # no torchtitan counterpart
+        else:
+            out[key] = value
+    if "data.max_prompt_length" in fsdp_overrides and "data.max_response_length" in fsdp_overrides:
+        seq = fsdp_overrides["data.max_prompt_length"] + fsdp_overrides["data.max_response_length"]
+        out[A + "torchtitan.max_seq_len"] = seq
+        out[R + "torchtitan.max_seq_len"] = seq
+    return out
+'''
+
+TASK2 = md("""
+## 任务 2：`TORCHTITAN_SCRIPT`
+
+写出课程 TorchTitan 运行脚本 `run_qwen3_1.7b_wordle_torchtitan_npu.sh` 中**新增或改变**的覆盖项（字典：完整键 → 值）：
+切换 `model_engine`、`trainer.use_legacy_worker_impl=disable`、Actor 的全部 `torchtitan.*` 键（卸载、`reshard_after_forward`、
+`forward_prefetch=False`、关闭编译、两卡 FSDP2 的各并行度、varlen、`max_seq_len`）、三个 optim 键（脚本把预热直接写成 5 步），
+以及 Ref 的 `param_offload`、`use_torch_compile`、`max_seq_len`。注意哪个键需要 `+` 前缀（把 `+` 写进字典键里）。
+""", """
+## Task 2: `TORCHTITAN_SCRIPT`
+
+Write the overrides that the course's torchtitan run script `run_qwen3_1.7b_wordle_torchtitan_npu.sh` **adds or changes**
+(a dict: full key → value): the `model_engine` switch, `trainer.use_legacy_worker_impl=disable`, every actor
+`torchtitan.*` key (offloads, `reshard_after_forward`, `forward_prefetch=False`, compile off, each parallel size of
+two-card FSDP2, varlen, `max_seq_len`), the three optim keys (the script sets warm-up to 5 steps directly), and the ref's
+`param_offload`, `use_torch_compile` and `max_seq_len`. Mind which key needs the `+` prefix (put the `+` in the dict key).
+""")
+
+STUB2 = '''
+TORCHTITAN_SCRIPT = None  # a dict {full_key: value}
+'''
+
+
+def _script_src() -> str:
+    lines = ["TORCHTITAN_SCRIPT = {"]
+    for k, v in SCRIPT.items():
+        key = repr(k).replace("'actor_rollout_ref.actor.", "A + '").replace("'actor_rollout_ref.ref.", "R + '")
+        if key.startswith("'+actor_rollout_ref.actor."):
+            key = "'+' + A + '" + k[len("+actor_rollout_ref.actor."):] + "'"
+        lines.append(f"    {key}: {v!r},")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+SELFCHECK = code('''
+# Public self-check (examples only; the grader also uses hidden cases)
+print(translate({A + "fsdp_config.param_offload": True}))
+print(translate({A + "fsdp_config.reshard_after_forward": True}))
+print(translate({A + "fsdp_config.fsdp_size": -1}, n_gpus=2))
+print(translate(FSDP_RECIPE, n_gpus=2, total_steps=155))
+assert isinstance(TORCHTITAN_SCRIPT, dict) and len(TORCHTITAN_SCRIPT) == 22, "22 overrides expected"
+''')
+
+
+def _reference() -> dict:
+    pub = [
+        call([{A + "fsdp_config.param_offload": True}], {A + "torchtitan.param_offload": True},
+             public=True, label="param_offload=True"),
+        call([{A + "fsdp_config.reshard_after_forward": True}], {A + "torchtitan.reshard_after_forward": "always"},
+             public=True, label="reshard_after_forward=True"),
+        call([{A + "optim.lr_scheduler_type": "cosine"}], {A + "optim.decay_type": "cosine"},
+             public=True, label="lr_scheduler_type=cosine"),
+        call([{A + "fsdp_config.fsdp_size": -1}],
+             {A + "torchtitan.data_parallel_shard_size": 2, A + "torchtitan.data_parallel_replicate_size": 1},
+             kwargs={"n_gpus": 2}, public=True, label="fsdp_size=-1 on 2 GPUs"),
+    ]
+    hidden = [
+        call([{R + "fsdp_config.reshard_after_forward": False, A + "fsdp_config.optimizer_offload": False}],
+             {R + "torchtitan.reshard_after_forward": "never", A + "torchtitan.optimizer_offload": False}),
+        call([{A + "fsdp_config.fsdp_size": -1, A + "fsdp_config.ulysses_sequence_parallel_size": 2}],
+             {A + "torchtitan.data_parallel_shard_size": 4, A + "torchtitan.data_parallel_replicate_size": 1,
+              A + "torchtitan.context_parallel_size": 2}, kwargs={"n_gpus": 8}),
+        call([{A + "fsdp_config.fsdp_size": 4}],
+             {A + "torchtitan.data_parallel_shard_size": 4, A + "torchtitan.data_parallel_replicate_size": 4},
+             kwargs={"n_gpus": 16}),
+        call([{A + "optim.min_lr_ratio": 0.05, A + "optim.lr_warmup_steps_ratio": 0.1}],
+             {A + "optim.min_lr_factor": 0.05, A + "optim.lr_warmup_steps": 7}, kwargs={"total_steps": 75}),
+        call([{A + "use_torch_compile": True, "actor_rollout_ref.model.use_remove_padding": False,
+               A + "fsdp_config.wrap_policy": {"min_num_params": 0}, "data.train_batch_size": 128}],
+             {A + "use_torch_compile": True, A + "torchtitan.use_torch_compile": True,
+              R + "torchtitan.use_torch_compile": True, "actor_rollout_ref.model.use_remove_padding": False,
+              "data.train_batch_size": 128}),
+        call([{"actor_rollout_ref.model.use_remove_padding": True, "data.max_prompt_length": 512,
+               "data.max_response_length": 1536, R + "fsdp_config.param_offload": False}],
+             {"actor_rollout_ref.model.use_remove_padding": True, A + "torchtitan.attn_type": "varlen",
+              "data.max_prompt_length": 512, "data.max_response_length": 1536,
+              A + "torchtitan.max_seq_len": 2048, R + "torchtitan.max_seq_len": 2048,
+              R + "torchtitan.param_offload": False}),
+    ]
+    errors = [
+        call([{A + "optim.lr_warmup_steps_ratio": 0.03}], raises="ValueError", public=True,
+             label="lr_warmup_steps_ratio without total_steps"),
+        call([{A + "fsdp_config.reshard_after_forward": "yes"}], raises="ValueError"),
+    ]
+    return {
+        "script_keys": {"expected": SCRIPT, "extra_keys": "penalize", "feedback": fb(
+            "Compare each key with the torchtitan run script: full Hydra path, value type (strings such as "
+            "'always' vs booleans), and the '+' prefix for a key the yaml does not declare.",
+            "逐项对照 TorchTitan 运行脚本：完整 Hydra 路径、值的类型（'always' 这类字符串与布尔值不同），"
+            "以及 yaml 中未声明的键需要的 '+' 前缀。")},
+        "public_cases": {"calls": pub, "compare": "exact", "feedback": fb(
+            "Re-read the mapping table for the failing example.", "对照映射表检查失败的示例。")},
+        "hidden_cases": {"calls": hidden, "compare": "exact", "feedback": fb(
+            "Hidden cases cover reshard False, context parallel with fsdp_size=-1, HSDP (fsdp_size>0), the warm-up "
+            "ratio, dropped fsdp_config keys, pass-through keys and max_seq_len.",
+            "隐藏用例覆盖 reshard=False、fsdp_size=-1 与上下文并行、HSDP（fsdp_size>0）、预热比例换算、"
+            "丢弃的 fsdp_config 键、原样保留的键和 max_seq_len。")},
+        "errors": {"calls": errors, "compare": "exact", "feedback": fb(
+            "translate must raise ValueError on a non-bool reshard_after_forward and on a warm-up ratio without "
+            "total_steps.", "reshard_after_forward 不是 bool、或有预热比例却没有 total_steps 时，translate 应抛出 ValueError。")},
+    }
+
+
+def spec() -> Spec:
+    return Spec(
+        id="ch05.fsdp_to_torchtitan",
+        title_en="Translate the FSDP recipe into torchtitan overrides",
+        title_zh="把 FSDP 配置翻译成 TorchTitan 覆盖项",
+        kernel_family="light",
+        answers=[("translate", "function"), ("TORCHTITAN_SCRIPT", "value")],
+        checks=[
+            {"name": "script_keys", "answer": "TORCHTITAN_SCRIPT", "kind": "mapping", "points": 4,
+             "title": ("The run script's torchtitan overrides", "运行脚本中的 TorchTitan 覆盖项")},
+            {"name": "public_cases", "answer": "translate", "kind": "function", "points": 2,
+             "title": ("translate: public examples", "translate：公开示例")},
+            {"name": "hidden_cases", "answer": "translate", "kind": "function", "points": 3,
+             "title": ("translate: hidden cases", "translate：隐藏用例")},
+            {"name": "errors", "answer": "translate", "kind": "function", "points": 1,
+             "title": ("translate: invalid input raises ValueError", "translate：非法输入抛出 ValueError")},
+        ],
+        reference=_reference(),
+        cells=[md(INTRO_ZH, INTRO_EN), code(GIVEN), TASK1, answer(STUB1, SOL1), TASK2,
+               answer(STUB2, _script_src()), SELFCHECK],
+        mistakes=[
+            Mistake("no_plus_prefix", [("'+' + A + 'torchtitan.expert_tensor_parallel_size'",
+                                        "A + 'torchtitan.expert_tensor_parallel_size'")],
+                    "graded", 9.0, {"script_keys": "expert_tensor_parallel_size"}),
+            Mistake("reshard_bool_kept", [('"always" if value else "never"', "value"),
+                                          ("'torchtitan.reshard_after_forward': 'always'",
+                                           "'torchtitan.reshard_after_forward': True")],
+                    "graded", 7.0, {"public_cases": "reshard_after_forward=True"}),
+            Mistake("warmup_ratio_copied", [(
+                '''            if total_steps is None:
+                raise ValueError("lr_warmup_steps_ratio needs total_steps to become lr_warmup_steps")
+            out[A + "optim.lr_warmup_steps"] = int(value * total_steps)''',
+                '''            out[A + "optim.lr_warmup_steps"] = value''')],
+                    "graded", 8.0, {"errors": "lr_warmup_steps_ratio without total_steps"}),
+        ],
+    )

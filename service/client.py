@@ -1,0 +1,60 @@
+"""The `titangrade submit` client: upload, follow the event stream, print the result."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import httpx
+
+
+def _describe(event: dict) -> str | None:
+    kind = event.get("event")
+    if kind == "cell":
+        return f"  running cell {event.get('index', 0) + 1} of {event.get('total', '?')}"
+    return {"queued": "  queued", "claimed": "  picked up by a worker", "started": "  kernel started",
+            "checks": "  checking answers", "requeued": "  retrying on another worker"}.get(kind)
+
+
+def _follow(client: httpx.Client, sub_id: str) -> None:
+    with client.stream("GET", f"/api/v1/submissions/{sub_id}/events", timeout=None) as resp:
+        resp.raise_for_status()
+        for line in resp.iter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])
+            if (text := _describe(event)) is not None:
+                print(text, file=sys.stderr, flush=True)
+            if event.get("event") == "done":
+                return
+
+
+def submit_and_follow(*, url: str, token: str, notebook: str, exercise_id: str | None, lang: str | None,
+                      as_json: bool) -> int:
+    path = Path(notebook)
+    if not path.is_file():
+        sys.exit(f"titangrade: {notebook} does not exist")
+    headers = {"Authorization": f"Bearer {token}"}
+    if lang:
+        headers["Accept-Language"] = lang
+    with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+        data = {"exercise_id": exercise_id} if exercise_id else {}
+        resp = client.post("/api/v1/submissions", files={"notebook": (path.name, path.read_bytes())}, data=data)
+        if resp.status_code >= 400:
+            err = resp.json().get("error", {}) if "json" in resp.headers.get("content-type", "") else {}
+            sys.exit(f"titangrade: rejected ({resp.status_code} {err.get('code', '')}): {err.get('message', resp.text)}")
+        sub_id = resp.json()["id"]
+        print(f"submitted {path.name} as {sub_id}", file=sys.stderr)
+        _follow(client, sub_id)
+        sub = client.get(f"/api/v1/submissions/{sub_id}").json()
+    if as_json:
+        print(json.dumps(sub, indent=2))
+    else:
+        print(f"{sub['exercise_id']} attempt {sub['attempt']}: {sub['status']}, "
+              f"score {sub['score']} / {sub['max_score']}")
+        for check in sub["checks"]:
+            mark = "PASS" if check["passed"] else "FAIL"
+            print(f"  [{mark}] {check['name']}: {check['score']}/{check['max_score']} {check['feedback']}")
+        if sub["message"]:
+            print(f"  {sub['message']}")
+    return 0 if sub["status"] == "graded" else 1

@@ -1,0 +1,173 @@
+"""Service subcommands: serve, worker, db, tokens, submit."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="start the API and a local worker pool")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--workers", type=int, default=None, help="local grading slots (0 = API only); "
+                   "default TITANGRADE_WORKER_SLOTS")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("worker", help="run grading workers only (several hosts may share one PostgreSQL)")
+    p.add_argument("--slots", type=int, default=None, help="concurrent jobs (default TITANGRADE_WORKER_SLOTS)")
+    p.add_argument("--burst", action="store_true", help="exit once the queue is empty")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("db", help="database schema")
+    p.add_argument("action", choices=("upgrade", "current"))
+    p.set_defaults(func=cmd_db)
+
+    p = sub.add_parser("tokens", help="API tokens")
+    tsub = p.add_subparsers(dest="tokens_command", required=True)
+    c = tsub.add_parser("create", help="print a new bearer token (stored hashed)")
+    c.add_argument("--role", required=True, choices=("learner", "instructor", "admin"))
+    c.add_argument("--user", required=True)
+    c.add_argument("--course", default=None)
+    c.set_defaults(func=cmd_tokens_create)
+
+    p = sub.add_parser("submit", help="upload a notebook, follow its progress, print the result")
+    p.add_argument("notebook")
+    p.add_argument("--exercise", default=None, help="exercise id (default: from the notebook's metadata)")
+    p.add_argument("--url", default=os.environ.get("TITANGRADE_URL", "http://127.0.0.1:8000"))
+    p.add_argument("--token", default=os.environ.get("TITANGRADE_TOKEN"))
+    p.add_argument("--lang", default=None, help="feedback language: en or zh")
+    p.add_argument("--json", action="store_true", help="print the final submission as JSON")
+    p.set_defaults(func=cmd_submit)
+
+
+def _settings(**overrides):
+    from pydantic import ValidationError
+
+    from service.config import load_settings
+
+    try:
+        return load_settings(**overrides)
+    except ValidationError as exc:
+        sys.exit(f"titangrade: invalid settings: {exc}")
+
+
+def _engine(settings, *, migrate: bool):
+    from service.db import SchemaMismatch, check_schema, make_engine
+
+    engine = make_engine(settings.database_url)
+    try:
+        check_schema(engine, migrate=migrate)
+    except SchemaMismatch as exc:
+        sys.exit(f"titangrade: {exc}")
+    return engine
+
+
+def _bootstrap_token(settings, sessions) -> None:
+    from service.auth.service import create_token, has_admin
+    from service.db import transaction
+
+    with transaction(sessions) as s:
+        if has_admin(s):
+            print("titangrade: tokens: create one with `titangrade tokens create --role learner --user NAME`")
+            return
+        if settings.mode != "dev":
+            print("titangrade: no admin token yet; create one with `titangrade tokens create --role admin --user NAME`")
+            return
+        token = create_token(s, user="admin", role="admin")
+    print(f"titangrade: DEV MODE bootstrap admin token (shown once): {token}")
+    print("titangrade: more tokens: `titangrade tokens create --role learner --user NAME [--course C]`")
+
+
+def cmd_serve(args) -> int:
+    import uvicorn
+
+    from service.app import create_app
+    from service.db import make_sessionmaker
+    from service.workers.worker import build_worker
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    overrides = {} if args.workers is None else {"worker_slots": max(args.workers, 1)}
+    settings = _settings(**overrides)
+    settings, generated = settings.with_dev_secret()
+    if settings.mode == "dev":
+        print("titangrade: running in DEV MODE (TITANGRADE_MODE=prod for production: needs "
+              "TITANGRADE_SECRET_KEY and a real sandbox)")
+    if generated:
+        print("titangrade: no TITANGRADE_SECRET_KEY set; generated an ephemeral one for this run")
+    print(f"titangrade: database {settings.database_url.split('@')[-1]}, sandbox {settings.sandbox}")
+    engine = _engine(settings, migrate=settings.migrate_on_start)
+    app = create_app(settings, engine=engine)
+    _bootstrap_token(settings, app.state.sessions)
+    worker = None
+    if args.workers != 0:
+        worker = build_worker(settings, sessions=make_sessionmaker(engine))
+        threading.Thread(target=worker.run, name="tg-worker", daemon=True).start()
+        print(f"titangrade: local worker with {settings.worker_slots} slot(s)")
+    print(f"titangrade: API on http://{args.host}:{args.port}/api/v1 (docs at /api/v1/docs)", flush=True)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        if worker is not None:
+            worker.stop.set()
+            worker.executor.shutdown()
+    return 0
+
+
+def cmd_worker(args) -> int:
+    from service.db import make_sessionmaker
+    from service.workers.worker import build_worker
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = _settings(**({} if args.slots is None else {"worker_slots": args.slots}))
+    engine = _engine(settings, migrate=False)
+    worker = build_worker(settings, sessions=make_sessionmaker(engine))
+    signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
+    print(f"titangrade: worker {worker.id} with {settings.worker_slots} slot(s), "
+          f"{settings.worker_devices} {settings.worker_device_kind} device(s)", flush=True)
+    try:
+        worker.run(burst=args.burst)
+    except KeyboardInterrupt:
+        worker.stop.set()
+    finally:
+        worker.executor.shutdown()
+    return 0
+
+
+def cmd_db(args) -> int:
+    from service.db import current_revision, head_revision, make_engine, upgrade
+
+    settings = _settings()
+    engine = make_engine(settings.database_url)
+    if args.action == "upgrade":
+        print(f"titangrade: schema at {upgrade(engine)}")
+    else:
+        print(f"titangrade: schema at {current_revision(engine) or 'empty'} (code expects {head_revision()})")
+    return 0
+
+
+def cmd_tokens_create(args) -> int:
+    from service.auth.service import create_token
+    from service.db import make_sessionmaker, transaction
+
+    settings = _settings()
+    sessions = make_sessionmaker(_engine(settings, migrate=False))
+    try:
+        with transaction(sessions) as s:
+            token = create_token(s, user=args.user, role=args.role, course=args.course)
+    except ValueError as exc:
+        sys.exit(f"titangrade: {exc}")
+    print(token)
+    return 0
+
+
+def cmd_submit(args) -> int:
+    from service.client import submit_and_follow
+
+    if not args.token:
+        sys.exit("titangrade: no token; set TITANGRADE_TOKEN or pass --token (ask an instructor for one)")
+    return submit_and_follow(url=args.url, token=args.token, notebook=args.notebook, exercise_id=args.exercise,
+                             lang=args.lang, as_json=args.json)

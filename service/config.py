@@ -1,0 +1,79 @@
+"""Typed settings for the service, read from `TITANGRADE_*` variables and validated once at start-up."""
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from grading.exercise import DEFAULT_EXERCISES_ROOT, DEFAULT_REFERENCE_ROOT
+
+
+class UnsafeSettings(ValueError):
+    """Settings that would run an insecure service outside development mode."""
+
+
+class Settings(BaseSettings):
+    """Every knob of the service. Units are in the names; see docs/service.md for the table."""
+
+    model_config = SettingsConfigDict(env_prefix="TITANGRADE_", extra="ignore")
+
+    mode: Literal["dev", "prod"] = Field("dev", description="dev relaxes the safety checks and prints a bootstrap token")
+    database_url: str = Field("sqlite:///titangrade.db", description="SQLAlchemy URL; postgresql+psycopg://... for PostgreSQL")
+    secret_key: str = Field("", description="server secret (signing grade events); required when mode=prod")
+    sandbox: Literal["auto", "bwrap", "unsafe-local"] = Field("auto", description="how learner kernels are isolated")
+    exercises_root: Path = DEFAULT_EXERCISES_ROOT
+    reference_root: Path = DEFAULT_REFERENCE_ROOT
+    migrate_on_start: bool = Field(True, description="`serve` upgrades the schema itself; workers never do")
+
+    # queue and workers
+    executor: Literal["local"] = Field("local", description="grading backend; a Ray executor comes later")
+    worker_slots: int = Field(2, ge=1, description="concurrent grading jobs per worker process")
+    short_reserved_slots: int = Field(1, ge=0, description="slots that only take short-lane jobs")
+    worker_devices: int = Field(0, ge=0, description="accelerators this worker host offers")
+    worker_device_kind: Literal["cpu", "cuda", "npu"] = "cpu"
+    worker_max_world_size: int = Field(8, ge=1, description="most ranks one job may launch on this host")
+    lease_s: float = Field(60.0, gt=0, description="a claimed job is reclaimed this long after its last heartbeat")
+    heartbeat_s: float = Field(10.0, gt=0, description="lease renewal and worker liveness interval")
+    poll_s: float = Field(0.5, gt=0, description="idle workers look for jobs this often")
+    max_attempts: int = Field(3, ge=1, description="grader-fault retries before a submission is not_gradable")
+    retry_backoff_s: float = Field(2.0, ge=0, description="delay before a retried job may run again")
+
+    # request limits
+    max_upload_mb: float = Field(5.0, gt=0)
+    submissions_per_minute: int = Field(10, ge=1, description="per learner, all exercises")
+    max_attempts_per_exercise: int = Field(0, ge=0, description="per learner; 0 = unlimited")
+
+    @model_validator(mode="after")
+    def _refuse_unsafe(self) -> "Settings":
+        if self.mode == "prod":
+            problems = []
+            if len(self.secret_key) < 32:
+                problems.append("TITANGRADE_SECRET_KEY must be set to at least 32 characters "
+                                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`)")
+            if self.sandbox == "unsafe-local":
+                problems.append("TITANGRADE_SANDBOX=unsafe-local runs learner code unisolated; use auto or bwrap")
+            if problems:
+                raise UnsafeSettings("refusing to start in prod mode: " + "; ".join(problems))
+        if self.short_reserved_slots >= self.worker_slots and self.worker_slots > 1:
+            raise ValueError("TITANGRADE_SHORT_RESERVED_SLOTS must be below TITANGRADE_WORKER_SLOTS so long jobs can run")
+        if self.heartbeat_s >= self.lease_s:
+            raise ValueError("TITANGRADE_HEARTBEAT_S must be shorter than TITANGRADE_LEASE_S or leases expire while held")
+        return self
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1024 * 1024)
+
+    def with_dev_secret(self) -> tuple["Settings", bool]:
+        """In dev mode with no secret, generate an ephemeral one; returns (settings, generated)."""
+        if self.secret_key or self.mode != "dev":
+            return self, False
+        return self.model_copy(update={"secret_key": secrets.token_urlsafe(48)}), True
+
+
+def load_settings(**overrides) -> Settings:
+    """Read the environment (plus explicit overrides) and validate; the only place settings are built."""
+    return Settings(**overrides)

@@ -1,0 +1,26 @@
+"""Instructor views of a course."""
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter
+from fastapi.responses import PlainTextResponse
+
+from service.courses import service
+from service.deps import SessionDep, StaffUser
+from service.errors import Forbidden
+
+router = APIRouter(prefix="/courses", tags=["courses"])
+
+
+@router.get("/{course}/gradebook", responses={200: {"content": {"text/csv": {}}}})
+def gradebook(course: str, user: StaffUser, session: SessionDep, policy: Literal["best", "latest"] = "best",
+              format: Literal["json", "csv"] = "json"):
+    """Scores per learner and exercise under the best- or latest-attempt policy; `?format=csv` for a sheet."""
+    if not user.can_see_course(course):
+        raise Forbidden(f"your token is scoped to course {user.course!r}, not {course!r}")
+    rows = service.gradebook(session, course=course, policy=policy)
+    if format == "csv":
+        return PlainTextResponse(service.to_csv(rows), media_type="text/csv",
+                                 headers={"Content-Disposition": f'attachment; filename="{course}-gradebook.csv"'})
+    return {"course": course, "policy": policy, "rows": rows}

@@ -1,0 +1,53 @@
+"""HTTP routes for exercises: catalogue views, the learner template, stats and bulk regrade."""
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import FileResponse
+from sqlalchemy import select
+
+from service.deps import CatalogueDep, CurrentUser, SessionDep, SettingsDep, StaffUser
+from service.exercises import service
+from service.exercises.schemas import ExercisePublic, ExerciseStats
+from service.queue.service import BULK_REGRADE_PRIORITY
+from service.submissions import service as submissions
+from service.submissions.models import Submission
+from service.submissions.schemas import RegradeAccepted
+
+router = APIRouter(prefix="/exercises", tags=["exercises"])
+
+
+@router.get("", response_model=list[ExercisePublic])
+def list_exercises(_: CurrentUser, catalogue: CatalogueDep) -> list[ExercisePublic]:
+    return service.list_all(catalogue)
+
+
+@router.get("/{exercise_id}", response_model=ExercisePublic)
+def get_exercise(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> ExercisePublic:
+    return service.to_public(catalogue.get(exercise_id))
+
+
+@router.get("/{exercise_id}/notebook", response_class=FileResponse,
+            responses={200: {"content": {"application/x-ipynb+json": {}}}})
+def get_template(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> FileResponse:
+    """The learner template from exercises/ (never anything under reference/)."""
+    exercise = catalogue.get(exercise_id)
+    return FileResponse(exercise.notebook_path, media_type="application/x-ipynb+json",
+                        filename=exercise.notebook_path.name)
+
+
+@router.get("/{exercise_id}/stats", response_model=ExerciseStats)
+def exercise_stats(exercise_id: str, user: StaffUser, session: SessionDep, catalogue: CatalogueDep) -> ExerciseStats:
+    return service.stats(session, user=user, exercise=catalogue.get(exercise_id))
+
+
+@router.post("/{exercise_id}/regrade", status_code=202, response_model=RegradeAccepted)
+def regrade_exercise(exercise_id: str, user: StaffUser, session: SessionDep, settings: SettingsDep,
+                     catalogue: CatalogueDep) -> RegradeAccepted:
+    """Regrade every submission of an exercise (in the caller's course) behind interactive work."""
+    catalogue.get(exercise_id)
+    stmt = select(Submission).where(Submission.exercise_id == exercise_id)
+    if user.role == "instructor" and user.course is not None:
+        stmt = stmt.where(Submission.course == user.course)
+    ids = submissions.regrade(session, subs=list(session.scalars(stmt)), priority=BULK_REGRADE_PRIORITY,
+                              max_attempts=settings.max_attempts, catalogue=catalogue)
+    return RegradeAccepted(queued=len(ids), submission_ids=ids)

@@ -1,0 +1,28 @@
+"""Exercise views sent to clients (never reference material)."""
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class ExercisePublic(BaseModel):
+    id: str
+    chapter: int
+    title: str
+    title_zh: str
+    max_score: float
+    kernel_family: str
+    lane: str
+    resources: dict
+    limits: dict
+    checks: list[dict]
+
+
+class ExerciseStats(BaseModel):
+    exercise_id: str
+    submissions: int
+    learners: int
+    by_status: dict[str, int]
+    score_histogram: dict[str, int]
+    mean_score: float | None
+    check_pass_rates: dict[str, float]
+    median_grading_s: float | None

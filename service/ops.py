@@ -1,0 +1,74 @@
+"""Liveness, readiness (DB reachable, a worker heartbeat seen) and Prometheus metrics read from the DB."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from sqlalchemy import select, text
+
+from service.queue import service as queue
+from service.submissions.models import Submission
+
+router = APIRouter(tags=["operations"])
+LATENCY_BUCKETS_S = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600)
+
+
+@router.get("/healthz")
+def healthz() -> dict:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(request: Request) -> JSONResponse:
+    settings = request.app.state.settings
+    try:
+        with request.app.state.sessions() as session:
+            session.execute(text("SELECT 1"))
+            workers = queue.live_workers(session, within_s=3 * settings.heartbeat_s)
+            session.commit()
+    except Exception as exc:  # readiness reports, it does not raise
+        return JSONResponse({"status": "unavailable", "database": f"unreachable: {type(exc).__name__}"}, 503)
+    body = {"status": "ready" if workers else "no_workers", "database": "ok", "workers": len(workers)}
+    if not workers:
+        body["hint"] = "no worker heartbeat recently; start one with `titangrade worker` or `serve --workers N`"
+    return JSONResponse(body, 200 if workers else 503)
+
+
+class _DatabaseCollector:
+    """Computes queue and grading metrics at scrape time, so every API process reports the same numbers."""
+
+    def __init__(self, sessions) -> None:
+        self.sessions = sessions
+
+    def collect(self):
+        with self.sessions() as session:
+            depth = queue.depth_by_lane(session)
+            by_status = queue.jobs_by_status(session)
+            rows = session.execute(select(Submission.created_at, Submission.graded_at)
+                                   .where(Submission.graded_at.is_not(None))).all()
+            session.commit()
+        g = GaugeMetricFamily("titangrade_queue_depth", "queued jobs per lane", labels=["lane"])
+        for lane in ("short", "long"):
+            g.add_metric([lane], depth.get(lane, 0))
+        yield g
+        j = GaugeMetricFamily("titangrade_jobs", "jobs by status", labels=["status"])
+        for status in ("queued", "running", "done", "failed"):
+            j.add_metric([status], by_status.get(status, 0))
+        yield j
+        latencies = [(done - created).total_seconds() for created, done in rows]
+        buckets, total = [], 0
+        for bound in LATENCY_BUCKETS_S:
+            buckets.append((str(float(bound)), sum(1 for x in latencies if x <= bound)))
+        buckets.append(("+Inf", len(latencies)))
+        total = sum(latencies)
+        h = HistogramMetricFamily("titangrade_grading_latency_seconds", "submit-to-graded latency")
+        h.add_metric([], buckets, total)
+        yield h
+
+
+@router.get("/metrics", response_class=Response)
+def metrics(request: Request) -> Response:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_DatabaseCollector(request.app.state.sessions))
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

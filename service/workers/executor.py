@@ -1,0 +1,153 @@
+"""Where grading runs: one `Executor` interface, chosen once at start-up (local process pool now, Ray later).
+
+An executor receives a `GradingTicket` (ids only), opens its own DB session to read the notebook, streams
+progress events into the database, and returns the GradeResult as a dict. It never stores the grade: the
+worker does that, fenced by the lease token.
+"""
+from __future__ import annotations
+
+import abc
+import concurrent.futures as cf
+import multiprocessing
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from service.config import Settings
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GradingTicket:
+    """One job handed to an executor; validated again on the executing side."""
+
+    job_id: int
+    submission_id: str
+    lease_token: str
+    device_kind: str = "cpu"
+    device_ids: tuple[int, ...] = ()
+
+
+class Executor(abc.ABC):
+    name = "abstract"
+
+    @abc.abstractmethod
+    def submit(self, ticket: GradingTicket) -> cf.Future:
+        """Start grading; the future yields {"result": dict} or {"fault": str, "retryable": bool}."""
+
+    @abc.abstractmethod
+    def shutdown(self) -> None:
+        """Stop accepting work and release the processes."""
+
+
+# ---- executing side (runs in a pool process) -------------------------------------------------------
+
+_CHILD: dict = {}
+
+
+def _die_with_parent() -> None:
+    """Linux: a SIGKILLed worker takes its grading processes with it, so no orphan keeps grading."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _init_child(database_url: str, sandbox_mode: str, exercises_root: str, reference_root: str) -> None:
+    _die_with_parent()
+    from grading.exercise import Catalogue
+    from grading.sandbox import make_sandbox
+    from service.db import make_engine, make_sessionmaker
+
+    _CHILD["sessions"] = make_sessionmaker(make_engine(database_url))
+    _CHILD["catalogue"] = Catalogue(Path(exercises_root), Path(reference_root))
+    _CHILD["sandbox"] = make_sandbox(sandbox_mode)
+
+
+def grade_ticket(ticket: GradingTicket) -> dict:
+    """Load the submission by id, grade it with progress written to the DB, return the result or a fault."""
+    from grading.errors import GraderFault, InvalidSubmission
+    from grading.pipeline import grade_notebook
+    from grading.sandbox import DeviceGrant
+    from service.db import transaction
+    from service.queue.models import Job
+    from service.submissions import events
+    from service.submissions.models import Submission
+
+    sessions = _CHILD["sessions"]
+    with sessions() as session:
+        job = session.get(Job, ticket.job_id)
+        sub = session.get(Submission, ticket.submission_id)
+        if job is None or sub is None or job.submission_id != sub.id or job.lease_token != ticket.lease_token:
+            return {"fault": f"stale ticket for job {ticket.job_id}: lease no longer held", "retryable": False,
+                    "stale": True}
+        notebook, exercise_id, lang = sub.notebook, sub.exercise_id, sub.lang
+        session.commit()
+
+    def progress(event: dict) -> None:
+        if event.get("event") == "done":
+            return  # the worker writes 'done' with the stored grade, in the same transaction
+        try:
+            with transaction(sessions) as s:
+                events.add(s, submission_id=ticket.submission_id, event=event)
+        except Exception:  # progress is best effort; grading goes on
+            pass
+
+    try:
+        result = grade_notebook(notebook, exercise_id=exercise_id, catalogue=_CHILD["catalogue"], lang=lang,
+                                sandbox=_CHILD["sandbox"], progress=progress,
+                                devices=DeviceGrant(kind=ticket.device_kind, ids=ticket.device_ids))
+    except GraderFault as exc:
+        return {"fault": str(exc), "retryable": exc.retryable}
+    except InvalidSubmission as exc:  # valid at intake but not now (e.g. the exercise was removed)
+        return {"fault": f"{exc.code}: {exc.message}", "retryable": False}
+    except Exception as exc:  # an engine bug is our fault: retry, then not_gradable
+        return {"fault": f"{type(exc).__name__}: {exc}", "retryable": True}
+    return {"result": result.to_dict()}
+
+
+# ---- local backend ---------------------------------------------------------------------------------
+
+class LocalExecutor(Executor):
+    """A process pool on this host; a crashed pool (e.g. OOM-killed process) is rebuilt, the job retried."""
+
+    name = "local"
+
+    def __init__(self, *, settings: Settings, processes: int) -> None:
+        self._initargs = (settings.database_url, settings.sandbox, str(settings.exercises_root),
+                          str(settings.reference_root))
+        self._processes = processes
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> cf.ProcessPoolExecutor:
+        # spawn, not fork: the worker has threads (heartbeat) and DB connections that must not be copied.
+        return cf.ProcessPoolExecutor(max_workers=self._processes, mp_context=multiprocessing.get_context("spawn"),
+                                      initializer=_init_child, initargs=self._initargs)
+
+    def submit(self, ticket: GradingTicket) -> cf.Future:
+        try:
+            return self._pool.submit(grade_ticket, ticket)
+        except cf.process.BrokenProcessPool:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = self._new_pool()
+            return self._pool.submit(grade_ticket, ticket)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def make_executor(settings: Settings, *, processes: int) -> Executor:
+    """Choose the backend once; `TITANGRADE_EXECUTOR=ray` will select the Ray executor when it exists."""
+    if settings.executor == "local":
+        return LocalExecutor(settings=settings, processes=processes)
+    raise ValueError(f"unknown executor {settings.executor!r}; this version provides: local")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True

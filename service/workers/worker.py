@@ -1,0 +1,185 @@
+"""The worker loop: reap expired leases, claim what this host can run, heartbeat, store fenced results.
+
+Slots follow lanes: `short_reserved_slots` slots never take long-lane jobs, so a quiz never waits behind a
+training run. The executor and device inventory are injected (chosen once by the caller).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue as stdlib_queue
+import socket
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from grading.sandbox import DeviceGrant
+from service.config import Settings
+from service.db import transaction
+from service.queue import service as queue
+from service.queue.service import ClaimedJob
+from service.workers.executor import Executor, GradingTicket
+
+log = logging.getLogger("titangrade.worker")
+
+
+@dataclass(slots=True)
+class _InFlight:
+    job: ClaimedJob
+    grant: DeviceGrant
+    future: Future
+    started: float = field(default_factory=time.monotonic)
+
+
+class Worker:
+    """One worker process's scheduler; `run()` blocks until `stop` is set (or the queue drains in burst mode)."""
+
+    def __init__(self, *, settings: Settings, sessions: sessionmaker[Session], executor: Executor,
+                 devices, worker_id: str | None = None) -> None:
+        self.settings = settings
+        self.sessions = sessions
+        self.executor = executor
+        self.devices = devices
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.stop = threading.Event()
+        self._inflight: dict[int, _InFlight] = {}
+        self._done: stdlib_queue.Queue[int] = stdlib_queue.Queue()
+        self._lock = threading.Lock()
+        self.stored = 0  # grades this worker stored (for tests and logs)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def run(self, *, burst: bool = False) -> None:
+        self._beat()
+        beater = threading.Thread(target=self._heartbeat_loop, name="tg-heartbeat", daemon=True)
+        beater.start()
+        try:
+            while not self.stop.is_set():
+                self._reap()
+                claimed = self._fill_slots()
+                self._collect(timeout=0 if claimed else self.settings.poll_s)
+                if burst and not claimed and not self._inflight and self._queue_empty():
+                    break
+        finally:
+            self.stop.set()
+            self._drain()
+            with transaction(self.sessions) as s:
+                queue.forget_worker(s, worker_id=self.id)
+
+    def _drain(self) -> None:
+        """On a graceful stop, let running jobs finish (their leases are still renewed)."""
+        deadline = time.monotonic() + max(self.settings.lease_s, 5.0)
+        while self._inflight and time.monotonic() < deadline:
+            self._renew()
+            self._collect(timeout=min(self.settings.heartbeat_s, 1.0))
+
+    # -- scheduling --------------------------------------------------------------------------------
+    def _lanes_open(self) -> tuple[str, ...] | None:
+        slots, reserved = self.settings.worker_slots, self.settings.short_reserved_slots
+        busy = len(self._inflight)
+        if busy >= slots:
+            return None
+        long_busy = sum(1 for f in self._inflight.values() if f.job.lane == "long")
+        long_cap = slots - reserved if slots > 1 else 1
+        return ("short", "long") if long_busy < long_cap else ("short",)
+
+    def _fill_slots(self) -> int:
+        claimed = 0
+        while (lanes := self._lanes_open()) is not None:
+            with transaction(self.sessions) as s:
+                job = queue.claim(s, worker_id=self.id, lanes=lanes, free_devices=self.devices.free,
+                                  max_world_size=self.settings.worker_max_world_size, lease_s=self.settings.lease_s)
+            if job is None:
+                return claimed
+            self._start(job)
+            claimed += 1
+        return claimed
+
+    def _start(self, job: ClaimedJob) -> None:
+        grant = self.devices.acquire(job.devices)
+        ticket = GradingTicket(job_id=job.job_id, submission_id=job.submission_id, lease_token=job.lease_token,
+                               device_kind=grant.kind, device_ids=tuple(grant.ids))
+        future = self.executor.submit(ticket)
+        with self._lock:
+            self._inflight[job.job_id] = _InFlight(job=job, grant=grant, future=future)
+        future.add_done_callback(lambda _f, jid=job.job_id: self._done.put(jid))
+        log.info("worker %s claimed job %s (submission %s, attempt %s)", self.id, job.job_id,
+                 job.submission_id, job.attempt)
+
+    def _collect(self, *, timeout: float) -> None:
+        try:
+            job_id = self._done.get(timeout=timeout) if timeout else self._done.get_nowait()
+        except stdlib_queue.Empty:
+            return
+        while True:
+            self._finish(job_id)
+            try:
+                job_id = self._done.get_nowait()
+            except stdlib_queue.Empty:
+                return
+
+    def _finish(self, job_id: int) -> None:
+        with self._lock:
+            flight = self._inflight.pop(job_id)
+        self.devices.release(flight.grant)
+        try:
+            outcome = flight.future.result()
+        except Exception as exc:  # the pool process died (OOM kill, segfault): our fault, retry
+            outcome = {"fault": f"grading process died: {type(exc).__name__}: {exc}", "retryable": True}
+        with transaction(self.sessions) as s:
+            if "result" in outcome:
+                stored = queue.complete(s, job=flight.job, result=outcome["result"])
+                state = "stored" if stored else "discarded (lease lost)"
+                self.stored += stored
+            else:
+                state = queue.fault(s, job=flight.job, error=outcome["fault"], retryable=outcome["retryable"],
+                                    backoff_s=self.settings.retry_backoff_s)
+        log.info("worker %s job %s: %s", self.id, job_id, state)
+
+    def _queue_empty(self) -> bool:
+        with transaction(self.sessions) as s:
+            return not queue.depth_by_lane(s) and not queue.jobs_by_status(s).get("running")
+
+    # -- leases and liveness ---------------------------------------------------------------------------
+    def _reap(self) -> None:
+        with transaction(self.sessions) as s:
+            n = queue.reap_expired(s)
+        if n:
+            log.warning("worker %s requeued %d job(s) whose lease expired", self.id, n)
+
+    def _renew(self) -> None:
+        with self._lock:
+            held = [f.job for f in self._inflight.values()]
+        if held:
+            with transaction(self.sessions) as s:
+                lost = queue.renew(s, held=held, lease_s=self.settings.lease_s)
+            for job_id in lost:
+                log.warning("worker %s lost the lease on job %s; its result will be discarded", self.id, job_id)
+
+    def _beat(self) -> None:
+        with transaction(self.sessions) as s:
+            queue.beat(s, worker_id=self.id, host=socket.gethostname(), pid=os.getpid(),
+                       slots=self.settings.worker_slots, devices=self.devices.count,
+                       device_kind=self.settings.worker_device_kind)
+
+    def _heartbeat_loop(self) -> None:
+        while not self.stop.wait(self.settings.heartbeat_s):
+            try:
+                self._beat()
+                self._renew()
+            except Exception:  # a DB blip must not kill the heartbeat; the lease has slack
+                log.exception("heartbeat failed")
+
+
+def build_worker(settings: Settings, *, sessions: sessionmaker[Session], executor: Executor | None = None,
+                 devices=None) -> Worker:
+    """Wire a worker from settings: the executor and inventory are chosen here, once."""
+    from service.workers.devices import LocalDevices
+    from service.workers.executor import make_executor
+
+    executor = executor or make_executor(settings, processes=settings.worker_slots)
+    devices = devices or LocalDevices(kind=settings.worker_device_kind, count=settings.worker_devices)
+    return Worker(settings=settings, sessions=sessions, executor=executor, devices=devices)

@@ -1,0 +1,39 @@
+"""Runs inside the sandbox as root for a moment: own the scratch dirs, set rlimits, drop to the sandbox
+uid for good, then exec the kernel. Stdlib only (it starts with `python -I -S`); bound read-only.
+
+usage: python -I -S _launcher.py '<json config>' -- <kernel argv...>
+"""
+import ctypes
+import json
+import os
+import resource
+import sys
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
+
+
+def main() -> None:
+    sep = sys.argv.index("--")
+    cfg = json.loads(sys.argv[1])
+    argv = sys.argv[sep + 1:]
+    uid, gid = int(cfg["uid"]), int(cfg["gid"])
+    for path in cfg["own"]:
+        os.chmod(path, 0o700)  # before chown: once it is not ours, changing its mode needs CAP_FOWNER
+        os.chown(path, uid, gid)
+    for name, (soft, hard) in cfg["rlimits"].items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid:  # never run learner code as root by accident
+        raise SystemExit("titangrade sandbox: could not drop privileges")
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise SystemExit("titangrade sandbox: prctl(NO_NEW_PRIVS) failed")
+    os.chdir(cfg["cwd"])
+    os.execve(argv[0], argv, cfg["env"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,361 @@
+"""The real sandbox: each kernel in a fresh bubblewrap container as a dedicated unprivileged uid.
+
+Root starts `bwrap` without a user namespace (so the uid outside is the real sandbox uid and
+RLIMIT_NPROC counts per run); `_launcher.py` then sets rlimits and drops to `tgsbxN` before exec'ing
+ipykernel. ZMQ uses the ipc transport through a bind-mounted runtime dir because loopback inside the
+sandbox's network namespace is not the host's. See docs/sandbox.md for the threat model.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpec
+
+from grading.errors import GraderFault
+from grading.exercise import REPO_ROOT, Limits
+from grading.sandbox import KernelRequest, KernelSession, Sandbox
+from grading.sandbox.devices import device_env, device_nodes
+from grading.sandbox.watch import CPU, DISK, FILE_SIZE, LimitWatcher
+
+LAUNCHER = Path(__file__).with_name("_launcher.py")
+INNER_LAUNCHER = "/opt/titangrade/launcher.py"
+SCRATCH, WORKDIR, TMPDIR = "/scratch", "/scratch/work", "/scratch/tmp"
+ENV_ALLOW = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE",
+             "OPENBLAS_L2_SIZE")
+ETC_ALLOW = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "alternatives",
+             "fonts", "mime.types", "protocols", "services", "host.conf", "gai.conf", "ssl/certs")
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class BwrapConfig:
+    """Where things are on the host and how the sandbox is shaped; defaults fit this repo's venv."""
+
+    python: str = sys.executable  # the venv interpreter, bound at the same path inside
+    ro_paths: tuple[str, ...] = (sys.prefix, sys.base_prefix)  # venv + its base interpreter tree
+    exercises: str = str(REPO_ROOT / "exercises")  # the course runtime, importable as exercises.lab
+    pythonpath: str = str(REPO_ROOT)
+    users: tuple[str, ...] = tuple(f"tgsbx{i}" for i in range(8))
+    runtime_root: str = "/run/titangrade"  # host dir for connection files + ipc sockets; never under /tmp,
+    # which inside the sandbox is the scratch tmpfs
+    startup_timeout_s: float = 60.0
+    output_hard_cap_mb: int = 64  # over this the cell is interrupted; over twice this the sandbox dies
+    wall_grace_s: float = 60.0  # backstop kill at run_timeout_s + this (the engine times out first)
+    bwrap: str = "bwrap"
+
+
+class UidPool:
+    """Hands out the sandbox users, one per live sandbox, so per-uid limits never pool across runs."""
+
+    def __init__(self, users: tuple[str, ...]) -> None:
+        self._free = [pwd.getpwnam(u) for u in users]
+        self._lock = threading.Lock()
+
+    def acquire(self) -> pwd.struct_passwd:
+        with self._lock:
+            if not self._free:
+                raise GraderFault("no free sandbox user: every tgsbxN is running a kernel; retry later or "
+                                  "add users with TITANGRADE_SANDBOX_USERS=N scripts/install-system-deps.sh")
+            return self._free.pop(0)
+
+    def release(self, user: pwd.struct_passwd) -> None:
+        with self._lock:
+            self._free.append(user)
+
+
+def uid_processes(uid: int) -> list[int]:
+    """Host pids whose real uid is `uid` (should be none once a sandbox is gone)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as fh:
+                    for line in fh:
+                        if line.startswith("Uid:"):
+                            if int(line.split()[1]) == uid:
+                                pids.append(int(entry))
+                            break
+            except OSError:
+                continue
+    return pids
+
+
+def kill_uid(uid: int, timeout_s: float = 5.0) -> bool:
+    """SIGKILL every process of `uid` until none is left; False if some survive `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = uid_processes(uid)
+        if not pids:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.05)
+
+
+def rlimits(limits: Limits, *, accelerator: bool) -> dict[str, tuple[int, int]]:
+    """The rlimits every sandbox process inherits. CUDA/CANN reserve huge address ranges, so an
+    accelerator job gets no RLIMIT_AS (device memory bounds it instead; documented)."""
+    inf = -1  # resource.RLIM_INFINITY
+    return {
+        "RLIMIT_AS": (inf, inf) if accelerator else (limits.memory_mb * MiB,) * 2,
+        "RLIMIT_CPU": (limits.cpu_time_s, limits.cpu_time_s + 5),
+        "RLIMIT_NPROC": (limits.max_processes,) * 2,
+        "RLIMIT_FSIZE": (limits.max_file_mb * MiB,) * 2,
+        "RLIMIT_CORE": (0, 0),
+        "RLIMIT_NOFILE": (8192, 8192),
+    }
+
+
+def _parents(path: str, made: set[str]) -> list[str]:
+    """`--dir` args for the ancestors of `path` not made yet: bwrap would create them mode 0700, which
+    the sandbox uid could not traverse."""
+    args = []
+    for parent in reversed(Path(path).parents):
+        if str(parent) not in made:
+            made.add(str(parent))
+            args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
+class _SandboxKernelManager(KernelManager):
+    """A KernelManager whose launch command is wrapped in bwrap and whose connection file the
+    sandbox uid may read."""
+
+    wrap_argv: list[str] = []
+    owner: tuple[int, int] = (0, 0)
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        return self.wrap_argv + super().format_kernel_cmd(extra_arguments)
+
+    def write_connection_file(self, **kwargs: object) -> None:
+        super().write_connection_file(**kwargs)
+        os.chown(self.connection_file, *self.owner)
+
+
+class BwrapSession(KernelSession):
+    mode = "bwrap"
+
+    def __init__(self, *, km: _SandboxKernelManager, runtime: Path, user: pwd.struct_passwd,
+                 uids: UidPool, limits: Limits, watcher: LimitWatcher) -> None:
+        self.km = km
+        self.runtime = runtime
+        self.user = user
+        self.limits = limits
+        self.watcher = watcher
+        self._uids = uids
+        self._closed: list[str] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int:
+        """Host pid of the outer bwrap process (the kernel manager's child)."""
+        return self.km.provisioner.pid
+
+    def _inner_pid(self) -> int | None:
+        try:
+            children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        except OSError:
+            return None
+        return int(children[0]) if children else None
+
+    @property
+    def workdir(self) -> Path:  # type: ignore[override]
+        """The scratch dir as the host sees it, through the sandbox's mount namespace (root only)."""
+        inner = self._inner_pid()
+        if inner is None:
+            raise GraderFault("the sandbox is gone; its scratch directory no longer exists")
+        return Path(f"/proc/{inner}/root{WORKDIR}")
+
+    def kill(self) -> None:
+        """SIGKILL the outer bwrap; --die-with-parent takes the PID namespace (everything) with it."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except (OSError, TypeError):
+            pass
+
+    def _scratch_full(self) -> bool:
+        inner = self._inner_pid()
+        if inner is None:
+            return False
+        try:
+            st = os.statvfs(f"/proc/{inner}/root{SCRATCH}")
+        except OSError:
+            return False
+        return st.f_bavail * st.f_frsize < 1 * MiB
+
+    def _exit_limits(self) -> set[str]:
+        proc = getattr(self.km.provisioner, "process", None)
+        code = proc.poll() if proc is not None else None
+        if code is None:
+            return set()
+        # bwrap reports a child killed by signal N as exit status 128 + N
+        sig = code - 128 if code > 128 else -code if code < 0 else 0
+        return {signal.SIGXCPU: {CPU}, signal.SIGXFSZ: {FILE_SIZE}}.get(sig, set())
+
+    def close(self) -> list[str]:
+        with self._lock:
+            if self._closed is not None:
+                return self._closed
+            hits = set(self.watcher.hits) | self._exit_limits()
+            if self._scratch_full():
+                hits.add(DISK)
+            self.watcher.stop()
+            try:
+                self.kill()
+                if self.km.has_kernel:
+                    self.km.shutdown_kernel(now=True)
+            except Exception:
+                pass  # the processes are dead either way; the uid sweep below proves it
+            clean = kill_uid(self.user.pw_uid)
+            shutil.rmtree(self.runtime, ignore_errors=True)
+            if clean:
+                self._uids.release(self.user)  # a uid with survivors stays out of circulation
+            self._closed = sorted(hits)
+            return self._closed
+
+
+class BwrapSandbox(Sandbox):
+    mode = "bwrap"
+
+    def __init__(self, config: BwrapConfig | None = None) -> None:
+        self.config = config or BwrapConfig()
+        if os.geteuid() != 0:
+            raise GraderFault("the bwrap sandbox must be started by root (it drops each kernel to a "
+                              "tgsbxN user); run the worker as root or use unsafe-local for development",
+                              retryable=False)
+        self.uids = UidPool(self.config.users)
+
+    def start(self, request: KernelRequest) -> BwrapSession:
+        cfg = self.config
+        user = self.uids.acquire()
+        os.makedirs(cfg.runtime_root, mode=0o711, exist_ok=True)
+        runtime = Path(tempfile.mkdtemp(prefix="tg-sbx-", dir=cfg.runtime_root))
+        try:
+            km = self._kernel_manager(request, user, runtime)
+            with open(runtime / "launch.log", "wb") as log:
+                km.start_kernel(cwd=str(runtime), env=self._host_env(), stdout=log, stderr=log)
+            deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
+            session: BwrapSession | None = None
+            watcher = LimitWatcher(km, output_cap_bytes=cfg.output_hard_cap_mb * MiB, deadline=deadline,
+                                   kill=lambda: session.kill() if session else None)
+            session = BwrapSession(km=km, runtime=runtime, user=user, uids=self.uids,
+                                   limits=request.limits, watcher=watcher)
+        except Exception as exc:
+            shutil.rmtree(runtime, ignore_errors=True)
+            kill_uid(user.pw_uid)
+            self.uids.release(user)
+            raise GraderFault(f"sandboxed kernel failed to start: {exc}") from exc
+        watcher.start()
+        self._wait_ready(session)
+        return session
+
+    def _wait_ready(self, session: BwrapSession) -> None:
+        kc = session.km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=self.config.startup_timeout_s)
+            session.watcher.wait_subscribed()
+        except Exception as exc:
+            log = (session.runtime / "launch.log").read_text(errors="replace")[-2000:]
+            session.close()
+            raise GraderFault(f"sandboxed kernel did not become ready: {exc}; bwrap said: {log}") from exc
+        finally:
+            kc.stop_channels()
+
+    @staticmethod
+    def _host_env() -> dict[str, str]:
+        # bwrap and the launcher see only this; nothing of the grader's own environment passes through
+        return {"PATH": "/usr/bin:/bin", "LANG": os.environ.get("LANG", "C.UTF-8")}
+
+    def _kernel_manager(self, request: KernelRequest, user: pwd.struct_passwd,
+                        runtime: Path) -> _SandboxKernelManager:
+        km = _SandboxKernelManager(transport="ipc", ip=str(runtime / "kernel"),
+                                   connection_file=str(runtime / "kernel.json"))
+        km._kernel_spec = KernelSpec(argv=[self.config.python, "-m", "ipykernel_launcher", "-f",
+                                           "{connection_file}"],
+                                     display_name="titangrade sandbox", language="python",
+                                     interrupt_mode="message")
+        km.owner = (user.pw_uid, user.pw_gid)
+        os.chmod(runtime, 0o711)
+        os.chown(runtime, user.pw_uid, user.pw_gid)
+        km.wrap_argv = self.bwrap_argv(request, user, runtime)
+        return km
+
+    def kernel_env(self, request: KernelRequest) -> dict[str, str]:
+        env = {k: os.environ[k] for k in ENV_ALLOW if k in os.environ}
+        env.update(PATH=f"{Path(self.config.python).parent}:/usr/local/bin:/usr/bin:/bin", HOME=WORKDIR,
+                   USER="learner", LOGNAME="learner", TMPDIR=TMPDIR, PYTHONPATH=self.config.pythonpath,
+                   PYTHONHASHSEED="0", TORCH_DEVICE_BACKEND_AUTOLOAD="0", MPLBACKEND="Agg",
+                   PYTHONDONTWRITEBYTECODE="1")
+        env.update(device_env(request.devices))
+        env.update(request.env)
+        return env
+
+    def _etc_files(self, runtime: Path, user: pwd.struct_passwd) -> list[str]:
+        etc = runtime / "etc"
+        etc.mkdir()
+        (etc / "passwd").write_text(f"root:x:0:0::/nonexistent:/usr/sbin/nologin\n"
+                                    f"learner:x:{user.pw_uid}:{user.pw_gid}::{WORKDIR}:/bin/sh\n")
+        (etc / "group").write_text(f"root:x:0:\nlearner:x:{user.pw_gid}:\n")
+        (etc / "hosts").write_text("127.0.0.1 localhost titangrade\n::1 localhost ip6-localhost\n")
+        (etc / "hostname").write_text("titangrade\n")
+        args = []
+        for name in ("passwd", "group", "hosts", "hostname"):
+            os.chmod(etc / name, 0o644)
+            args += ["--ro-bind", str(etc / name), f"/etc/{name}"]
+        for name in ETC_ALLOW:
+            if os.path.exists(f"/etc/{name}"):
+                args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        return args
+
+    def bwrap_argv(self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path) -> list[str]:
+        """The full command line up to (not including) the kernel's own argv."""
+        cfg, lim = self.config, request.limits
+        scratch = str(lim.scratch_mb * MiB)
+        args = [cfg.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "titangrade",
+                "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                "--cap-add", "CAP_CHOWN", "--ro-bind", "/usr", "/usr"]
+        for top in ("bin", "lib", "lib64", "lib32", "sbin"):
+            host = Path("/", top)
+            if host.is_symlink():
+                args += ["--symlink", os.readlink(host), f"/{top}"]
+            elif host.is_dir():
+                args += ["--ro-bind", str(host), f"/{top}"]
+        args += self._etc_files(runtime, user)
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 "--perms", "1777", "--size", scratch, "--tmpfs", "/dev/shm",
+                 "--perms", "0755", "--size", scratch, "--tmpfs", SCRATCH,
+                 "--dir", WORKDIR, "--dir", TMPDIR, "--symlink", TMPDIR, "/tmp"]
+        accelerator = request.devices.kind != "cpu"
+        if accelerator:  # drivers and tools read sysfs for the device tree (real code, not run here)
+            args += ["--ro-bind", "/sys", "/sys"]
+        elif os.path.isdir("/sys/devices/system/cpu"):  # CPU topology only, for thread pools
+            args += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
+        made: set[str] = {"/", "/etc", "/usr", "/dev", "/proc", "/sys", SCRATCH, "/tmp"}
+        for path in dict.fromkeys((*cfg.ro_paths, cfg.exercises)):
+            args += _parents(path, made) + ["--ro-bind", path, path]
+        args += _parents(INNER_LAUNCHER, made) + ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
+        args += _parents(str(runtime), made) + ["--bind", str(runtime), str(runtime)]
+        for node in device_nodes(request.devices):
+            args += ["--dev-bind", node, node]
+        args += ["--chdir", "/"]
+        launch = {"uid": user.pw_uid, "gid": user.pw_gid, "own": [WORKDIR, TMPDIR], "cwd": WORKDIR,
+                  "rlimits": rlimits(lim, accelerator=accelerator), "env": self.kernel_env(request)}
+        return args + ["--", self.config.python, "-I", "-S", INNER_LAUNCHER, json.dumps(launch), "--"]

@@ -1,0 +1,202 @@
+"""Which accelerators a worker has, and which job holds each one.
+
+Detection and the busy checks are real code for CUDA (torch + nvidia-smi) and Ascend NPU (torch_npu +
+npu-smi), but these machines have neither: only the bookkeeping is tested here, on a configured
+inventory that the tests label as fake. See docs/sandbox.md, "Devices".
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import threading
+from typing import Callable, Iterable
+
+from grading.exercise import Resources
+from grading.sandbox import DeviceGrant
+
+VISIBLE_ENV = {"cuda": "CUDA_VISIBLE_DEVICES", "npu": "ASCEND_RT_VISIBLE_DEVICES"}
+SHARED_NODES = {
+    "cuda": ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"),
+    "npu": ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"),
+}
+NODE_PATTERN = {"cuda": "/dev/nvidia{}", "npu": "/dev/davinci{}"}
+
+BusyCheck = Callable[[str, int], bool]  # (kind, device id) -> is something still using it?
+
+
+def device_env(grant: DeviceGrant) -> dict[str, str]:
+    """Environment that restricts the frameworks in the sandbox to the granted devices."""
+    if grant.kind == "cpu":
+        return {"CUDA_VISIBLE_DEVICES": "", "ASCEND_RT_VISIBLE_DEVICES": ""}
+    env = {VISIBLE_ENV[grant.kind]: ",".join(str(i) for i in grant.ids)}
+    if grant.kind == "cuda":  # make CUDA's numbering match nvidia-smi's (and so the host ids we grant)
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    return env
+
+
+def device_nodes(grant: DeviceGrant) -> list[str]:
+    """Host device nodes to bind into the sandbox for `grant` (only those that exist)."""
+    if grant.kind == "cpu":
+        return []
+    wanted = [NODE_PATTERN[grant.kind].format(i) for i in grant.ids] + list(SHARED_NODES[grant.kind])
+    return [node for node in wanted if os.path.exists(node)]
+
+
+def detect() -> dict[str, list[int]]:
+    """Devices this host has, by kind. Never raises: a broken driver stack means no devices.
+
+    NOT RUN HERE (no accelerator): the CUDA branch uses torch.cuda; the NPU branch imports torch_npu
+    with TORCH_DEVICE_BACKEND_AUTOLOAD=0 so a torch_npu without CANN cannot break `import torch`.
+    """
+    os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+    found: dict[str, list[int]] = {}
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            found["cuda"] = list(range(torch.cuda.device_count()))
+    except Exception:
+        pass
+    try:
+        import torch_npu  # noqa: F401  (registers torch.npu)
+        import torch
+
+        if torch.npu.is_available():  # type: ignore[attr-defined]
+            found["npu"] = list(range(torch.npu.device_count()))  # type: ignore[attr-defined]
+    except Exception:  # ImportError (no torch_npu / no CANN libhccl.so) or a driver error
+        pass
+    return found
+
+
+def _run(argv: list[str]) -> str | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=20, check=True).stdout
+    except (subprocess.SubprocessError, OSError):
+        return None
+
+
+def cuda_busy(device: int) -> bool:
+    """True if a compute process still holds CUDA device `device` (per nvidia-smi). NOT RUN HERE."""
+    gpus = _run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"])
+    apps = _run(["nvidia-smi", "--query-compute-apps=pid,gpu_uuid", "--format=csv,noheader"])
+    if gpus is None or apps is None:
+        return True  # cannot prove it is free: quarantine rather than hand out a dirty device
+    uuid = {int(i): u.strip() for i, u in (line.split(",", 1) for line in gpus.splitlines() if line.strip())}
+    return any(line.split(",")[1].strip() == uuid.get(device) for line in apps.splitlines() if "," in line)
+
+
+def npu_busy(device: int) -> bool:
+    """True if npu-smi lists a process on NPU `device`. NOT RUN HERE; the table format is CANN's
+    `npu-smi info` (process rows: | NPU Chip | Process id | Process name | Memory |)."""
+    out = _run(["npu-smi", "info"])
+    if out is None:
+        return True
+    in_procs = False
+    for line in out.splitlines():
+        if "Process id" in line:
+            in_procs = True
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if in_procs and len(cells) >= 2 and cells[0].split()[:1] == [str(device)] and cells[1].isdigit():
+            return True
+    return False
+
+
+def host_busy_check(kind: str, device: int) -> bool:
+    return {"cuda": cuda_busy, "npu": npu_busy}.get(kind, lambda _d: False)(device)
+
+
+class DeviceInventory:
+    """The worker's accelerators; `acquire` hands out disjoint grants, `release` checks hygiene.
+
+    A device that is still busy after its job (a leaked process, a stuck context) is quarantined and
+    never handed out again until `unquarantine` (an operator's decision).
+    """
+
+    def __init__(self, devices: dict[str, Iterable[int]], *, busy_check: BusyCheck = host_busy_check,
+                 label: str = "configured") -> None:
+        self.label = label
+        self._all = {kind: sorted(set(ids)) for kind, ids in devices.items() if kind != "cpu"}
+        self._free = {kind: list(ids) for kind, ids in self._all.items()}
+        self.quarantined: dict[str, set[int]] = {kind: set() for kind in self._all}
+        self._busy = busy_check
+        self._lock = threading.Lock()
+
+    @classmethod
+    def detect(cls) -> "DeviceInventory":
+        return cls(detect(), label="detected")
+
+    @classmethod
+    def from_spec(cls, spec: str) -> "DeviceInventory":
+        """Parse a setting like "cuda:0,1;npu:0-7" (empty = CPU only)."""
+        devices: dict[str, list[int]] = {}
+        for part in filter(None, (p.strip() for p in spec.split(";"))):
+            kind, _, ids = part.partition(":")
+            if kind not in VISIBLE_ENV:
+                raise ValueError(f"unknown device kind {kind!r} in {spec!r}; use cuda:IDS or npu:IDS")
+            for item in filter(None, ids.split(",")):
+                lo, _, hi = item.partition("-")
+                devices.setdefault(kind, []).extend(range(int(lo), int(hi or lo) + 1))
+        return cls(devices)
+
+    def total(self, kind: str) -> int:
+        with self._lock:
+            return len(self._all.get(kind, ())) - len(self.quarantined.get(kind, ()))
+
+    def can_satisfy(self, resources: Resources) -> bool:
+        """Could this worker ever run a job needing `resources` (ignoring what is busy right now)?"""
+        if resources.devices == 0:
+            return True
+        return any(self.total(k) >= resources.devices for k in resources.device_kinds if k != "cpu")
+
+    def acquire(self, kind: str, count: int) -> DeviceGrant | None:
+        """Exactly `count` free devices of `kind`, or None if not that many are free now."""
+        if kind == "cpu" or count == 0:
+            return DeviceGrant()
+        with self._lock:
+            free = self._free.get(kind, [])
+            if len(free) < count:
+                return None
+            ids, self._free[kind] = free[:count], free[count:]
+            return DeviceGrant(kind=kind, ids=tuple(ids))
+
+    def acquire_for(self, resources: Resources) -> DeviceGrant | None:
+        """The first device kind the exercise accepts that has enough free devices."""
+        if resources.devices == 0:
+            return DeviceGrant()
+        for kind in resources.device_kinds:
+            if kind != "cpu":
+                grant = self.acquire(kind, resources.devices)
+                if grant is not None:
+                    return grant
+        return None
+
+    def release(self, grant: DeviceGrant) -> list[int]:
+        """Return `grant`'s devices; those still busy are quarantined and listed in the result."""
+        if grant.kind == "cpu":
+            return []
+        dirty = [i for i in grant.ids if self._busy(grant.kind, i)]
+        with self._lock:
+            for i in grant.ids:
+                if i in dirty:
+                    self.quarantined[grant.kind].add(i)
+                elif i not in self._free[grant.kind]:
+                    self._free[grant.kind].append(i)
+            self._free[grant.kind].sort()
+        return dirty
+
+    def unquarantine(self, kind: str, device: int) -> None:
+        with self._lock:
+            if device in self.quarantined.get(kind, set()):
+                self.quarantined[kind].discard(device)
+                self._free[kind].append(device)
+                self._free[kind].sort()
+
+
+def node_globs() -> list[str]:
+    """Every accelerator node present on this host (for docs and diagnostics)."""
+    return sorted(glob.glob("/dev/nvidia*") + glob.glob("/dev/davinci*"))

@@ -11,7 +11,8 @@ OPEN_TAG = re.compile(r"<guess\\b", re.IGNORECASE)
 MAX_TURNS = 6            # actor_rollout_ref.rollout.multi_turn.max_user_turns
 RESPONSE_LENGTH = 4096   # data.max_response_length
 INVALID_MOVE = "Invalid Move: No valid 5-letter guess found. Resubmit exactly as <guess>[word]</guess>."
-REPEATED_MOVE = "You attempted an invalid move. Reason: you already guessed '{word}'. Guess a different word."
+REPEATED_MOVE = ("You attempted an invalid move. Reason: You have already guessed '{word}' before. "
+                 "Please try a different word.")
 
 
 def extract_guess(reply):
@@ -41,11 +42,12 @@ SOL_ENV = '''
 def env_message(reply, answer, turn, guessed_words):
     """The environment's reply after assistant turn `turn` (1-based)."""
     guess = extract_guess(reply)
+    left = f"You have {MAX_TURNS - turn} guesses left."
     if guess is None:
-        return INVALID_MOVE
-    if guess in guessed_words:
-        return REPEATED_MOVE.format(word=guess)
-    return f"\\n{' '.join(guess.upper())}\\n{feedback(guess, answer)}\\nYou have {MAX_TURNS - turn} guesses left."
+        return f"\\n{INVALID_MOVE}\\n{left}"
+    if guess in [w.lower() for w in guessed_words]:
+        return f"\\n{REPEATED_MOVE.format(word=guess)}\\n{left}"
+    return f"\\n{' '.join(guess.upper())}\\n{feedback(guess, answer)}\\n{left}"
 
 
 def game_over(reply, answer, turn, remaining_tokens):
@@ -102,7 +104,7 @@ ENV_HIDDEN = [["<guess>[speed]</guess>", "geese", 3, ["crane", "slate"]], ["<gue
               ["<guess>[slate]</guess>", "grace", 4, ["crane", "brace", "trace"]]]
 INVALID_PUBLIC = [("no bracketed guess", ["<guess>crane</guess>", "crane", 2, []]),
                   ("repeated guess", ["<guess>[crane]</guess>", "slate", 3, ["crane", "stare"]])]
-INVALID_HIDDEN = [["", "crane", 1, []], ["<guess>[SLATE]</guess>", "crane", 4, ["slate"]],
+INVALID_HIDDEN = [["", "crane", 1, []], ["<guess>[SLATE]</guess>", "crane", 4, ["Slate"]],
                   ["<guess>[grace]</guess>", "grace", 2, ["crane"]]]
 END_PUBLIC = [("correct guess at turn 2", ["<guess>[crane]</guess>", "crane", 2, 3000]),
               ("wrong guess at turn 2", ["<guess>[slate]</guess>", "crane", 2, 3000])]
@@ -138,8 +140,8 @@ def spec() -> Exercise:
               "消息为：换行、空格分隔的大写猜测、换行、G/Y/X 标记，再接 'You have N guesses left.'，N = 6 减去刚完成的轮次（轮次从 1 开始）。",
               calls=_calls(ENV_PUBLIC, ENV_HIDDEN), options=exact),
         Check("invalid_moves", "env_message", "function", 1, "Invalid and repeated moves", "无效与重复猜测",
-              "No canonical guess gives INVALID_MOVE; a guess already in guessed_words gives REPEATED_MOVE with the "
-              "word; both replace the feedback message.", "没有规范猜测时返回 INVALID_MOVE；已猜过的词返回带该词的 REPEATED_MOVE；二者都替代反馈消息。",
+              "No canonical guess gives INVALID_MOVE; a guess already in guessed_words (any case) gives REPEATED_MOVE "
+              "with the word; both replace the G/Y/X lines and still end with the guesses-left line.", "没有规范猜测时返回 INVALID_MOVE；已猜过的词（不区分大小写）返回带该词的 REPEATED_MOVE；二者替代 G/Y/X 两行，但仍以剩余次数行结尾。",
               calls=_calls(INVALID_PUBLIC, INVALID_HIDDEN), options=exact),
         Check("game_end", "game_over", "function", 2, "When the game ends", "游戏何时结束",
               "The game ends on an empty reply, a correct last guess, once turn reaches 6 (every reply uses a turn), "
@@ -170,8 +172,9 @@ def spec() -> Exercise:
         1. `has_canonical_format(reply)`：恰好一个规范标签 `<guess>[word]</guess>` **且**恰好一个开标签 `<guess`（不区分大小写）。
            只有这样 `formatted_turns` 才加一。
         2. `env_message(reply, answer, turn, guessed_words)`：回复中的猜测是**最后一个**规范匹配。
-           - 没有猜测 → `INVALID_MOVE`；已经猜过 → `REPEATED_MOVE.format(word=guess)`；
-           - 否则 `"\\n" + 空格分隔的大写猜测 + "\\n" + G/Y/X 反馈 + "\\nYou have {6−turn} guesses left."`，`turn` 为刚完成的轮次（从 1 开始）。
+           - 没有猜测 → `"\\n" + INVALID_MOVE`；已经猜过（不区分大小写）→ `"\\n" + REPEATED_MOVE.format(word=guess)`；
+           - 否则 `"\\n" + 空格分隔的大写猜测 + "\\n" + G/Y/X 反馈`；
+           - 三种情况最后都接 `"\\nYou have {6−turn} guesses left."`，`turn` 为刚完成的轮次（从 1 开始），无效回复同样占一轮。
         3. `game_over(reply, answer, turn, remaining_tokens)`：空回复、猜对、`turn ≥ 6` 或 token 预算用尽时结束。
         4. `build_response(segments, response_length=4096)`：模型 token 的 mask 为 1，环境 token（原样追加的
            `<|im_start|>user …<|im_start|>assistant`）为 0；截断到 4096。
@@ -181,9 +184,10 @@ def spec() -> Exercise:
         1. `has_canonical_format(reply)`: exactly one canonical `<guess>[word]</guess>` **and** exactly one opening `<guess`
            (case-insensitive). Only then does `formatted_turns` increase.
         2. `env_message(reply, answer, turn, guessed_words)`: the guess is the **last** canonical match of the reply.
-           - no guess → `INVALID_MOVE`; already guessed → `REPEATED_MOVE.format(word=guess)`;
-           - otherwise `"\\n" + spaced uppercase guess + "\\n" + G/Y/X feedback + "\\nYou have {6−turn} guesses left."`,
-             where `turn` is the turn just played (1-based).
+           - no guess → `"\\n" + INVALID_MOVE`; already guessed (any case) → `"\\n" + REPEATED_MOVE.format(word=guess)`;
+           - otherwise `"\\n" + spaced uppercase guess + "\\n" + G/Y/X feedback`;
+           - all three end with `"\\nYou have {6−turn} guesses left."`, where `turn` is the turn just played (1-based);
+             an invalid reply spends its turn too.
         3. `game_over(reply, answer, turn, remaining_tokens)`: ends on an empty reply, a correct guess, `turn ≥ 6`, or an
            exhausted token budget.
         4. `build_response(segments, response_length=4096)`: model tokens get mask 1, env tokens (appended raw,
@@ -231,9 +235,10 @@ _show("format: no brackets", lambda: has_canonical_format("<guess>crane</guess>"
 _show("format: two canonical tags", lambda: has_canonical_format("<guess>[crane]</guess> <guess>[slate]</guess>"), False)
 _show("crown vs crane, turn 1", lambda: env_message("<guess>[crown]</guess>", "crane", 1, []),
       "\\nC R O W N\\nG G X X Y\\nYou have 5 guesses left.")
-_show("no bracketed guess", lambda: env_message("<guess>crane</guess>", "crane", 2, []), INVALID_MOVE)
+_show("no bracketed guess", lambda: env_message("<guess>crane</guess>", "crane", 2, []),
+      "\\n" + INVALID_MOVE + "\\nYou have 4 guesses left.")
 _show("repeated guess", lambda: env_message("<guess>[crane]</guess>", "slate", 3, ["crane", "stare"]),
-      REPEATED_MOVE.format(word="crane"))
+      "\\n" + REPEATED_MOVE.format(word="crane") + "\\nYou have 3 guesses left.")
 _show("correct guess at turn 2 ends the game", lambda: game_over("<guess>[crane]</guess>", "crane", 2, 3000), True)
 _show("wrong guess at turn 2 continues", lambda: game_over("<guess>[slate]</guess>", "crane", 2, 3000), False)
 _show("two turns, cap 8", lambda: build_response([("assistant", [11, 12, 13]), ("env", [90, 91]),

@@ -30,6 +30,7 @@ class CheckResult:
     max_score: float
     passed: bool
     feedback: str = ""
+    title: str = ""  # the manifest's check title in the requested language
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

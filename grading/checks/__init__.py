@@ -1,0 +1,52 @@
+"""Check kinds: each compares one decoded answer with its reference spec, in the grader's process.
+
+A check function returns an `Outcome` (fraction of the points, learner-facing feedback). Feedback
+never quotes expected values; it names keys, positions, counts and the learner's own values.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    fraction: float  # 0..1 of the check's points
+    feedback: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckContext:
+    """What a check may need besides the answer: language, the check name, the reference directory."""
+
+    lang: str = "en"
+    name: str = ""
+    answer_name: str = ""
+    reference_dir: Path | None = None
+    calls: Any = None  # function checks: decoded results of the calls, one per reference call
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+CheckFn = Callable[[Any, dict[str, Any], CheckContext], Outcome]
+REGISTRY: dict[str, CheckFn] = {}
+
+
+def register(kind: str) -> Callable[[CheckFn], CheckFn]:
+    def wrap(fn: CheckFn) -> CheckFn:
+        REGISTRY[kind] = fn
+        return fn
+    return wrap
+
+
+def get(kind: str) -> CheckFn:
+    if not REGISTRY:
+        _load()
+    return REGISTRY[kind]
+
+
+def _load() -> None:
+    from grading.checks import function, metric_trace, values  # noqa: F401  (they register themselves)
+
+
+_load()

@@ -1,0 +1,61 @@
+"""Function checks: the kernel called the learner's function on the reference inputs; judge results here."""
+from __future__ import annotations
+
+from typing import Any
+
+from grading.checks import CheckContext, Outcome, register
+from grading.checks.compare import count_close, describe, equal
+from grading.codec import Missing, Raised, decode
+from grading.i18n import t
+
+
+def _call_text(name: str, call: dict[str, Any]) -> str:
+    args = [describe(a) for a in decode(call.get("args", []))]
+    kwargs = [f"{k}={describe(v)}" for k, v in decode(call.get("kwargs", {})).items()]
+    return f"{name}({', '.join(args + kwargs)})"
+
+
+def _judge(got: Any, call: dict[str, Any], spec: dict[str, Any]) -> bool:
+    if "raises" in call:
+        names = call["raises"] if isinstance(call["raises"], list) else [call["raises"]]
+        return isinstance(got, Raised) and any(got.is_a(n) for n in names)
+    if isinstance(got, (Raised, Missing)):
+        return False
+    expected = decode(call["expect"])
+    if spec.get("compare", "numeric") == "exact":
+        return equal(got, expected)
+    counted = count_close(got, expected, rtol=float(spec.get("rtol", 1e-9)), atol=float(spec.get("atol", 0.0)))
+    return counted is not None and counted[0] == 0
+
+
+@register("function")
+def function(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
+    calls = spec.get("calls", [])
+    results = ctx.calls
+    if isinstance(results, Missing) or isinstance(answer, Missing):
+        return Outcome(fraction=0.0, feedback=t("function_missing", ctx.lang, name=ctx.answer_name))
+    if not isinstance(results, list) or len(results) != len(calls):
+        return Outcome(fraction=0.0, feedback=t("function_not_run", ctx.lang, name=ctx.answer_name))
+    passed, notes, hidden_failed, hidden_total = 0, [], 0, 0
+    for n, (call, got) in enumerate(zip(calls, results), start=1):
+        ok = _judge(got, call, spec)
+        passed += ok
+        if not call.get("public", False):
+            hidden_total += 1
+            hidden_failed += not ok
+            continue
+        if ok:
+            continue
+        label = call.get("label") or f"case {n}"
+        text = _call_text(ctx.answer_name, call)
+        if "raises" in call:
+            expected = call["raises"] if isinstance(call["raises"], str) else " | ".join(call["raises"])
+            notes.append(t("function_should_raise", ctx.lang, label=label, call=text, expected=expected,
+                           got=describe(got)))
+        elif isinstance(got, Raised):
+            notes.append(t("function_public_raised", ctx.lang, label=label, call=text, error=describe(got)))
+        else:
+            notes.append(t("function_public_fail", ctx.lang, label=label, call=text, got=describe(got)))
+    if hidden_failed:
+        notes.append(t("function_hidden_fail", ctx.lang, failed=hidden_failed, total=hidden_total))
+    return Outcome(fraction=passed / max(len(calls), 1), feedback="; ".join(notes))

@@ -1,0 +1,236 @@
+"""Code that runs INSIDE the learner's kernel, shipped as source text in the grader's seed cell.
+
+It must stay self-contained (stdlib only; numpy/torch imported lazily) because the kernel cannot
+import `grading`. `install()` seeds the RNGs and returns the extractor closure; the closure captures
+the builtins and the display publisher at seed time, before any learner code could replace them.
+Nothing here ever sees an expected value: it encodes answers and calls functions on given inputs.
+"""
+# ruff: noqa
+import builtins as _b
+
+
+def install(seed, eager_torch, max_elements=2_000_000):
+    """Seed random/numpy/torch and return `extract(nonce, answers, calls)`; run before learner code."""
+    import json
+    import math
+    import os
+    import random
+    import signal
+    import sys
+
+    from IPython.display import publish_display_data
+
+    _isinstance, _len, _repr, _type, _getattr, _hasattr = (
+        _b.isinstance, _b.len, _b.repr, _b.type, _b.getattr, _b.hasattr)
+    _list, _dict, _str, _float, _int, _sorted, _open = _b.list, _b.dict, _b.str, _b.float, _b.int, _b.sorted, _b.open
+    _dumps, _loads = json.dumps, json.loads
+    _isfinite = math.isfinite
+    _main = sys.modules["__main__"]
+    mime = "application/vnd.titangrade.answers+json"
+
+    random.seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+
+    def _seed_torch(torch):
+        torch.manual_seed(seed)
+
+    if eager_torch:
+        try:
+            import torch
+
+            _seed_torch(torch)
+        except ImportError:
+            pass
+    else:
+        # Light kernels: importing torch costs ~1 s, so seed it the moment the learner imports it.
+        import importlib.abc
+        import importlib.machinery
+
+        class _SeedTorchOnImport(importlib.abc.MetaPathFinder):
+            def find_spec(self, fullname, path, target=None):
+                if fullname != "torch":
+                    return None
+                sys.meta_path.remove(self)
+                spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+                if spec is None or spec.loader is None:
+                    return spec
+                loader_exec = spec.loader.exec_module
+
+                def exec_module(module):
+                    loader_exec(module)
+                    _seed_torch(module)
+
+                spec.loader.exec_module = exec_module
+                return spec
+
+        sys.meta_path.insert(0, _SeedTorchOnImport())
+
+    budget = [max_elements]
+
+    def encode(v, depth=0):
+        if depth > 64:
+            return {"__repr__": "<nested too deeply>", "__type__": _type(v).__name__}
+        if v is None or _isinstance(v, (_b.bool, _int, _str)):
+            return v
+        if _isinstance(v, _float):
+            if _isfinite(v):
+                return v
+            return {"__float__": "nan" if v != v else ("inf" if v > 0 else "-inf")}
+        if _isinstance(v, (_list, _b.tuple)):
+            budget[0] -= _len(v)
+            if budget[0] < 0:
+                return {"__repr__": "<too large to extract>", "__type__": _type(v).__name__}
+            return [encode(x, depth + 1) for x in v]
+        if _isinstance(v, _dict):
+            if all(_isinstance(k, _str) for k in v):
+                return {k: encode(x, depth + 1) for k, x in v.items()}
+            return {"__dict__": [[encode(k, depth + 1), encode(x, depth + 1)] for k, x in v.items()]}
+        if _isinstance(v, (_b.set, _b.frozenset)):
+            items = [encode(x, depth + 1) for x in v]
+            return {"__set__": _sorted(items, key=lambda x: _dumps(x, sort_keys=True))}
+        mod = _getattr(_type(v), "__module__", "") or ""
+        if mod.startswith("torch") and _hasattr(v, "detach"):
+            t = v
+            if _hasattr(t, "full_tensor"):  # DTensor: materialize the global value
+                t = t.full_tensor()
+            t = t.detach().cpu()
+            dtype = _str(t.dtype).replace("torch.", "")
+            if dtype in ("bfloat16", "float16"):
+                t = t.float()
+            return _tensor(dtype, _list(t.shape), t.numel(), t.tolist, depth)
+        if mod.startswith("numpy"):
+            if _hasattr(v, "shape") and _hasattr(v, "tolist") and _type(v).__name__ == "ndarray":
+                return _tensor(_str(v.dtype), _list(v.shape), v.size, v.tolist, depth)
+            if _hasattr(v, "item"):
+                return encode(v.item(), depth + 1)
+        try:
+            text = _repr(v)[:2000]
+        except BaseException:
+            text = "<repr failed>"
+        return {"__repr__": text, "__type__": f"{mod}.{_type(v).__qualname__}"}
+
+    def _tensor(dtype, shape, numel, tolist, depth):
+        budget[0] -= numel
+        if budget[0] < 0:
+            return {"__repr__": "<tensor too large to extract>", "__type__": "tensor"}
+        return {"__tensor__": {"dtype": dtype, "shape": shape, "data": encode(tolist(), depth + 1)}}
+
+    def decode(v):
+        if _isinstance(v, _list):
+            return [decode(x) for x in v]
+        if not _isinstance(v, _dict):
+            return v
+        if "__float__" in v:
+            return _float(v["__float__"])
+        if "__set__" in v:
+            return {decode(x) for x in v["__set__"]}
+        if "__dict__" in v:
+            return {decode(k): decode(x) for k, x in v["__dict__"]}
+        if "__tuple__" in v:
+            return _b.tuple(decode(x) for x in v["__tuple__"])
+        if "__tensor__" in v:
+            spec = v["__tensor__"]
+            data = decode(spec["data"])
+            try:
+                import torch
+
+                return torch.tensor(data, dtype=_getattr(torch, spec["dtype"])).reshape(spec["shape"])
+            except ImportError:
+                import numpy
+
+                return numpy.array(data, dtype=spec["dtype"]).reshape(spec["shape"])
+        return {k: decode(x) for k, x in v.items()}
+
+    def raised(exc):
+        bases = [c.__name__ for c in _type(exc).__mro__[1:] if c.__name__ not in ("object", "BaseException")]
+        return {"__raised__": {"type": _type(exc).__name__, "message": _str(exc)[:500], "bases": bases}}
+
+    class _CallTimeout(BaseException):
+        pass
+
+    def _alarm(signum, frame):
+        raise _CallTimeout()
+
+    def call_guarded(fn, args, kwargs, timeout_s):
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        try:
+            return encode(fn(*decode(args), **decode(kwargs)))
+        except _CallTimeout:
+            return {"__raised__": {"type": "__timeout__", "message": f"call exceeded {timeout_s} s"}}
+        except BaseException as exc:  # learner code may raise anything, SystemExit included
+            return raised(exc)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+
+    def read_run(value):
+        """A training_run answer: the run directory (or the dict holding `out_dir`) -> metrics/run/files."""
+        if _isinstance(value, _dict):
+            value = value.get("out_dir")
+        if value is None:
+            return {"__missing__": True}
+        root = os.fspath(value)
+        if not os.path.isdir(root):
+            return {"__raised__": {"type": "FileNotFoundError", "message": f"run directory {root} not found"}}
+        metrics, run, files = [], {}, []
+        path = os.path.join(root, "metrics.jsonl")
+        if os.path.exists(path):
+            with _open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    line = line.strip()
+                    if line:
+                        try:
+                            metrics.append(_loads(line))
+                        except ValueError:
+                            metrics.append({"__unparsable__": line[:200]})
+        path = os.path.join(root, "run.json")
+        if os.path.exists(path):
+            with _open(path, encoding="utf-8") as fh:
+                try:
+                    run = _loads(fh.read())
+                except ValueError:
+                    run = {"__unparsable__": True}
+        for dirpath, dirnames, filenames in os.walk(root):
+            rel = os.path.relpath(dirpath, root)
+            for name in dirnames + filenames:
+                files.append(name if rel == "." else os.path.join(rel, name))
+            if _len(files) > 2000:
+                break
+        return {"metrics": encode(metrics), "run": encode(run), "files": _sorted(files)[:2000]}
+
+    def extract(nonce, answers, calls, call_timeout_s=10.0):
+        """answers: {name: kind}; calls: {check: {"answer": name, "calls": [{"args", "kwargs"}]}}."""
+        budget[0] = max_elements
+        g = _main.__dict__
+        out_answers, out_calls = {}, {}
+        for name, kind in answers.items():
+            if name not in g:
+                out_answers[name] = {"__missing__": True}
+                continue
+            try:
+                value = g[name]
+                if kind == "training_run":
+                    out_answers[name] = read_run(value)
+                elif kind == "function":
+                    out_answers[name] = {"__repr__": "<function>", "__type__": _type(value).__name__}
+                else:
+                    out_answers[name] = encode(value)
+            except BaseException as exc:
+                out_answers[name] = raised(exc)
+        for check, spec in calls.items():
+            fn = g.get(spec["answer"])
+            if fn is None or not _b.callable(fn):
+                out_calls[check] = {"__missing__": True}
+                continue
+            out_calls[check] = [call_guarded(fn, c.get("args", []), c.get("kwargs", {}), call_timeout_s)
+                                for c in spec["calls"]]
+        payload = {"nonce": nonce, "answers": out_answers, "calls": out_calls}
+        publish_display_data({mime: _loads(_dumps(payload, allow_nan=False))})
+
+    return extract

@@ -1,0 +1,108 @@
+"""The grading pipeline: validate -> sanitize -> execute -> extract -> check -> score.
+
+`grade_notebook` is the one entry point the service, the CLI and the tests call. It raises only
+`InvalidSubmission` (bad input, before anything runs); every other failure becomes a result.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+import nbformat
+
+from grading.errors import GraderFault, InvalidSubmission
+from grading.exercise import Catalogue, Exercise
+from grading.i18n import t
+from grading.result import GradeResult, Status
+from grading.sandbox import DeviceGrant, KernelRequest, Sandbox, make_sandbox
+from grading.scoring import decide_status, score_checks, total
+from grading.steps import grader_cells
+from grading.steps.execute import run_notebook
+from grading.steps.sanitize import clear_outputs
+from grading.steps.validate import identify_exercise, parse_notebook
+
+log = logging.getLogger(__name__)
+DEFAULT_MAX_BYTES = 5_000_000
+_default_catalogue: Catalogue | None = None
+
+
+def default_catalogue() -> Catalogue:
+    """The repository's catalogue, loaded once per process."""
+    global _default_catalogue
+    if _default_catalogue is None:
+        _default_catalogue = Catalogue()
+    return _default_catalogue
+
+
+def load_submission(source: bytes | str | dict, *, exercise_id: str | None, catalogue: Catalogue,
+                    max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[nbformat.NotebookNode, Exercise]:
+    """Validate and identify; raises InvalidSubmission (codes: too_large, invalid_json, not_a_notebook,
+    nbformat_invalid, missing_exercise, exercise_mismatch, unknown_exercise) before anything runs."""
+    nb = parse_notebook(source, max_bytes=max_bytes)
+    return nb, identify_exercise(nb, exercise_id=exercise_id, catalogue=catalogue)
+
+
+def _emitter(progress: Callable[[dict], None] | None) -> Callable[[dict], None]:
+    def emit(event: dict) -> None:
+        if progress is None:
+            return
+        try:
+            progress(event)
+        except Exception:  # a broken listener must never change a grade
+            log.warning("progress callback failed for %s", event.get("event"), exc_info=True)
+    return emit
+
+
+def grade_notebook(source: bytes | str | dict, *, exercise_id: str | None = None, catalogue: Catalogue | None = None,
+                   lang: str = "en", sandbox: Sandbox | None = None, devices: DeviceGrant = DeviceGrant(),
+                   progress: Callable[[dict], None] | None = None,
+                   max_bytes: int = DEFAULT_MAX_BYTES) -> GradeResult:
+    """Grade one notebook. Raises InvalidSubmission for bad input; learner faults give status error,
+    grader faults (and any unexpected engine exception) give not_gradable."""
+    started = time.monotonic()
+    nb, exercise = load_submission(source, exercise_id=exercise_id, catalogue=catalogue or default_catalogue(),
+                                   max_bytes=max_bytes)
+    emit = _emitter(progress)
+    emit({"event": "started", "exercise_id": exercise.id})
+    try:
+        result = _grade(nb, exercise, lang=lang, sandbox=sandbox, devices=devices, emit=emit)
+    except InvalidSubmission:
+        raise
+    except GraderFault as exc:
+        log.warning("not gradable: %s", exc)
+        result = _not_gradable(exercise, str(exc), lang=lang, devices=devices)
+    except Exception as exc:  # an engine bug must not become a learner's zero
+        log.exception("internal error while grading %s", exercise.id)
+        result = _not_gradable(exercise, f"internal error {type(exc).__name__}", lang=lang, devices=devices)
+    result.duration_s = round(time.monotonic() - started, 3)
+    emit({"event": "done", "status": result.status.value, "score": result.score, "max_score": result.max_score})
+    return result
+
+
+def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox: Sandbox | None,
+           devices: DeviceGrant, emit: Callable[[dict], Any]) -> GradeResult:
+    manifest = exercise.manifest
+    try:
+        reference = exercise.reference()
+    except (OSError, ValueError) as exc:
+        raise GraderFault(f"reference answers for {exercise.id} unreadable: {exc}", retryable=False) from exc
+    plan = grader_cells.plan(exercise, reference=reference)
+    sandbox = sandbox or make_sandbox("auto")
+    request = KernelRequest(limits=manifest.limits, devices=devices, kernel_family=manifest.kernel_family)
+    execution = run_notebook(clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang,
+                             progress=emit)
+    if execution.fault is not None:
+        raise GraderFault(execution.fault)
+    emit({"event": "checks"})
+    checks = score_checks(exercise, execution, lang=lang)
+    status, message = decide_status(execution, checks)
+    return GradeResult(exercise_id=exercise.id, status=status, score=total(checks), max_score=manifest.max_score,
+                       checks=checks, message=message, cells=execution.cells, limits_hit=execution.limits_hit,
+                       sandbox=execution.sandbox_mode, device=devices.kind)
+
+
+def _not_gradable(exercise: Exercise, reason: str, *, lang: str, devices: DeviceGrant) -> GradeResult:
+    return GradeResult(exercise_id=exercise.id, status=Status.NOT_GRADABLE, score=0.0,
+                       max_score=exercise.manifest.max_score, message=t("not_gradable", lang, reason=reason),
+                       device=devices.kind)

@@ -1,0 +1,4 @@
+"""The grading steps, in order: validate -> sanitize -> execute (limit output) -> extract -> check -> score.
+
+Each step is a small function of explicit arguments; `grading.pipeline` chains them.
+"""

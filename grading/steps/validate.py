@@ -1,0 +1,72 @@
+"""Step 1: refuse what cannot be graded, before any kernel starts (size, JSON, nbformat, exercise id)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import nbformat
+
+from grading.errors import InvalidSubmission
+from grading.exercise import Catalogue, Exercise
+
+METADATA_KEY = "titangrade"
+
+
+def parse_notebook(source: bytes | str | dict, *, max_bytes: int) -> nbformat.NotebookNode:
+    """Bytes/str (JSON text) or an already-parsed dict -> a validated nbformat v4 notebook."""
+    if isinstance(source, dict):
+        size = len(json.dumps(source).encode("utf-8"))
+        data: Any = source
+    else:
+        raw = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+        size = len(raw)
+    if size > max_bytes:
+        raise InvalidSubmission(
+            "too_large",
+            f"the notebook is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit; "
+            "clear its outputs (Kernel > Restart & Clear Output) and submit again",
+            status_code=413)
+    if not isinstance(source, dict):
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise InvalidSubmission(
+                "invalid_json", f"the upload is not valid JSON ({exc}); submit the .ipynb file itself") from None
+    if not isinstance(data, dict) or "nbformat" not in data or not isinstance(data.get("cells", []), list):
+        raise InvalidSubmission(
+            "not_a_notebook", "the upload is JSON but not a Jupyter notebook (no nbformat/cells); "
+            "submit the .ipynb file downloaded from Jupyter")
+    try:
+        nb = nbformat.reads(json.dumps(data), as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:  # nbformat raises ValidationError, KeyError, AttributeError... on bad input
+        message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise InvalidSubmission(
+            "nbformat_invalid", f"the notebook does not follow nbformat 4: {message}; "
+            "re-save it from Jupyter or start again from the exercise template") from None
+    return nb
+
+
+def notebook_exercise_id(nb: nbformat.NotebookNode) -> str | None:
+    meta = nb.metadata.get(METADATA_KEY)
+    if isinstance(meta, dict):
+        value = meta.get("exercise_id")
+        return value if isinstance(value, str) and value else None
+    return None
+
+
+def identify_exercise(nb: nbformat.NotebookNode, *, exercise_id: str | None, catalogue: Catalogue) -> Exercise:
+    """The exercise named by the request and/or `metadata.titangrade.exercise_id`; they must agree."""
+    in_notebook = notebook_exercise_id(nb)
+    if exercise_id and in_notebook and exercise_id != in_notebook:
+        raise InvalidSubmission(
+            "exercise_mismatch",
+            f"this notebook belongs to exercise {in_notebook!r}, but it was submitted for {exercise_id!r}; "
+            "submit it to the exercise it came from, or download the right template")
+    chosen = exercise_id or in_notebook
+    if not chosen:
+        raise InvalidSubmission(
+            "missing_exercise",
+            "cannot tell which exercise this notebook answers: name it in the request (--exercise ID) "
+            "or keep metadata.titangrade.exercise_id from the template")
+    return catalogue.get(chosen)  # raises UnknownExercise (404)

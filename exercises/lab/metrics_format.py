@@ -23,6 +23,7 @@ _RAY_PREFIX = re.compile(r"^\s*\([^()]*pid=\d+[^()]*\)\s?")
 _STEP_LINE = re.compile(r"(?:^|\s)step:(\d+)((?: - [^\n]*)?)$")
 _TOTAL_STEPS = re.compile(r"Total training steps: (\d+)")
 _INITIAL = "Initial validation metrics:"
+_INITIAL_LINE = re.compile(r"""^\s*(?:\(\s*)?["']?Initial validation metrics:""")
 _NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint|bool_?)\w*\(([^()]*)\)")
 _TORCH_SCALAR = re.compile(r"\btensor\(([^(),]*)(?:,[^()]*)?\)")
 
@@ -126,10 +127,11 @@ def parse_log(text: str) -> ParsedLog:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if _INITIAL in line:
+        if _INITIAL_LINE.match(line):
             block, i = _initial_block(lines, i)
             parsed.initial_validation = _initial_metrics(block)
-            by_step.setdefault(0, {"step": 0}).update(parsed.initial_validation)
+            if parsed.initial_validation:
+                by_step.setdefault(0, {"step": 0}).update(parsed.initial_validation)
             continue
         total = _TOTAL_STEPS.search(line)
         if total:

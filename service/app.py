@@ -40,9 +40,13 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(422, "invalid_request", "; ".join(parts) or "the request is malformed")
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException):
+    async def _http(request: Request, exc: StarletteHTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return _error(exc.status_code, code, str(exc.detail))
+        message = str(exc.detail)
+        if exc.status_code in (404, 405):
+            message = (f"{request.method} {request.url.path}: {message.lower()}; "
+                       f"the API is listed at {API_PREFIX}/docs")
+        return _error(exc.status_code, code, message)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception):
@@ -71,11 +75,11 @@ def create_app(settings: Settings, *, catalogue: Catalogue | None = None, engine
     app.state.catalogue = catalogue or Catalogue(settings.exercises_root, settings.reference_root)
 
     def max_devices() -> int:
-        """The most accelerators any live worker (or this host's configuration) offers."""
+        """The most accelerators any worker seen in the last day offers (rows outlive a worker restart)."""
         with app.state.sessions() as session:
-            offered = [w.devices for w in queue.live_workers(session, within_s=10 * settings.heartbeat_s)]
+            offered = [w.devices for w in queue.live_workers(session, within_s=86400)]
             session.commit()
-        return max([settings.worker_devices, *offered])
+        return max([0, *offered])
 
     app.state.max_devices = max_devices
     _install_error_handlers(app)

@@ -55,6 +55,18 @@ def _settings(**overrides):
         sys.exit(f"titangrade: invalid settings: {exc}")
 
 
+def _resolve_sandbox(settings):
+    from service.config import UnsafeSettings
+
+    try:
+        settings, warning = settings.resolve_sandbox()
+    except UnsafeSettings as exc:
+        sys.exit(f"titangrade: {exc}")
+    if warning:
+        print(f"titangrade: {warning}", flush=True)
+    return settings
+
+
 def _engine(settings, *, migrate: bool):
     from service.db import SchemaMismatch, check_schema, make_engine
 
@@ -98,6 +110,8 @@ def cmd_serve(args) -> int:
               "TITANGRADE_SECRET_KEY and a real sandbox)")
     if generated:
         print("titangrade: no TITANGRADE_SECRET_KEY set; generated an ephemeral one for this run")
+    if args.workers != 0:
+        settings = _resolve_sandbox(settings)
     print(f"titangrade: database {settings.database_url.split('@')[-1]}, sandbox {settings.sandbox}")
     engine = _engine(settings, migrate=settings.migrate_on_start)
     app = create_app(settings, engine=engine)
@@ -122,12 +136,12 @@ def cmd_worker(args) -> int:
     from service.workers.worker import build_worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    settings = _settings(**({} if args.slots is None else {"worker_slots": args.slots}))
+    settings = _resolve_sandbox(_settings(**({} if args.slots is None else {"worker_slots": args.slots})))
     engine = _engine(settings, migrate=False)
     worker = build_worker(settings, sessions=make_sessionmaker(engine))
     signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
     print(f"titangrade: worker {worker.id} with {settings.worker_slots} slot(s), "
-          f"{settings.worker_devices} {settings.worker_device_kind} device(s)", flush=True)
+          f"{worker.devices.count} {worker.devices.kind} device(s), sandbox {settings.sandbox}", flush=True)
     try:
         worker.run(burst=args.burst)
     except KeyboardInterrupt:

@@ -32,8 +32,9 @@ class Settings(BaseSettings):
     executor: Literal["local"] = Field("local", description="grading backend; a Ray executor comes later")
     worker_slots: int = Field(2, ge=1, description="concurrent grading jobs per worker process")
     short_reserved_slots: int = Field(1, ge=0, description="slots that only take short-lane jobs")
-    worker_devices: int = Field(0, ge=0, description="accelerators this worker host offers")
-    worker_device_kind: Literal["cpu", "cuda", "npu"] = "cpu"
+    worker_devices: str = Field("", description='accelerators this worker offers, e.g. "npu:0-7" or "cuda:0,1"; '
+                                "empty = CPU only, \"detect\" = ask the host")
+    sandbox_prewarm: int = Field(0, ge=0, description="kernels kept started per worker process (light family)")
     worker_max_world_size: int = Field(8, ge=1, description="most ranks one job may launch on this host")
     lease_s: float = Field(60.0, gt=0, description="a claimed job is reclaimed this long after its last heartbeat")
     heartbeat_s: float = Field(10.0, gt=0, description="lease renewal and worker liveness interval")
@@ -66,6 +67,22 @@ class Settings(BaseSettings):
     @property
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 1024 * 1024)
+
+    def resolve_sandbox(self) -> tuple["Settings", str]:
+        """Decide the sandbox once: auto means bwrap; in dev mode only, an unusable bwrap falls back to
+        unsafe-local (with the reason returned so the caller prints it); in prod it is refused."""
+        if self.sandbox != "auto":
+            return self, ""
+        from grading.sandbox import probe
+
+        found = probe()
+        if found.usable:
+            return self.model_copy(update={"sandbox": "bwrap"}), ""
+        if self.mode == "dev":
+            return (self.model_copy(update={"sandbox": "unsafe-local"}),
+                    f"WARNING: bwrap sandbox unavailable ({found.reason}); DEV MODE runs learner kernels "
+                    "UNISOLATED (sandbox: unsafe-local)")
+        raise UnsafeSettings(f"refusing to start: the bwrap sandbox is unavailable: {found.reason}")
 
     def with_dev_secret(self) -> tuple["Settings", bool]:
         """In dev mode with no secret, generate an ephemeral one; returns (settings, generated)."""

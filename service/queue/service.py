@@ -181,12 +181,6 @@ def beat(session: Session, *, worker_id: str, host: str, pid: int, slots: int, d
         row.heartbeat_at = utcnow()
 
 
-def forget_worker(session: Session, *, worker_id: str) -> None:
-    row = session.get(WorkerBeat, worker_id)
-    if row is not None:
-        session.delete(row)
-
-
 def live_workers(session: Session, *, within_s: float) -> list[WorkerBeat]:
     since = utcnow() - dt.timedelta(seconds=within_s)
     return list(session.scalars(select(WorkerBeat).where(WorkerBeat.heartbeat_at >= since)))

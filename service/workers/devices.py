@@ -1,35 +1,58 @@
-"""Accelerators on this worker host, handed out per job (a fixed pool of ids; CPU-only hosts have none).
+"""The worker's view of its accelerators: how many are free now (for claiming) and grants per job.
 
-Used when grading.sandbox.devices.DeviceInventory is not available; both offer acquire/release/can_satisfy.
+Wraps grading.sandbox.devices.DeviceInventory (which hands out disjoint ids and quarantines devices left
+busy by a job); a job row only says how many devices it needs, so the kind with enough free ones is used.
 """
 from __future__ import annotations
 
 import threading
 
 from grading.sandbox import DeviceGrant
+from grading.sandbox.devices import DeviceInventory
 
 
-class LocalDevices:
-    def __init__(self, *, kind: str = "cpu", count: int = 0) -> None:
-        self.kind = kind
-        self.count = count
-        self._free = list(range(count))
+class WorkerDevices:
+    def __init__(self, inventory: DeviceInventory, kinds: tuple[str, ...] = ("cuda", "npu")) -> None:
+        self.inventory = inventory
+        self.kinds = tuple(k for k in kinds if inventory.total(k) > 0)
+        self._held = {k: 0 for k in self.kinds}
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_setting(cls, spec: str) -> "WorkerDevices":
+        """"" = CPU only; "detect" = what the host reports; else a spec like "npu:0-7" or "cuda:0,1"."""
+        inventory = DeviceInventory.detect() if spec.strip() == "detect" else DeviceInventory.from_spec(spec)
+        return cls(inventory)
+
+    @property
+    def count(self) -> int:
+        """The largest single-kind group: the most devices one job could get here."""
+        return max((self.inventory.total(k) for k in self.kinds), default=0)
+
+    @property
+    def kind(self) -> str:
+        return max(self.kinds, key=self.inventory.total) if self.kinds else "cpu"
 
     @property
     def free(self) -> int:
-        return len(self._free)
-
-    def can_satisfy(self, n: int) -> bool:
-        return n <= len(self._free)
+        with self._lock:
+            return max((self.inventory.total(k) - self._held[k] for k in self.kinds), default=0)
 
     def acquire(self, n: int) -> DeviceGrant:
+        if n == 0:
+            return DeviceGrant()
         with self._lock:
-            if n > len(self._free):
-                raise RuntimeError(f"asked for {n} devices, {len(self._free)} free")
-            ids, self._free = self._free[:n], self._free[n:]
-        return DeviceGrant(kind=self.kind if n else "cpu", ids=tuple(ids))
+            for kind in self.kinds:
+                grant = self.inventory.acquire(kind, n)
+                if grant is not None:
+                    self._held[kind] += n
+                    return grant
+        raise RuntimeError(f"no device kind has {n} free devices (claimed a job this worker cannot run)")
 
-    def release(self, grant: DeviceGrant) -> None:
+    def release(self, grant: DeviceGrant) -> list[int]:
+        if grant.kind == "cpu" or not grant.ids:
+            return []
+        dirty = self.inventory.release(grant)
         with self._lock:
-            self._free.extend(i for i in grant.ids if i not in self._free)
+            self._held[grant.kind] -= len(grant.ids)
+        return dirty

@@ -55,7 +55,8 @@ def _die_with_parent() -> None:
         pass
 
 
-def _init_child(database_url: str, sandbox_mode: str, exercises_root: str, reference_root: str) -> None:
+def _init_child(database_url: str, sandbox_mode: str, exercises_root: str, reference_root: str,
+                prewarm: int) -> None:
     _die_with_parent()
     from grading.exercise import Catalogue
     from grading.sandbox import make_sandbox
@@ -63,7 +64,7 @@ def _init_child(database_url: str, sandbox_mode: str, exercises_root: str, refer
 
     _CHILD["sessions"] = make_sessionmaker(make_engine(database_url))
     _CHILD["catalogue"] = Catalogue(Path(exercises_root), Path(reference_root))
-    _CHILD["sandbox"] = make_sandbox(sandbox_mode)
+    _CHILD["sandbox"] = make_sandbox(sandbox_mode, prewarm={"light": prewarm} if prewarm else None)
 
 
 def grade_ticket(ticket: GradingTicket) -> dict:
@@ -117,7 +118,7 @@ class LocalExecutor(Executor):
 
     def __init__(self, *, settings: Settings, processes: int) -> None:
         self._initargs = (settings.database_url, settings.sandbox, str(settings.exercises_root),
-                          str(settings.reference_root))
+                          str(settings.reference_root), settings.sandbox_prewarm)
         self._processes = processes
         self._pool = self._new_pool()
 
@@ -140,6 +141,8 @@ class LocalExecutor(Executor):
 
 def make_executor(settings: Settings, *, processes: int) -> Executor:
     """Choose the backend once; `TITANGRADE_EXECUTOR=ray` will select the Ray executor when it exists."""
+    if settings.sandbox == "auto":
+        raise ValueError("resolve the sandbox first (Settings.resolve_sandbox) so every process uses the same one")
     if settings.executor == "local":
         return LocalExecutor(settings=settings, processes=processes)
     raise ValueError(f"unknown executor {settings.executor!r}; this version provides: local")

@@ -66,8 +66,6 @@ class Worker:
         finally:
             self.stop.set()
             self._drain()
-            with transaction(self.sessions) as s:
-                queue.forget_worker(s, worker_id=self.id)
 
     def _drain(self) -> None:
         """On a graceful stop, let running jobs finish (their leases are still renewed)."""
@@ -124,7 +122,9 @@ class Worker:
     def _finish(self, job_id: int) -> None:
         with self._lock:
             flight = self._inflight.pop(job_id)
-        self.devices.release(flight.grant)
+        dirty = self.devices.release(flight.grant)
+        if dirty:
+            log.error("worker %s quarantined %s devices %s left busy by job %s", self.id, flight.grant.kind, dirty, job_id)
         try:
             outcome = flight.future.result()
         except Exception as exc:  # the pool process died (OOM kill, segfault): our fault, retry
@@ -163,7 +163,7 @@ class Worker:
         with transaction(self.sessions) as s:
             queue.beat(s, worker_id=self.id, host=socket.gethostname(), pid=os.getpid(),
                        slots=self.settings.worker_slots, devices=self.devices.count,
-                       device_kind=self.settings.worker_device_kind)
+                       device_kind=self.devices.kind)
 
     def _heartbeat_loop(self) -> None:
         while not self.stop.wait(self.settings.heartbeat_s):
@@ -177,9 +177,9 @@ class Worker:
 def build_worker(settings: Settings, *, sessions: sessionmaker[Session], executor: Executor | None = None,
                  devices=None) -> Worker:
     """Wire a worker from settings: the executor and inventory are chosen here, once."""
-    from service.workers.devices import LocalDevices
+    from service.workers.devices import WorkerDevices
     from service.workers.executor import make_executor
 
     executor = executor or make_executor(settings, processes=settings.worker_slots)
-    devices = devices or LocalDevices(kind=settings.worker_device_kind, count=settings.worker_devices)
+    devices = devices or WorkerDevices.from_setting(settings.worker_devices)
     return Worker(settings=settings, sessions=sessions, executor=executor, devices=devices)

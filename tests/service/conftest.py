@@ -55,3 +55,59 @@ def _add_submission(session, *, user="alice", course="c1", exercise_id="ch05.svc
                         world_size=1, max_attempts=max_attempts)
     session.flush()
     return sub, job
+
+
+def make_tokens(sessions) -> dict[str, str]:
+    """Bearer tokens for two learners and an instructor of course c1, a learner of c2, and an admin."""
+    from service.auth.service import create_token
+    from service.db import transaction
+
+    spec = {"alice": ("learner", "c1"), "bob": ("learner", "c1"), "carol": ("learner", "c2"),
+            "teacher": ("instructor", "c1"), "root": ("admin", None)}
+    with transaction(sessions) as s:
+        return {user: create_token(s, user=user, role=role, course=course) for user, (role, course) in spec.items()}
+
+
+def notebook_bytes(exercise_id: str = "ch05.svc_sum", *, solved: bool = True, slow_s: float = 0.0,
+                   wrong_word: bool = False) -> bytes:
+    """A submission for a test-catalogue exercise: the solution, the template, or variants."""
+    import nbformat
+
+    name = exercise_id.split(".")[1]
+    path = (CATALOGUE_DIR / "reference" / exercise_id / "solution.ipynb" if solved
+            else CATALOGUE_DIR / "exercises" / exercise_id[:4] / name / f"{name}.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    if slow_s:
+        nb.cells.insert(0, nbformat.v4.new_code_cell(f"import time\ntime.sleep({slow_s})"))
+    if wrong_word:
+        nb.cells[-1].source = "word = 'slate'"
+    return nbformat.writes(nb).encode()
+
+
+@pytest.fixture
+def api(db_url, test_catalogue):
+    """The real app over the test database (TestClient drives it in-process) plus tokens."""
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+
+    app = create_app(service_settings(db_url), catalogue=test_catalogue)
+    tokens = make_tokens(app.state.sessions)
+    with TestClient(app) as client:
+        client.tokens = tokens
+        client.app_state = app.state
+        yield client
+    app.state.engine.dispose()
+
+
+def auth(token: str, **extra: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", **extra}
+
+
+@pytest.fixture(scope="session")
+def svc():
+    """The helpers above, for test modules (conftest modules are not importable by name)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(settings=service_settings, tokens=make_tokens, notebook=notebook_bytes, auth=auth,
+                           catalogue_dir=CATALOGUE_DIR)

@@ -228,15 +228,15 @@ def score_namespace(ex: Exercise, ref: dict, ns: dict) -> tuple[float, dict[str,
             frac = float(got == r["expected"] if c.kind == "exact" else _close(got, r["expected"], rtol, atol))
         else:
             raise NotImplementedError(c.kind)
-        per[c.name] = c.points * frac
+        per[c.name] = round(c.points * frac, 4)  # the engine reports each check to 4 decimals
         total += per[c.name]
-    return total, per
+    return round(total, 4), per
 
 
 # --------------------------------------------------------------------------- notebooks and files
 def _notebook(ex: Exercise, cells: list[Any], extra_meta: dict | None = None) -> Any:
     nb = v4.new_notebook()
-    nb.cells = cells
+    nb.cells = [nbformat.from_dict({**cell, "id": f"{ex.short[:20]}-{i:02d}"}) for i, cell in enumerate(cells)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     nb.metadata["titangrade"] = {"exercise_id": ex.id, **(extra_meta or {})}
@@ -285,7 +285,7 @@ def build(ex: Exercise) -> None:
                 raise AssertionError(f"{ex.id}/{m.name}: check {check} passes, so its feedback cannot name the mistake")
         if score <= 0 or score >= max_score:
             raise AssertionError(f"{ex.id}/{m.name}: mistake scores {score}, want a partial score")
-        expect = {"status": "graded", "score": round(score, 6), "feedback_contains": m.feedback_contains}
+        expect = {"status": "graded", "score": score, "feedback_contains": m.feedback_contains}
         _save(_notebook(ex, _cells(ex, template=False, replace=m.replace), {"expect": expect}),
               fx_dir / f"mistake_{m.name}.ipynb")
         print(f"  {ex.id} mistake_{m.name}: {score:.4f}/{max_score} {per}")

@@ -121,8 +121,10 @@ def complete(session: Session, *, job: ClaimedJob, result: dict) -> bool:
     return True
 
 
-def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, backoff_s: float) -> str:
-    """A grader fault: requeue while attempts remain, else not_gradable. Returns the new job status."""
+def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, backoff_s: float,
+          final: dict | None = None) -> str:
+    """A grader fault: requeue while attempts remain, else not_gradable (storing the engine's `final`
+    result if it produced one). Returns the new job status, or "lost" if the lease is gone."""
     current = session.get(Job, job.job_id)
     if retryable and current is not None and current.attempts < current.max_attempts:
         if _fence(session, job, status="queued", lease_token=None, worker_id=None, lease_expires_at=None,
@@ -133,8 +135,9 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
     if not _fence(session, job, status="failed", finished_at=utcnow(), last_error=error[:2000],
                   lease_expires_at=None):
         return "lost"
-    _store_outcome(session, submission_id=job.submission_id, status="not_gradable", score=None, result=None,
-                   message=_not_gradable_message(error), grading_s=None)
+    _store_outcome(session, submission_id=job.submission_id, status="not_gradable", score=None, result=final,
+                   message=_not_gradable_message(error),
+                   grading_s=final.get("duration_s") if final else None)
     return "failed"
 
 

@@ -130,10 +130,14 @@ class Worker:
         except Exception as exc:  # the pool process died (OOM kill, segfault): our fault, retry
             outcome = {"fault": f"grading process died: {type(exc).__name__}: {exc}", "retryable": True}
         with transaction(self.sessions) as s:
-            if "result" in outcome:
-                stored = queue.complete(s, job=flight.job, result=outcome["result"])
+            result = outcome.get("result")
+            if result is not None and result["status"] != "not_gradable":
+                stored = queue.complete(s, job=flight.job, result=result)
                 state = "stored" if stored else "discarded (lease lost)"
                 self.stored += stored
+            elif result is not None:  # the engine caught a grader fault itself: same retry policy
+                state = queue.fault(s, job=flight.job, error=result.get("message") or "not gradable",
+                                    retryable=True, backoff_s=self.settings.retry_backoff_s, final=result)
             else:
                 state = queue.fault(s, job=flight.job, error=outcome["fault"], retryable=outcome["retryable"],
                                     backoff_s=self.settings.retry_backoff_s)

@@ -146,7 +146,7 @@ def test_override_keeps_an_audit_trail_and_an_outbox_row(api, svc):
 def test_exercise_endpoints_serve_templates_not_references(api, svc):
     headers = svc.auth(api.tokens["alice"])
     listed = api.get("/api/v1/exercises", headers=headers).json()
-    assert {e["id"] for e in listed} == {"ch05.svc_sum", "ch05.svc_long", "ch05.svc_gpu"}
+    assert {e["id"] for e in listed} == {"ch05.svc_sum", "ch05.svc_long", "ch05.svc_gpu", "ch05.svc_broken"}
     one = api.get("/api/v1/exercises/ch05.svc_sum", headers=headers).json()
     assert one["max_score"] == 3.0 and one["resources"]["devices"] == 0 and one["limits"]["run_timeout_s"] == 60
     nb = api.get("/api/v1/exercises/ch05.svc_sum/notebook", headers=headers)

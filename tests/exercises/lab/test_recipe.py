@@ -4,6 +4,7 @@ No NPU exists here: the visible-NPU count is injected (a hardware fake), and the
 a hand-written log through a stand-in entry point instead of verl.
 """
 
+import importlib.util
 import io
 import shlex
 import subprocess
@@ -101,6 +102,10 @@ def test_every_course_override_present_and_correct():
     assert got["actor_rollout_ref.model.path"] == "/srv/recipe/torchtitan-npu/model"
     assert "trainer.total_training_steps" not in got
     assert len(got) == len(build_command(settings()).overrides)  # no key given twice
+    paths = {"data.train_files", "data.val_files", "actor_rollout_ref.model.path", "trainer.experiment_name",
+             "custom_reward_function.path", "custom_reward_function.name",
+             "actor_rollout_ref.rollout.agent.agent_loop_config_path"}
+    assert set(got) == set(EXPECTED) | paths  # nothing unexpected either
 
 
 def test_override_keys_exist_in_verl_config():
@@ -192,6 +197,7 @@ def test_visible_npu_guard(tmp_path):
         check_guards(s, npu_count=lambda: 1)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch_npu") is not None, reason="torch_npu present: not a CPU host")
 def test_real_npu_probe_fails_cleanly_here(tmp_path):
     with pytest.raises(RecipeGuardError, match="got 0 \\(torch_npu failed to import"):
         check_guards(make_checkout(tmp_path))

@@ -1,0 +1,72 @@
+"""ch07.dry_run_config: the recorded DRY_RUN lines unquote (by bash itself) to the expected overrides, and the
+course line carries COURSE.md §1/§3's TorchTitan settings."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from grading.exercise import Catalogue
+
+REF = Catalogue().get("ch07.dry_run_config").reference()["checks"]
+TT = "actor_rollout_ref.actor.torchtitan."
+
+
+def _bash_tokens(line: str) -> list[str]:
+    """Let bash undo its own %q quoting: eval the line as positional parameters and print them."""
+    out = subprocess.run(["bash", "-c", 'eval "set -- $1"; printf "%s\\0" "$@"', "_", line],
+                         check=True, capture_output=True, text=True).stdout
+    return out.split("\0")[:-1]
+
+
+@pytest.mark.parametrize("call", REF["parse_dry_run"]["calls"], ids=range(len(REF["parse_dry_run"]["calls"])))
+def test_parse_expectations_match_bash(call):
+    tokens = _bash_tokens(call["args"][0])
+    assert tokens[:3] == ["python3", "-m", "verl.trainer.main_ppo"]
+    assert dict(t.split("=", 1) for t in tokens if "=" in t) == call["expect"]
+
+
+def test_course_line_has_the_course_settings():
+    course = REF["parse_dry_run"]["calls"][1]["expect"]
+    expected = {"model_engine": "torchtitan", TT + "data_parallel_shard_size": "2", TT + "context_parallel_size": "1",
+                TT + "attn_type": "varlen", TT + "max_seq_len": "5120", TT + "reshard_after_forward": "always",
+                "+" + TT + "expert_tensor_parallel_size": "1", "actor_rollout_ref.rollout.n": "8",
+                "actor_rollout_ref.ref.torchtitan.max_seq_len": "5120", "data.train_batch_size": "128",
+                "actor_rollout_ref.actor.optim.lr_warmup_steps": "5", "trainer.save_freq": "25", "trainer.test_freq": "5"}
+    assert {k: course.get(k) for k in expected} == expected
+    assert "trainer.total_training_steps" not in course
+    three = REF["parse_dry_run"]["calls"][2]["expect"]
+    assert (three["trainer.total_training_steps"], three["trainer.save_freq"], three["trainer.test_freq"]) == ("3", "-1", "-1")
+
+
+def test_check_flags_for_course_lines():
+    calls = REF["check_dry_run"]["calls"]
+    assert all(calls[0]["expect"].values()) and len(calls[0]["expect"]) == 8
+    assert all(calls[1]["expect"].values())  # steps set and expected
+    assert calls[2]["expect"]["total_steps"] is False and calls[3]["expect"]["total_steps"] is False
+    assert calls[4]["expect"]["dp_shard"] is False and calls[4]["expect"]["cp"] is False
+    assert not any(calls[5]["expect"][k] for k in ("model_engine", "varlen", "rollout_n"))
+
+
+def test_trainer_overrides_only_set_steps_when_asked():
+    for call in REF["trainer_overrides"]["calls"]:
+        env = call["args"][0]
+        assert ("trainer.total_training_steps" in call["expect"]) == bool(env.get("TOTAL_TRAINING_STEPS"))
+
+
+def test_recipe_builder_agrees_if_present():
+    recipe = pytest.importorskip("exercises.lab.recipe", reason="the lab's recipe module has not landed")
+    build = getattr(recipe, "build_command", None) or getattr(recipe, "dry_run_line", None)
+    if build is None:
+        pytest.skip("exercises.lab.recipe has no build_command/dry_run_line")
+    try:
+        out = build(env={"TOTAL_TRAINING_STEPS": "3", "SAVE_FREQ": "-1", "TEST_FREQ": "-1"})
+    except TypeError as exc:
+        pytest.skip(f"exercises.lab.recipe API differs: {exc}")
+    tokens = out if isinstance(out, list) else _bash_tokens(out)
+    got = dict(t.split("=", 1) for t in tokens if "=" in t)
+    ours = REF["parse_dry_run"]["calls"][2]["expect"]
+    for key in ("model_engine", TT + "data_parallel_shard_size", TT + "context_parallel_size", TT + "attn_type",
+                TT + "max_seq_len", TT + "reshard_after_forward", "actor_rollout_ref.rollout.n",
+                "trainer.total_training_steps", "trainer.save_freq", "trainer.test_freq"):
+        assert got.get(key) == ours[key], key

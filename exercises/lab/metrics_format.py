@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RAY_PREFIX = re.compile(r"^\s*\([^()]*pid=\d+[^()]*\)\s?")
-_STEP_LINE = re.compile(r"(?:^|\s)step:(\d+)((?: - [^\n]*)?)$")
+_STEP_LINE = re.compile(r"^step:(\d+)((?: - [^\n]*)?)$")
 _TOTAL_STEPS = re.compile(r"Total training steps: (\d+)")
 _INITIAL = "Initial validation metrics:"
 _INITIAL_LINE = re.compile(r"""^\s*(?:\(\s*)?["']?Initial validation metrics:""")
@@ -54,9 +55,14 @@ def parse_value(text: str) -> float:
         ) from None
 
 
+def _clean(line: str) -> str:
+    """A console line without ANSI colours and Ray's ``(Actor pid=N, ip=...)`` prefix."""
+    return _RAY_PREFIX.sub("", _ANSI.sub("", line.rstrip("\r\n")))
+
+
 def parse_step_line(line: str) -> dict | None:
-    """One ``step:N - k:v - ...`` line as a flat record, or None when the line is something else."""
-    match = _STEP_LINE.search(_RAY_PREFIX.sub("", line.rstrip("\r\n")))
+    """One ``step:N - k:v - ...`` line (verl prints it at line start) as a flat record, else None."""
+    match = _STEP_LINE.match(_clean(line).strip())
     if not match:
         return None
     record: dict = {"step": int(match.group(1))}
@@ -121,7 +127,7 @@ class ParsedLog:
 
 def parse_log(text: str) -> ParsedLog:
     """Parse a whole console log; records with the same step are merged, in order of first appearance."""
-    lines = [_RAY_PREFIX.sub("", line) for line in text.splitlines()]
+    lines = [_clean(line) for line in text.splitlines()]
     parsed = ParsedLog()
     by_step: dict[int, dict] = {}
     i = 0

@@ -49,6 +49,9 @@ def test_parse_value_rejects_non_numbers():
 def test_non_step_lines_are_ignored():
     assert parse_step_line("Training Progress:  33%|###  | 1/3") is None
     assert parse_step_line("(TaskRunner pid=1) step:2 - a:1")["a"] == 1.0
+    assert parse_step_line("\x1b[36m(WorkerDict pid=7, ip=10.0.0.2)\x1b[0m step:4 - b:np.float64(2.5)") == {
+        "step": 4, "b": 2.5}
+    assert parse_step_line("[output] I guess step:2 - of the plan:think") is None  # model text, not verl
 
 
 def test_three_step_fixture():

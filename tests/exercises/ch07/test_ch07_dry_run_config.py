@@ -54,19 +54,27 @@ def test_trainer_overrides_only_set_steps_when_asked():
         assert ("trainer.total_training_steps" in call["expect"]) == bool(env.get("TOTAL_TRAINING_STEPS"))
 
 
-def test_recipe_builder_agrees_if_present():
-    recipe = pytest.importorskip("exercises.lab.recipe", reason="the lab's recipe module has not landed")
-    build = getattr(recipe, "build_command", None) or getattr(recipe, "dry_run_line", None)
-    if build is None:
-        pytest.skip("exercises.lab.recipe has no build_command/dry_run_line")
-    try:
-        out = build(env={"TOTAL_TRAINING_STEPS": "3", "SAVE_FREQ": "-1", "TEST_FREQ": "-1"})
-    except TypeError as exc:
-        pytest.skip(f"exercises.lab.recipe API differs: {exc}")
-    tokens = out if isinstance(out, list) else _bash_tokens(out)
-    got = dict(t.split("=", 1) for t in tokens if "=" in t)
-    ours = REF["parse_dry_run"]["calls"][2]["expect"]
+def _recipe():
+    return pytest.importorskip("exercises.lab.recipe", reason="the lab's recipe module has not landed")
+
+
+@pytest.mark.parametrize("call", REF["trainer_overrides"]["calls"], ids=range(len(REF["trainer_overrides"]["calls"])))
+def test_trainer_overrides_agree_with_lab_recipe(call):
+    recipe = _recipe()
+    settings = recipe.RecipeSettings.from_env(call["args"][0], recipe_dir="/root/wordle/torchtitan-npu")
+    got = {k: v for k, v in recipe.build_command(settings).override_map().items()
+           if k in ("trainer.save_freq", "trainer.test_freq", "trainer.total_training_steps")}
+    assert got == call["expect"]
+
+
+def test_course_settings_agree_with_lab_recipe():
+    recipe = _recipe()
+    env = {"TOTAL_TRAINING_STEPS": "3", "SAVE_FREQ": "-1", "TEST_FREQ": "-1"}
+    cmd = recipe.build_command(recipe.RecipeSettings.from_env(env, recipe_dir="/root/wordle/torchtitan-npu"))
+    lab, ours = dict(t.split("=", 1) for t in _bash_tokens(cmd.shell_line()) if "=" in t), \
+        REF["parse_dry_run"]["calls"][2]["expect"]
     for key in ("model_engine", TT + "data_parallel_shard_size", TT + "context_parallel_size", TT + "attn_type",
-                TT + "max_seq_len", TT + "reshard_after_forward", "actor_rollout_ref.rollout.n",
+                TT + "max_seq_len", TT + "reshard_after_forward", "+" + TT + "expert_tensor_parallel_size",
+                "actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.val_kwargs.n",
                 "trainer.total_training_steps", "trainer.save_freq", "trainer.test_freq"):
-        assert got.get(key) == ours[key], key
+        assert lab.get(key) == ours[key], key

@@ -45,7 +45,7 @@ class Executor(abc.ABC):
 _CHILD: dict = {}
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent_pid: int) -> None:
     """Linux: a SIGKILLed worker takes its grading processes with it, so no orphan keeps grading."""
     try:
         import ctypes
@@ -53,11 +53,13 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
         pass
+    if os.getppid() != parent_pid:  # the parent died while this process was still starting
+        os._exit(1)
 
 
-def _init_child(database_url: str, sandbox_mode: str, exercises_root: str, reference_root: str,
-                prewarm: int) -> None:
-    _die_with_parent()
+def _init_child(parent_pid: int, database_url: str, sandbox_mode: str, exercises_root: str,
+                reference_root: str, prewarm: int) -> None:
+    _die_with_parent(parent_pid)
     from grading.exercise import Catalogue
     from grading.sandbox import make_sandbox
     from service.db import make_engine, make_sessionmaker
@@ -117,7 +119,7 @@ class LocalExecutor(Executor):
     name = "local"
 
     def __init__(self, *, settings: Settings, processes: int) -> None:
-        self._initargs = (settings.database_url, settings.sandbox, str(settings.exercises_root),
+        self._initargs = (os.getpid(), settings.database_url, settings.sandbox, str(settings.exercises_root),
                           str(settings.reference_root), settings.sandbox_prewarm)
         self._processes = processes
         self._pool = self._new_pool()

@@ -111,3 +111,14 @@ def svc():
 
     return SimpleNamespace(settings=service_settings, tokens=make_tokens, notebook=notebook_bytes, auth=auth,
                            catalogue_dir=CATALOGUE_DIR)
+
+
+@pytest.fixture(scope="session")
+def e2e():
+    """tests/service/e2e_support.py: subprocess server/worker helpers for the end-to-end tests."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tg_e2e_support", Path(__file__).with_name("e2e_support.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

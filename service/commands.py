@@ -44,6 +44,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_submit)
 
 
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
 def _settings(**overrides):
     from pydantic import ValidationError
 
@@ -101,7 +106,7 @@ def cmd_serve(args) -> int:
     from service.db import make_sessionmaker
     from service.workers.worker import build_worker
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    _logging()
     overrides = {} if args.workers is None else {"worker_slots": max(args.workers, 1)}
     settings = _settings(**overrides)
     settings, generated = settings.with_dev_secret()
@@ -135,7 +140,7 @@ def cmd_worker(args) -> int:
     from service.db import make_sessionmaker
     from service.workers.worker import build_worker
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    _logging()
     settings = _resolve_sandbox(_settings(**({} if args.slots is None else {"worker_slots": args.slots})))
     engine = _engine(settings, migrate=False)
     worker = build_worker(settings, sessions=make_sessionmaker(engine))

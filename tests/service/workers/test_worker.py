@@ -101,3 +101,25 @@ def test_worker_heartbeat_makes_readyz_ready(db_url, svc, test_catalogue):
         thread.join(10)
         worker.executor.shutdown()
         app.state.engine.dispose()
+
+
+def test_real_wordle_reward_exercise_solution_and_template(sessions, svc, add_submission):
+    """The course's ch07.wordle_reward through the worker: the reference solution gets full marks."""
+    from grading.exercise import DEFAULT_EXERCISES_ROOT, DEFAULT_REFERENCE_ROOT, Catalogue
+
+    catalogue = Catalogue()
+    if "ch07.wordle_reward" not in catalogue:
+        pytest.skip("ch07.wordle_reward is not in the catalogue yet")
+    exercise = catalogue.get("ch07.wordle_reward")
+    with transaction(sessions) as s:
+        solved, _ = add_submission(s, exercise_id=exercise.id, max_score=exercise.manifest.max_score,
+                                   notebook=exercise.solution_path.read_bytes())
+        template, _ = add_submission(s, exercise_id=exercise.id, max_score=exercise.manifest.max_score,
+                                     notebook=exercise.notebook_path.read_bytes())
+    settings = svc.settings(sessions.kw["bind"].url.render_as_string(hide_password=False),
+                            exercises_root=DEFAULT_EXERCISES_ROOT, reference_root=DEFAULT_REFERENCE_ROOT)
+    _run_burst(settings, sessions)
+    with sessions() as s:
+        good, bad = s.get(Submission, solved.id), s.get(Submission, template.id)
+        assert (good.status, good.score) == ("graded", exercise.manifest.max_score)
+        assert bad.status in ("graded", "error") and bad.score == 0.0

@@ -1,0 +1,53 @@
+"""Settings refuse unsafe production set-ups and say how to fix them; dev mode stays usable."""
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from service.config import Settings, UnsafeSettings
+
+
+def test_prod_mode_refuses_missing_secret_and_unsafe_sandbox():
+    with pytest.raises(ValidationError) as err:
+        Settings(mode="prod", secret_key="", sandbox="unsafe-local")
+    text = str(err.value)
+    assert "TITANGRADE_SECRET_KEY" in text and "unsafe-local" in text
+
+
+def test_prod_mode_accepts_a_real_configuration():
+    settings = Settings(mode="prod", secret_key="s" * 40, sandbox="bwrap")
+    assert settings.with_dev_secret() == (settings, False)
+
+
+def test_dev_mode_generates_an_ephemeral_secret():
+    settings, generated = Settings(mode="dev").with_dev_secret()
+    assert generated and len(settings.secret_key) >= 32
+
+
+def test_environment_is_read_with_the_prefix(monkeypatch):
+    monkeypatch.setenv("TITANGRADE_LEASE_S", "12.5")
+    monkeypatch.setenv("TITANGRADE_WORKER_SLOTS", "4")
+    settings = Settings()
+    assert (settings.lease_s, settings.worker_slots) == (12.5, 4)
+
+
+@pytest.mark.parametrize("values,needle", [
+    ({"heartbeat_s": 30, "lease_s": 10}, "TITANGRADE_HEARTBEAT_S"),
+    ({"worker_slots": 2, "short_reserved_slots": 2}, "TITANGRADE_SHORT_RESERVED_SLOTS"),
+])
+def test_inconsistent_queue_settings_are_refused(values, needle):
+    with pytest.raises(ValidationError, match=needle):
+        Settings(**values)
+
+
+def test_auto_sandbox_resolves_once(monkeypatch):
+    import grading.sandbox as sandbox_pkg
+    from grading.sandbox.probe import Probe
+
+    monkeypatch.setattr(sandbox_pkg, "probe", lambda: Probe(False, "bwrap missing; install it"))
+    dev, warning = Settings(mode="dev", sandbox="auto").resolve_sandbox()
+    assert dev.sandbox == "unsafe-local" and "UNISOLATED" in warning and "bwrap missing" in warning
+    with pytest.raises(UnsafeSettings, match="bwrap missing"):
+        Settings(mode="prod", secret_key="s" * 40, sandbox="auto").resolve_sandbox()
+    monkeypatch.setattr(sandbox_pkg, "probe", lambda: Probe(True, "ok"))
+    assert Settings(mode="prod", secret_key="s" * 40).resolve_sandbox()[0].sandbox == "bwrap"

@@ -57,10 +57,35 @@ class Sandbox(abc.ABC):
         """Start a fresh kernel for one submission. Raises GraderFault if it cannot."""
 
 
-def make_sandbox(mode: str = "auto", **options: Any) -> Sandbox:
-    """Pick the sandbox backend once at start-up: "bwrap", "unsafe-local", or "auto" (bwrap if usable)."""
-    from grading.sandbox.local import UnsafeLocalSandbox
+def make_sandbox(mode: str = "auto", *, prewarm: dict[str, int] | None = None, **options: Any) -> Sandbox:
+    """Pick the sandbox backend once at start-up: "bwrap", "unsafe-local", or "auto".
 
-    if mode in ("unsafe-local", "auto"):
-        return UnsafeLocalSandbox(**options)
-    raise ValueError(f"unknown sandbox mode {mode!r}; use one of: auto, bwrap, unsafe-local")
+    "auto" means bwrap, and refuses (GraderFault) where `probe()` says bwrap cannot run: unisolated
+    execution must be asked for by name ("unsafe-local"), never fallen into. `prewarm` = kernels to keep
+    started per kernel family, e.g. {"light": 2, "torch": 1} (see grading/sandbox/pool.py).
+    """
+    from grading.errors import GraderFault
+
+    if mode == "unsafe-local":
+        from grading.sandbox.local import UnsafeLocalSandbox
+
+        sandbox: Sandbox = UnsafeLocalSandbox(**options)
+    elif mode in ("bwrap", "auto"):
+        found = probe()
+        if not found.usable:
+            raise GraderFault(f"sandbox mode {mode!r} is not available: {found.reason}. Only for development, "
+                              "set TITANGRADE_SANDBOX=unsafe-local to run kernels without isolation "
+                              "(every result then says sandbox: unsafe-local)", retryable=False)
+        from grading.sandbox.bwrap import BwrapConfig, BwrapSandbox
+
+        sandbox = BwrapSandbox(BwrapConfig(**options))
+    else:
+        raise ValueError(f"unknown sandbox mode {mode!r}; use one of: auto, bwrap, unsafe-local")
+    if prewarm:
+        from grading.sandbox.pool import PrewarmedSandbox
+
+        sandbox = PrewarmedSandbox(sandbox, sizes=prewarm)
+    return sandbox
+
+
+from grading.sandbox.probe import Probe, probe  # noqa: E402  (re-exported for the service's start-up check)

@@ -7,13 +7,13 @@ sandbox's network namespace is not the host's. See docs/sandbox.md for the threa
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pwd
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -56,22 +56,45 @@ class BwrapConfig:
 
 
 class UidPool:
-    """Hands out the sandbox users, one per live sandbox, so per-uid limits never pool across runs."""
+    """Hands out the sandbox users, one per live sandbox, so per-uid limits never pool across runs.
 
-    def __init__(self, users: tuple[str, ...]) -> None:
-        self._free = [pwd.getpwnam(u) for u in users]
+    Ownership is an flock on `<lock_dir>/<user>.lock`, so worker processes never share a user either,
+    and a crashed worker's lock dies with it (its leftovers are swept by the next owner).
+    """
+
+    def __init__(self, users: tuple[str, ...], lock_dir: str) -> None:
+        self._users = [pwd.getpwnam(u) for u in users]
+        self._lock_dir = lock_dir
+        self._held: dict[int, int] = {}  # uid -> fd holding its flock
         self._lock = threading.Lock()
 
     def acquire(self) -> pwd.struct_passwd:
+        os.makedirs(self._lock_dir, mode=0o700, exist_ok=True)
         with self._lock:
-            if not self._free:
+            for user in self._users:
+                if user.pw_uid in self._held:
+                    continue
+                fd = os.open(os.path.join(self._lock_dir, f"{user.pw_name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                self._held[user.pw_uid] = fd
+                break
+            else:
                 raise GraderFault("no free sandbox user: every tgsbxN is running a kernel; retry later or "
                                   "add users with TITANGRADE_SANDBOX_USERS=N scripts/install-system-deps.sh")
-            return self._free.pop(0)
+        if not kill_uid(user.pw_uid):  # leftovers of a crashed worker that held this user
+            raise GraderFault(f"sandbox user {user.pw_name} has processes that cannot be killed; "
+                              "it stays locked until a restart")
+        return user
 
     def release(self, user: pwd.struct_passwd) -> None:
         with self._lock:
-            self._free.append(user)
+            fd = self._held.pop(user.pw_uid, None)
+        if fd is not None:
+            os.close(fd)  # drops the flock
 
 
 def uid_processes(uid: int) -> list[int]:
@@ -239,13 +262,15 @@ class BwrapSandbox(Sandbox):
             raise GraderFault("the bwrap sandbox must be started by root (it drops each kernel to a "
                               "tgsbxN user); run the worker as root or use unsafe-local for development",
                               retryable=False)
-        self.uids = UidPool(self.config.users)
+        self.uids = UidPool(self.config.users, os.path.join(self.config.runtime_root, "users"))
 
     def start(self, request: KernelRequest) -> BwrapSession:
         cfg = self.config
         user = self.uids.acquire()
         os.makedirs(cfg.runtime_root, mode=0o711, exist_ok=True)
-        runtime = Path(tempfile.mkdtemp(prefix="tg-sbx-", dir=cfg.runtime_root))
+        runtime = Path(cfg.runtime_root, user.pw_name)  # ours while we hold the user's lock
+        shutil.rmtree(runtime, ignore_errors=True)  # a crashed worker's leftovers
+        runtime.mkdir()
         try:
             km = self._kernel_manager(request, user, runtime)
             with open(runtime / "launch.log", "wb") as log:
@@ -310,18 +335,19 @@ class BwrapSandbox(Sandbox):
     def _etc_files(self, runtime: Path, user: pwd.struct_passwd) -> list[str]:
         etc = runtime / "etc"
         etc.mkdir()
+        args = ["--perms", "0755", "--dir", "/etc"]  # else bwrap makes it 0700 and the uid cannot look in
         (etc / "passwd").write_text(f"root:x:0:0::/nonexistent:/usr/sbin/nologin\n"
                                     f"learner:x:{user.pw_uid}:{user.pw_gid}::{WORKDIR}:/bin/sh\n")
         (etc / "group").write_text(f"root:x:0:\nlearner:x:{user.pw_gid}:\n")
         (etc / "hosts").write_text("127.0.0.1 localhost titangrade\n::1 localhost ip6-localhost\n")
         (etc / "hostname").write_text("titangrade\n")
-        args = []
         for name in ("passwd", "group", "hosts", "hostname"):
             os.chmod(etc / name, 0o644)
             args += ["--ro-bind", str(etc / name), f"/etc/{name}"]
+        made = {"/", "/etc"}
         for name in ETC_ALLOW:
             if os.path.exists(f"/etc/{name}"):
-                args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+                args += _parents(f"/etc/{name}", made) + ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         return args
 
     def bwrap_argv(self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path) -> list[str]:
@@ -343,12 +369,14 @@ class BwrapSandbox(Sandbox):
                  "--perms", "1777", "--size", scratch, "--tmpfs", "/dev/shm",
                  "--perms", "0755", "--size", scratch, "--tmpfs", SCRATCH,
                  "--dir", WORKDIR, "--dir", TMPDIR, "--symlink", TMPDIR, "/tmp"]
+        made: set[str] = {"/", "/etc", "/usr", "/dev", "/proc", SCRATCH, "/tmp"}
         accelerator = request.devices.kind != "cpu"
         if accelerator:  # drivers and tools read sysfs for the device tree (real code, not run here)
             args += ["--ro-bind", "/sys", "/sys"]
+            made.add("/sys")
         elif os.path.isdir("/sys/devices/system/cpu"):  # CPU topology only, for thread pools
+            args += _parents("/sys/devices/system/cpu", made)
             args += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
-        made: set[str] = {"/", "/etc", "/usr", "/dev", "/proc", "/sys", SCRATCH, "/tmp"}
         for path in dict.fromkeys((*cfg.ro_paths, cfg.exercises)):
             args += _parents(path, made) + ["--ro-bind", path, path]
         args += _parents(INNER_LAUNCHER, made) + ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]

@@ -12,10 +12,15 @@ import threading
 import time
 from typing import Any, Callable
 
+import zmq
+from jupyter_client.session import Session
+
+INTERRUPT_GRACE_S = 5.0
 MEMORY, CPU, FILE_SIZE, DISK, PROCESSES, OUTPUT, TIME = (
     "memory limit", "cpu time limit", "file size limit", "disk limit", "process limit", "output limit",
     "time limit")
 
+_EDGE = 64 * 1024
 _ENAME = {"MemoryError": MEMORY, "OutOfMemoryError": MEMORY}
 _PATTERNS = [
     (re.compile(r"MemoryError|Cannot allocate memory|can't allocate memory|std::bad_alloc|"
@@ -41,8 +46,9 @@ def classify_message(msg: dict[str, Any]) -> set[str]:
     if kind == "error":
         found = {_ENAME[content.get("ename")]} if content.get("ename") in _ENAME else set()
         return found | classify_text(f"{content.get('ename')}: {content.get('evalue')}")
-    if kind == "stream":
-        return classify_text(content.get("text", ""))
+    if kind == "stream":  # limit messages sit at a chunk's start or end; a 30 MB flood is not regexed whole
+        text = content.get("text", "")
+        return classify_text(text if len(text) <= 2 * _EDGE else text[:_EDGE] + "\n" + text[-_EDGE:])
     return set()
 
 
@@ -62,7 +68,7 @@ def message_size(msg: dict[str, Any]) -> int:
 class LimitWatcher(threading.Thread):
     """Watches one kernel until stopped; `hits` is the set of limits seen so far.
 
-    Output over `output_cap_bytes` interrupts the running cell; over twice that, or past `deadline`
+    One cell's output over `output_cap_bytes` interrupts it; over twice that, or past `deadline`
     (monotonic seconds), `kill()` ends the sandbox so a runaway kernel never takes the worker down.
     """
 
@@ -78,7 +84,7 @@ class LimitWatcher(threading.Thread):
         self._lock = threading.Lock()
         self._hits: set[str] = set()
         self.output_bytes = 0
-        self._interrupted = False
+        self._interrupted: float | bool = False
         self._killed = False
 
     @property
@@ -107,8 +113,15 @@ class LimitWatcher(threading.Thread):
                 self._hits |= hits
 
     def run(self) -> None:
-        client = self.km.client()
-        client.start_channels(shell=False, iopub=True, stdin=False, hb=False, control=True)
+        # Raw sockets in a private context: jupyter_client's blocking client batches messages behind
+        # its event loop, which let a flood run for seconds before the watcher saw any of it.
+        ctx = zmq.Context()
+        session = Session(key=self.km.session.key, signature_scheme=self.km.session.signature_scheme)
+        iopub = ctx.socket(zmq.SUB)
+        iopub.setsockopt(zmq.SUBSCRIBE, b"")
+        iopub.connect(self.km._make_url("iopub"))
+        control = ctx.socket(zmq.DEALER)
+        control.connect(self.km._make_url("control"))
         self._ready.set()
         try:
             while not self._halt.is_set():
@@ -116,23 +129,32 @@ class LimitWatcher(threading.Thread):
                     self._add({TIME})
                     self._killed = True
                     self._kill()
+                if not iopub.poll(200):
+                    continue
                 try:
-                    msg = client.get_iopub_msg(timeout=0.2)
-                except Exception:  # queue.Empty on a quiet kernel, or a closed socket at teardown
+                    _, parts = session.feed_identities(iopub.recv_multipart())
+                    msg = session.deserialize(parts)
+                except Exception:  # a malformed or unsigned message is not ours to judge
                     continue
                 self._add(classify_message(msg))
-                self._account(client, message_size(msg))
+                if msg.get("msg_type") == "execute_input":  # the output cap is per cell
+                    with self._lock:
+                        self.output_bytes, self._interrupted = 0, False
+                self._account(lambda: session.send(control, "interrupt_request", {}), message_size(msg))
         finally:
-            client.stop_channels()
+            iopub.close(linger=0)
+            control.close(linger=0)
+            ctx.term()
 
-    def _account(self, client: Any, size: int) -> None:
+    def _account(self, interrupt: Callable[[], Any], size: int) -> None:
         with self._lock:
             self.output_bytes += size
             total = self.output_bytes
         if total > self.output_cap_bytes and not self._interrupted:
             self._add({OUTPUT})
-            self._interrupted = True
-            client.control_channel.send(client.session.msg("interrupt_request", {}))
-        elif total > 2 * self.output_cap_bytes and not self._killed:
-            self._killed = True
+            self._interrupted = time.monotonic()
+            interrupt()
+        elif (self._interrupted and total > 2 * self.output_cap_bytes and not self._killed
+              and time.monotonic() - self._interrupted > INTERRUPT_GRACE_S):
+            self._killed = True  # the interrupt was ignored (or caught) and the flood goes on
             self._kill()

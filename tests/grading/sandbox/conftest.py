@@ -1,0 +1,78 @@
+"""Sandbox test helpers: the real bwrap sandbox (skipped only where `probe()` says this host cannot run
+it, with its reason), and a tiny client to run code in a session's kernel."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from grading.sandbox import probe
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "notebooks" / "malicious"
+_PROBE = probe()
+needs_bwrap = pytest.mark.skipif(not _PROBE.usable, reason=f"bwrap sandbox unusable here: {_PROBE.reason}")
+
+
+@pytest.fixture(scope="module")
+def bwrap_sandbox():
+    if not _PROBE.usable:
+        pytest.skip(f"bwrap sandbox unusable here: {_PROBE.reason}")
+    from grading.sandbox.bwrap import BwrapSandbox
+
+    return BwrapSandbox()
+
+
+class Runner:
+    """Executes code in a started session's kernel; returns (status, text of all outputs)."""
+
+    def __init__(self, session) -> None:
+        self.kc = session.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=30)
+
+    def __call__(self, code: str, timeout: float = 30) -> tuple[str, str]:
+        chunks: list[str] = []
+
+        def hook(msg):
+            c = msg["content"]
+            if msg["msg_type"] == "stream":
+                chunks.append(c["text"])
+            elif msg["msg_type"] == "error":
+                chunks.append(f"{c['ename']}: {c['evalue']}")
+            elif msg["msg_type"] in ("execute_result", "display_data"):
+                chunks.append(c["data"].get("text/plain", ""))
+
+        reply = self.kc.execute_interactive(code, timeout=timeout, output_hook=hook)
+        return reply["content"]["status"], "".join(chunks)
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+
+
+def uid_pids(uid: int) -> list[int]:
+    from grading.sandbox.bwrap import uid_processes
+
+    return uid_processes(uid)
+
+
+def wait_gone(pred, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def procs_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found

@@ -1,0 +1,114 @@
+"""`titangrade grade` and `titangrade exercises list`: the engine from a terminal (service/cli.py dispatches).
+
+Exit codes of `grade`: 0 graded, 1 error (the notebook's code failed), 2 invalid input, 3 not gradable.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from grading.errors import GraderFault, InvalidSubmission
+from grading.exercise import DEFAULT_EXERCISES_ROOT, DEFAULT_REFERENCE_ROOT, Catalogue
+from grading.result import GradeResult, Status
+
+EXIT_CODES = {Status.GRADED: 0, Status.ERROR: 1, Status.NOT_GRADABLE: 3}
+EXIT_INVALID = 2
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `grade` and `exercises` to the top-level `titangrade` parser."""
+    grade = subparsers.add_parser("grade", help="grade a notebook locally with the same engine as the service")
+    grade.add_argument("notebook", type=Path, help="the .ipynb file to grade")
+    grade.add_argument("--exercise", help="exercise id (default: metadata.titangrade.exercise_id)")
+    grade.add_argument("--json", action="store_true", help="print the result as JSON")
+    grade.add_argument("--lang", choices=("en", "zh"), default="en", help="feedback language")
+    grade.add_argument("--sandbox", default=os.environ.get("TITANGRADE_SANDBOX", "auto"),
+                       help="auto | bwrap | unsafe-local (default: $TITANGRADE_SANDBOX or auto)")
+    _catalogue_args(grade)
+    grade.set_defaults(func=cmd_grade)
+
+    exercises = subparsers.add_parser("exercises", help="inspect the exercise catalogue")
+    ex_sub = exercises.add_subparsers(dest="exercises_command", required=True)
+    listing = ex_sub.add_parser("list", help="list exercises")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    _catalogue_args(listing)
+    listing.set_defaults(func=cmd_exercises_list)
+
+
+def _catalogue_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--exercises-root", type=Path, default=DEFAULT_EXERCISES_ROOT, help=argparse.SUPPRESS)
+    parser.add_argument("--reference-root", type=Path, default=DEFAULT_REFERENCE_ROOT, help=argparse.SUPPRESS)
+
+
+def _error(args: argparse.Namespace, code: str, message: str) -> int:
+    if getattr(args, "json", False):
+        print(json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False))
+    else:
+        print(f"error ({code}): {message}", file=sys.stderr)
+    return EXIT_INVALID
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from grading.pipeline import grade_notebook
+    from grading.sandbox import make_sandbox
+
+    try:
+        source = args.notebook.read_bytes()
+    except OSError as exc:
+        return _error(args, "unreadable_file", f"cannot read {args.notebook}: {exc.strerror}; check the path")
+    try:
+        catalogue = Catalogue(args.exercises_root, args.reference_root)
+    except ValueError as exc:
+        print(f"the exercise catalogue is broken: {exc}", file=sys.stderr)
+        return EXIT_CODES[Status.NOT_GRADABLE]
+    try:
+        sandbox = make_sandbox(args.sandbox)
+    except ValueError as exc:
+        return _error(args, "bad_sandbox", str(exc))
+    except GraderFault as exc:
+        print(f"not gradable: {exc}", file=sys.stderr)
+        return EXIT_CODES[Status.NOT_GRADABLE]
+    try:
+        result = grade_notebook(source, exercise_id=args.exercise, catalogue=catalogue, lang=args.lang,
+                                sandbox=sandbox)
+    except InvalidSubmission as exc:
+        return _error(args, exc.code, exc.message)
+    print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if args.json else render(result))
+    return EXIT_CODES[result.status]
+
+
+def render(result: GradeResult) -> str:
+    """A terminal report: status and score, one line per check, then why the run was not clean."""
+    lines = [f"{result.exercise_id}: {result.status.value}  {result.score:g} / {result.max_score:g}"]
+    for c in result.checks:
+        mark = "PASS" if c.passed else "FAIL"
+        title = f" ({c.title})" if c.title else ""
+        lines.append(f"  [{mark}] {c.name}{title}: {c.score:g}/{c.max_score:g}  {c.feedback}".rstrip())
+    if result.message:
+        lines.append(f"note: {result.message}")
+    if result.limits_hit:
+        lines.append(f"limits hit: {', '.join(result.limits_hit)}")
+    lines.append(f"sandbox: {result.sandbox or '-'}  device: {result.device}  {result.duration_s:.1f} s")
+    return "\n".join(lines)
+
+
+def cmd_exercises_list(args: argparse.Namespace) -> int:
+    try:
+        catalogue = Catalogue(args.exercises_root, args.reference_root)
+    except ValueError as exc:
+        print(f"the exercise catalogue is broken: {exc}", file=sys.stderr)
+        return EXIT_CODES[Status.NOT_GRADABLE]
+    rows = [e.summary() for e in catalogue]
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return 0
+    for r in rows:
+        res = r["resources"]
+        print(f"{r['id']:<34} ch{r['chapter']:02d}  {r['max_score']:>5g} pts  {r['kernel_family']:<8} "
+              f"world={res['world_size']} devices={res['devices']}  {r['notebook']}  {r['title']}")
+    if not rows:
+        print("no exercises found", file=sys.stderr)
+    return 0

@@ -25,6 +25,7 @@ from grading.steps.validate import identify_exercise, parse_notebook
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 5_000_000
 _default_catalogue: Catalogue | None = None
+_default_sandbox: Sandbox | None = None
 
 
 def default_catalogue() -> Catalogue:
@@ -33,6 +34,14 @@ def default_catalogue() -> Catalogue:
     if _default_catalogue is None:
         _default_catalogue = Catalogue()
     return _default_catalogue
+
+
+def default_sandbox() -> Sandbox:
+    """make_sandbox("auto"), built once per process (it probes bwrap)."""
+    global _default_sandbox
+    if _default_sandbox is None:
+        _default_sandbox = make_sandbox("auto")
+    return _default_sandbox
 
 
 def load_submission(source: bytes | str | dict, *, exercise_id: str | None, catalogue: Catalogue,
@@ -88,7 +97,7 @@ def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox:
     except (OSError, ValueError) as exc:
         raise GraderFault(f"reference answers for {exercise.id} unreadable: {exc}", retryable=False) from exc
     plan = grader_cells.plan(exercise, reference=reference)
-    sandbox = sandbox or make_sandbox("auto")
+    sandbox = sandbox or default_sandbox()
     request = KernelRequest(limits=manifest.limits, devices=devices, kernel_family=manifest.kernel_family)
     execution = run_notebook(clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang,
                              progress=emit)

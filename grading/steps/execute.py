@@ -6,11 +6,14 @@ kernel re-runs the other cells without it, within the same deadline, so other an
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import nbformat
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
@@ -23,8 +26,11 @@ from grading.steps.grader_cells import GraderCell, GraderPlan, read_payload
 from grading.steps.limit_output import OutputBudget
 
 TIMEOUT_ENAME = "TitangradeCellTimeout"
+_NBCLIENT_LOG = logging.getLogger("grading.nbclient")  # nbclient logs every timeout as an error; we report them
 MAX_ATTEMPTS = 3  # first run + two restarts after kernel deaths
-PROBE_TIMEOUT_S = 5.0
+PROBE_TIMEOUT_S = 3.0
+LEARNER_IOPUB_S = 4.0  # wait for a learner cell's last outputs after its reply
+GRADER_IOPUB_S = 30.0  # the answers payload must not be lost to a slow iopub under load
 GRADER_OUTPUT_BYTES = 64 * 1024 * 1024
 
 
@@ -53,6 +59,18 @@ class _Client(NotebookClient):
     budget: OutputBudget | None = None
     marker: str = ""
     marked: bool = False
+
+    async def async_start_new_kernel_client(self) -> AsyncKernelClient:
+        # Sandboxes hand over a blocking KernelManager whose client() blocks the event loop, so an
+        # iopub wait would starve the timeout; talk to the same kernel through an async client.
+        info = self.km.get_connection_info(session=True)
+        self.kc = AsyncKernelClient(**info, connection_file=self.km.connection_file, parent=self.km)
+        self.kc.start_channels()
+        await self.kc.wait_for_ready(timeout=self.startup_timeout)
+        self.kc.allow_stdin = False
+        return self.kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
     def output(self, outs, msg, display_id, cell_index):  # type: ignore[override]
         budget = self.budget
@@ -124,7 +142,7 @@ def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[in
     cells += [nbformat.v4.new_code_cell(c.source) for c in plan.extract]
     client = _Client(nbformat.v4.new_notebook(cells=cells), km=km, allow_errors=True, interrupt_on_timeout=True,
                      error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "", "traceback": []},
-                     record_timing=False, startup_timeout=60, iopub_timeout=4, shell_timeout_interval=1)
+                     record_timing=False, startup_timeout=60, shell_timeout_interval=1, log=_NBCLIENT_LOG)
     client.marker = t("output_truncated_marker", lang, limit_kb=limits.max_output_kb)
     replies: list[dict] = []
     client.on_cell_executed = lambda **kw: replies.append(kw.get("execute_reply") or {})
@@ -158,9 +176,10 @@ def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[in
 
 
 def _execute(client: _Client, index: int, timeout_s: float, replies: list[dict], *, budget: OutputBudget | None,
-             store_history: bool) -> tuple[str, dict]:
+             store_history: bool, iopub_s: float = LEARNER_IOPUB_S) -> tuple[str, dict]:
     """Run one cell; return (status, reply content) with status ok|error|timeout|dead."""
     client.timeout = max(timeout_s, 0.1)
+    client.iopub_timeout = iopub_s
     client.budget, client.marked = budget, False
     replies.clear()
     cell = client.nb.cells[index]
@@ -177,8 +196,9 @@ def _execute(client: _Client, index: int, timeout_s: float, replies: list[dict],
 
 
 def _run_grader_cell(client: _Client, index: int, cell: GraderCell, replies: list[dict], *, fatal: bool) -> str:
+    iopub_s = 1.0 if cell.label == "probe" else GRADER_IOPUB_S
     status, content = _execute(client, index, cell.budget_s, replies, budget=OutputBudget(GRADER_OUTPUT_BYTES),
-                               store_history=False)
+                               store_history=False, iopub_s=iopub_s)
     if fatal and status != "ok":
         detail = f"{content.get('ename', status)}: {content.get('evalue', '')}"
         raise GraderFault(f"grader {cell.label} cell failed ({detail})")

@@ -137,9 +137,9 @@ def spec() -> Spec:
         cells=[INTRO, GIVEN, TASK, answer(STUB, SOL), SELFCHECK],
         mistakes=[
             Mistake("dim_only", [("if (dim, n_layers, vocab) == want:", "if dim == want[0]:")],
-                    "graded", 7.0, {"public_cases": "dim 2048, 48 layers (MoE)"}),
+                    "graded", 5.3571, {"public_cases": "dim 2048, 48 layers (MoE)"}),
             Mistake("moe_types_unmapped", [('"qwen2_moe": "qwen3", "qwen3_moe": "qwen3", ', "")],
-                    "error", 7.0, {"public_cases": "dim 2048, 48 layers (MoE)"}),
+                    "error", 7.9286, {"public_cases": "dim 2048, 48 layers (MoE)"}),
             Mistake("returns_none", [('''    raise ValueError(f"No matching torchtitan flavor found for {name} with dim/layers/vocab {want}")''',
                                       "    return None")], "graded", 8.0, {"errors": "hidden"}),
         ],

@@ -313,16 +313,16 @@ def spec() -> Spec:
         mistakes=[
             Mistake("no_plus_prefix", [("'+' + A + 'torchtitan.expert_tensor_parallel_size'",
                                         "A + 'torchtitan.expert_tensor_parallel_size'")],
-                    "graded", 9.0, {"script_keys": "expert_tensor_parallel_size"}),
+                    "graded", 9.6364, {"script_keys": "expert_tensor_parallel_size"}),
             Mistake("reshard_bool_kept", [('"always" if value else "never"', "value"),
                                           ("'torchtitan.reshard_after_forward': 'always'",
                                            "'torchtitan.reshard_after_forward': True")],
-                    "graded", 7.0, {"public_cases": "reshard_after_forward=True"}),
+                    "graded", 8.8182, {"public_cases": "reshard_after_forward=True"}),
             Mistake("warmup_ratio_copied", [(
                 '''            if total_steps is None:
                 raise ValueError("lr_warmup_steps_ratio needs total_steps to become lr_warmup_steps")
             out[A + "optim.lr_warmup_steps"] = int(value * total_steps)''',
                 '''            out[A + "optim.lr_warmup_steps"] = value''')],
-                    "graded", 8.0, {"errors": "lr_warmup_steps_ratio without total_steps"}),
+                    "graded", 9.0, {"errors": "lr_warmup_steps_ratio without total_steps"}),
         ],
     )

@@ -266,12 +266,12 @@ def spec() -> Spec:
                                          '"feed_forward.w1.weight": "mlp.up_proj.weight"'),
                                         ('"feed_forward.w3.weight": "mlp.up_proj.weight"',
                                          '"feed_forward.w3.weight": "mlp.gate_proj.weight"')],
-                    "graded", 7.0, {"titan_to_hf_public": "layers.1.feed_forward.w1"}),
+                    "graded", 5.8738, {"titan_to_hf_public": "layers.1.feed_forward.w1"}),
             Mistake("no_tied_lm_head", [('''    if tied:
         names.append("lm_head.weight")  # = model.embed_tokens.weight
-''', "")], "graded", 7.0, {"vllm_names": "2 layers, tied"}),
+''', "")], "graded", 6.75, {"vllm_names": "2 layers, tied"}),
             Mistake("inv_freq_not_dropped", [('''    if m and m.group(2) == "self_attn.rotary_emb.inv_freq":
         return None
-''', "")], "graded", 9.0, {"hf_to_titan": "inv_freq"}),
+''', "")], "error", 9.5556, {"hf_to_titan": "inv_freq"}),
         ],
     )

@@ -172,15 +172,15 @@ def spec() -> Spec:
         cells=[INTRO, TASK, answer(STUB, SOL), SELFCHECK],
         mistakes=[
             Mistake("loss_without_cp", [('"loss": batch * cp', '"loss": batch')],
-                    "graded", 8.0, {"course_table": "world 2, shard 1, cp 2"}),
+                    "graded", 7.1667, {"course_table": "world 2, shard 1, cp 2"}),
             Mistake("verl_dp_with_cp", [('"verl_dp": batch,', '"verl_dp": batch * cp,')],
-                    "graded", 8.0, {"course_table": "world 8, shard -1, cp 2"}),
+                    "graded", 7.1667, {"course_table": "world 8, shard -1, cp 2"}),
             Mistake("no_validation", [(
                 '''    if dp_shard < 1 or dp_replicate * dp_shard * cp * tp * pp != world:
         raise ValueError(f"Invalid parallel dims: {dp_replicate}*{dp_shard}*{cp}*{tp}*{pp} != {world}")
-''', "")], "graded", 8.0, {"invalid": "world 8, shard 2, cp 2"}),
+''', "")], "graded", 8.2, {"invalid": "world 8, shard 2, cp 2"}),
             Mistake("ep_in_product", [("dp_replicate * dp_shard * cp * tp * pp != world",
                                        "dp_replicate * dp_shard * cp * tp * pp * ep != world")],
-                    "graded", 8.0, {"course_table": "world 8, shard 8, ep 4"}),
+                    "graded", 8.3333, {"course_table": "world 8, shard 8, ep 4"}),
         ],
     )

@@ -174,10 +174,10 @@ def spec() -> Spec:
         mistakes=[
             Mistake("tied_head_counted", [("embeddings = vocab * dim if tied else 2 * vocab * dim",
                                            "embeddings = 2 * vocab * dim")],
-                    "graded", 7.0, {"param_count": "Qwen3-1.7B"}),
+                    "graded", 6.8, {"param_count": "Qwen3-1.7B"}),
             Mistake("adam_not_sharded", [("adam_state = (4 + 4) * local", "adam_state = (4 + 4) * n_params")],
-                    "graded", 7.0, {"per_rank": "1.7B, shard 2, no offload"}),
+                    "graded", 7.4286, {"per_rank": "1.7B, shard 2, no offload"}),
             Mistake("floor_chunk", [("chunk = -(-global_shape[0] // shard)", "chunk = global_shape[0] // shard")],
-                    "graded", 8.0, {"shard_shapes": "hidden"}),
+                    "graded", 9.25, {"shard_shapes": "hidden"}),
         ],
     )

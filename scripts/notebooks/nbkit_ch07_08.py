@@ -48,6 +48,7 @@ class Mistake:
     name: str  # mistake_<name>.ipynb
     replace: dict[str, str]  # answer-cell key -> replacement source
     feedback_contains: dict[str, str]  # check name -> substring expected in that check's feedback
+    score: float | None = None  # expected score when the builder cannot score it (training runs)
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Exercise:
     summary_zh: str = ""
     setup: str = ""  # code run before the answer cells in the builder (imports the answers need)
     insert_before: dict = field(default_factory=dict)  # answer-cell key -> markdown cell placed before it
+    builder_exec: bool = True  # False: never run the cells here (training); checks carry literal expectations
 
     @property
     def chapter(self) -> int:
@@ -169,7 +171,7 @@ def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
 
 def reference(ex: Exercise) -> dict:
     """The answer file: expected values for every check, computed from the solution cells."""
-    ns = run_cells(ex)
+    ns = run_cells(ex) if ex.builder_exec else {}
     checks: dict[str, Any] = {}
     for c in ex.checks:
         entry: dict[str, Any] = dict(c.options)
@@ -188,9 +190,11 @@ def reference(ex: Exercise) -> dict:
                     out["raises"] = got["__raised__"]["type"]
                 calls.append(out)
             entry["calls"] = calls
+        elif c.kind == "metric_trace":
+            pass  # the spec lives in c.options
         else:
             value = _jsonable(ns[c.answer]) if c.expected is None else c.expected
-            if c.expected is not None and not _close(_jsonable(ns[c.answer]), c.expected,
+            if ex.builder_exec and c.expected is not None and not _close(_jsonable(ns[c.answer]), c.expected,
                                                      c.options.get("rtol", 1e-9), c.options.get("atol", 0)):
                 raise AssertionError(f"{ex.id}: solution's {c.answer} disagrees with the stated expected value")
             entry["expected"] = value
@@ -270,6 +274,9 @@ def build(ex: Exercise) -> None:
                                                     encoding="utf-8")
     _save(_notebook(ex, _cells(ex, template=True)), ex_dir / f"{ex.short}.ipynb")
     _save(_notebook(ex, _cells(ex, template=False)), ref_dir / "solution.ipynb")
+    if not ex.builder_exec:
+        _save_unscored_mistakes(ex)
+        return
     full, _ = score_namespace(ex, ref, run_cells(ex))
     max_score = sum(c.points for c in ex.checks)
     if abs(full - max_score) > 1e-9:
@@ -290,3 +297,16 @@ def build(ex: Exercise) -> None:
               fx_dir / f"mistake_{m.name}.ipynb")
         print(f"  {ex.id} mistake_{m.name}: {score:.4f}/{max_score} {per}")
     print(f"{ex.id}: {len(ex.checks)} checks, {max_score} points, {len(ex.mistakes)} mistakes")
+
+
+def _save_unscored_mistakes(ex: Exercise) -> None:
+    """Mistakes of exercises the builder cannot run (training): their score is declared in the spec."""
+    fx_dir = REPO / "tests" / "fixtures" / "notebooks" / ex.id
+    for m in ex.mistakes:
+        if m.score is None:
+            raise AssertionError(f"{ex.id}/{m.name}: declare the expected score")
+        expect = {"status": "graded", "score": m.score, "feedback_contains": m.feedback_contains}
+        _save(_notebook(ex, _cells(ex, template=False, replace=m.replace), {"expect": expect}),
+              fx_dir / f"mistake_{m.name}.ipynb")
+        print(f"  {ex.id} mistake_{m.name}: declared {m.score}")
+    print(f"{ex.id}: {len(ex.checks)} checks, {sum(c.points for c in ex.checks)} points, {len(ex.mistakes)} mistakes")

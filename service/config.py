@@ -5,7 +5,7 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from grading.exercise import DEFAULT_EXERCISES_ROOT, DEFAULT_REFERENCE_ROOT
@@ -34,7 +34,7 @@ class Settings(BaseSettings):
     short_reserved_slots: int = Field(1, ge=0, description="slots that only take short-lane jobs")
     worker_devices: str = Field("", description='accelerators this worker offers, e.g. "npu:0-7" or "cuda:0,1"; '
                                 "empty = CPU only, \"detect\" = ask the host")
-    sandbox_prewarm: int = Field(0, ge=0, description="kernels kept started per worker process (light family)")
+    sandbox_prewarm: str = Field("", description='warm kernels per pool process and kernel family, e.g. "light=1,torch=1"')
     worker_max_world_size: int = Field(8, ge=1, description="most ranks one job may launch on this host")
     lease_s: float = Field(60.0, gt=0, description="a claimed job is reclaimed this long after its last heartbeat")
     heartbeat_s: float = Field(10.0, gt=0, description="lease renewal and worker liveness interval")
@@ -63,6 +63,24 @@ class Settings(BaseSettings):
         if self.heartbeat_s >= self.lease_s:
             raise ValueError("TITANGRADE_HEARTBEAT_S must be shorter than TITANGRADE_LEASE_S or leases expire while held")
         return self
+
+    @field_validator("sandbox_prewarm")
+    @classmethod
+    def _prewarm_spec(cls, v: str) -> str:
+        cls.parse_prewarm(v)
+        return v
+
+    @staticmethod
+    def parse_prewarm(spec: str) -> dict[str, int]:
+        """"light=1,torch=1" -> {"light": 1, "torch": 1}."""
+        out: dict[str, int] = {}
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            family, _, count = part.partition("=")
+            if family not in ("light", "torch", "training") or not count.isdigit():
+                raise ValueError(f"TITANGRADE_SANDBOX_PREWARM entry {part!r} must look like light=1 "
+                                 "(families: light, torch, training)")
+            out[family] = int(count)
+        return out
 
     @property
     def max_upload_bytes(self) -> int:

@@ -51,3 +51,9 @@ def test_auto_sandbox_resolves_once(monkeypatch):
         Settings(mode="prod", secret_key="s" * 40, sandbox="auto").resolve_sandbox()
     monkeypatch.setattr(sandbox_pkg, "probe", lambda: Probe(True, "ok"))
     assert Settings(mode="prod", secret_key="s" * 40).resolve_sandbox()[0].sandbox == "bwrap"
+
+
+def test_prewarm_spec_is_parsed_and_checked():
+    assert Settings.parse_prewarm("light=2, torch=1") == {"light": 2, "torch": 1}
+    with pytest.raises(ValidationError, match="light=1"):
+        Settings(sandbox_prewarm="gpu=3")

@@ -35,7 +35,7 @@ def test_killed_worker_job_is_reclaimed_and_graded_once(db_url, svc, e2e, tmp_pa
     victim = e2e.Proc(["worker", "--slots", "1"], env, tmp_path / "victim.log")
     rescuer = None
     try:
-        sid = e2e.submit(api.url, token, svc.notebook(slow_s=8))
+        sid = e2e.submit(api.url, token, svc.notebook(slow_s=5))
         e2e.wait_for(lambda: e2e.get(api.url, token, sid)["status"] == "running", 60, "the victim to claim", victim)
         with sessions() as s:
             e2e.wait_for(lambda: s.scalar(select(func.count()).select_from(Job).where(

@@ -83,9 +83,9 @@ MESSAGES: dict[str, dict[str, str]] = {
 }
 
 
-def t(key: str, lang: str = "en", **params: Any) -> str:
-    """The message `key` in `lang` (English fallback), formatted with `params`."""
-    entry = MESSAGES[key]
+def t(message_id: str, lang: str = "en", /, **params: Any) -> str:
+    """The message `message_id` in `lang` (English fallback), formatted with `params`."""
+    entry = MESSAGES[message_id]
     text = entry["zh"] if lang.startswith("zh") and entry.get("zh") else entry["en"]
     return text.format(**params)
 

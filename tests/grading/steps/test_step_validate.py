@@ -1,0 +1,62 @@
+"""Validation refuses bad uploads with a stable code and a message that names the fix; nothing runs."""
+import json
+
+import nbformat
+import pytest
+
+from grading.errors import InvalidSubmission
+from grading.pipeline import load_submission
+
+
+def load(path_or_source, toy_catalogue, **kw):
+    source = path_or_source.read_bytes() if hasattr(path_or_source, "read_bytes") else path_or_source
+    return load_submission(source, catalogue=toy_catalogue, exercise_id=kw.pop("exercise_id", None), **kw)
+
+
+@pytest.mark.parametrize("fixture,code,status,hint", [
+    ("invalid_json.ipynb", "invalid_json", 422, "not valid JSON"),
+    ("not_a_notebook.ipynb", "not_a_notebook", 422, "not a Jupyter notebook"),
+    ("nbformat_invalid.ipynb", "nbformat_invalid", 422, "re-save it from Jupyter"),
+    ("no_exercise_id.ipynb", "missing_exercise", 422, "--exercise"),
+    ("wrong_exercise.ipynb", "unknown_exercise", 404, "exercises list"),
+])
+def test_failure_fixtures_are_refused(toy_catalogue, failure_dir, fixture, code, status, hint):
+    with pytest.raises(InvalidSubmission) as err:
+        load(failure_dir / fixture, toy_catalogue)
+    assert err.value.code == code and err.value.status_code == status and hint in err.value.message
+
+
+def test_exercise_mismatch_between_request_and_metadata(toy_catalogue, failure_dir):
+    with pytest.raises(InvalidSubmission) as err:
+        load(failure_dir / "wrong_exercise.ipynb", toy_catalogue, exercise_id="ch05.toy")
+    assert err.value.code == "exercise_mismatch" and "ch05.other_toy" in err.value.message
+
+
+def test_oversized_upload_is_refused_before_parsing(toy_catalogue, toy_solution):
+    nb = nbformat.read(toy_solution, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("x" * 5_100_000))
+    with pytest.raises(InvalidSubmission) as err:
+        load(nbformat.writes(nb).encode(), toy_catalogue)
+    assert err.value.code == "too_large" and err.value.status_code == 413 and "clear its outputs" in err.value.message
+    with pytest.raises(InvalidSubmission):  # the same limit applies to an already-parsed dict
+        load(json.loads(nbformat.writes(nb)), toy_catalogue)
+
+
+def test_request_id_names_a_notebook_without_metadata(toy_catalogue, failure_dir):
+    nb, exercise = load(failure_dir / "no_exercise_id.ipynb", toy_catalogue, exercise_id="ch05.toy")
+    assert exercise.id == "ch05.toy" and len(nb.cells) == 10
+
+
+@pytest.mark.parametrize("as_type", [bytes, str, dict])
+def test_accepts_bytes_str_and_dict(toy_catalogue, toy_solution, as_type):
+    raw = toy_solution.read_bytes()
+    source = {bytes: raw, str: raw.decode(), dict: json.loads(raw)}[as_type]
+    nb, exercise = load(source, toy_catalogue)
+    assert exercise.id == "ch05.toy" and nb.nbformat == 4
+
+
+def test_older_nbformat_is_upgraded(toy_catalogue):
+    v3 = {"nbformat": 3, "nbformat_minor": 0, "metadata": {"titangrade": {"exercise_id": "ch05.toy"}},
+          "worksheets": [{"cells": [{"cell_type": "code", "input": "x = 1", "outputs": [], "language": "python"}]}]}
+    nb, _ = load(v3, toy_catalogue)
+    assert nb.nbformat == 4 and nb.cells[0].source == "x = 1"

@@ -121,18 +121,19 @@ def cmd_serve(args) -> int:
     engine = _engine(settings, migrate=settings.migrate_on_start)
     app = create_app(settings, engine=engine)
     _bootstrap_token(settings, app.state.sessions)
-    worker = None
+    worker = thread = None
     if args.workers != 0:
         worker = build_worker(settings, sessions=make_sessionmaker(engine))
-        threading.Thread(target=worker.run, name="tg-worker", daemon=True).start()
+        thread = threading.Thread(target=worker.run, name="tg-worker", daemon=True)
+        thread.start()
         print(f"titangrade: local worker with {settings.worker_slots} slot(s)")
     print(f"titangrade: API on http://{args.host}:{args.port}/api/v1 (docs at /api/v1/docs)", flush=True)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     finally:
-        if worker is not None:
+        if worker is not None:  # drain: finish or hand back running jobs
             worker.stop.set()
-            worker.executor.shutdown()
+            thread.join(settings.shutdown_grace_s + 10)
     return 0
 
 
@@ -148,11 +149,9 @@ def cmd_worker(args) -> int:
     print(f"titangrade: worker {worker.id} with {settings.worker_slots} slot(s), "
           f"{worker.devices.count} {worker.devices.kind} device(s), sandbox {settings.sandbox}", flush=True)
     try:
-        worker.run(burst=args.burst)
+        worker.run(burst=args.burst)  # drains (finishes or hands back running jobs) before returning
     except KeyboardInterrupt:
         worker.stop.set()
-    finally:
-        worker.executor.shutdown()
     return 0
 
 

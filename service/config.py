@@ -39,6 +39,8 @@ class Settings(BaseSettings):
     lease_s: float = Field(60.0, gt=0, description="a claimed job is reclaimed this long after its last heartbeat")
     heartbeat_s: float = Field(10.0, gt=0, description="lease renewal and worker liveness interval")
     poll_s: float = Field(0.5, gt=0, description="idle workers look for jobs this often")
+    shutdown_grace_s: float = Field(10.0, ge=0, description="on SIGTERM, running jobs get this long before "
+                                    "they are handed back to the queue")
     max_attempts: int = Field(3, ge=1, description="grader-fault retries before a submission is not_gradable")
     retry_backoff_s: float = Field(2.0, ge=0, description="delay before a retried job may run again")
 

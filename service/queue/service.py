@@ -141,6 +141,15 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
     return "failed"
 
 
+def release(session: Session, *, job: ClaimedJob, reason: str) -> bool:
+    """Give a job back unfinished (graceful shutdown): queued again at once, the attempt not counted."""
+    if not _fence(session, job, status="queued", lease_token=None, worker_id=None, lease_expires_at=None,
+                  attempts=Job.attempts - 1, available_at=utcnow(), last_error=reason[:2000]):
+        return False
+    _requeued(session, job.submission_id, reason)
+    return True
+
+
 def _not_gradable_message(error: str) -> str:
     return ("the grader failed on its side, so this attempt was not scored (it does not count against you): "
             f"{error[:500]}. Resubmit later or ask an instructor to regrade.")

@@ -37,7 +37,7 @@ class Executor(abc.ABC):
 
     @abc.abstractmethod
     def shutdown(self) -> None:
-        """Stop accepting work and release the processes."""
+        """Stop now: cancel queued work and stop running work (its results would be fenced off anyway)."""
 
 
 # ---- executing side (runs in a pool process) -------------------------------------------------------
@@ -138,7 +138,11 @@ class LocalExecutor(Executor):
             return self._pool.submit(grade_ticket, ticket)
 
     def shutdown(self) -> None:
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())  # CPython's pool internals
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:  # a running grading would otherwise keep the process alive until it ends
+            if proc.is_alive():
+                proc.terminate()
 
 
 def make_executor(settings: Settings, *, processes: int) -> Executor:

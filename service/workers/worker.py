@@ -68,11 +68,21 @@ class Worker:
             self._drain()
 
     def _drain(self) -> None:
-        """On a graceful stop, let running jobs finish (their leases are still renewed)."""
-        deadline = time.monotonic() + max(self.settings.lease_s, 5.0)
+        """On a graceful stop: give running jobs `shutdown_grace_s` to finish, then hand the rest back to
+        the queue at once (not counted as an attempt) instead of making them wait for lease expiry."""
+        deadline = time.monotonic() + self.settings.shutdown_grace_s
         while self._inflight and time.monotonic() < deadline:
             self._renew()
-            self._collect(timeout=min(self.settings.heartbeat_s, 1.0))
+            self._collect(timeout=min(self.settings.heartbeat_s, 0.5))
+        with self._lock:
+            leftover = list(self._inflight.values())
+            self._inflight.clear()
+        for flight in leftover:
+            with transaction(self.sessions) as s:
+                released = queue.release(s, job=flight.job, reason=f"worker {self.id} shut down")
+            self.devices.release(flight.grant)
+            log.info("worker %s handed job %s back to the queue: %s", self.id, flight.job.job_id, released)
+        self.executor.shutdown()
 
     # -- scheduling --------------------------------------------------------------------------------
     def _lanes_open(self) -> tuple[str, ...] | None:

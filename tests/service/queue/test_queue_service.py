@@ -149,3 +149,17 @@ def test_backoff_delays_a_retried_job(sessions, add_submission):
     with transaction(sessions) as s:
         queue.fault(s, job=job, error="flaky", retryable=True, backoff_s=60)
     assert _claim(sessions) is None
+
+
+def test_release_requeues_at_once_without_counting_an_attempt(sessions, add_submission):
+    with transaction(sessions) as s:
+        sub, _ = add_submission(s)
+    held = _claim(sessions)
+    with transaction(sessions) as s:
+        assert queue.release(s, job=held, reason="worker shut down") is True
+    with transaction(sessions) as s:
+        assert queue.release(s, job=held, reason="again") is False  # fenced: no longer held
+    again = _claim(sessions, worker="w2")
+    assert again.job_id == held.job_id and again.attempt == 1
+    with sessions() as s:
+        assert s.get(Submission, sub.id).status == "running"

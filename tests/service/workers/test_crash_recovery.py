@@ -85,3 +85,33 @@ def test_server_killed_with_queued_jobs_grades_them_all_after_restart(db_url, sv
             second.kill(signal.SIGTERM)
         sessions.kw["bind"].dispose()
     e2e.wait_for(lambda: not e2e.processes_using(db_url), 20, "every titangrade process (incl. pool) to exit")
+
+
+def test_sigterm_hands_a_running_job_back_without_waiting_for_the_lease(db_url, svc, e2e, tmp_path):
+    from service.queue.models import Job
+
+    env = e2e.service_env(db_url, e2e.CATALOGUE_DIR, TITANGRADE_LEASE_S="60", TITANGRADE_HEARTBEAT_S="1",
+                          TITANGRADE_SHUTDOWN_GRACE_S="0.5")
+    sessions = e2e.sessions_for(db_url)
+    token = _tokens(sessions)
+    api = e2e.Server(env, tmp_path / "api.log", workers=0)
+    leaving = e2e.Proc(["worker", "--slots", "1"], env, tmp_path / "leaving.log")
+    rescuer = None
+    try:
+        sid = e2e.submit(api.url, token, svc.notebook(slow_s=5))
+        e2e.wait_for(lambda: e2e.get(api.url, token, sid)["status"] == "running", 60, "the claim", leaving)
+        leaving.kill(signal.SIGTERM)
+        assert leaving.p.returncode == 0, leaving.output()
+        with sessions() as s:
+            job = s.scalar(select(Job).where(Job.submission_id == sid))
+            assert (job.status, job.attempts, job.lease_token) == ("queued", 0, None)  # back at once, not in 60 s
+        rescuer = e2e.Proc(["worker", "--slots", "1", "--burst"], env, tmp_path / "rescuer.log")
+        done = e2e.final(api.url, token, sid, timeout_s=60, proc=rescuer)
+        assert (done["status"], done["score"]) == ("graded", 3.0)
+        assert _outbox_counts(sessions) == {sid: 1}
+    finally:
+        for proc in (leaving, rescuer, api):
+            if proc is not None:
+                proc.kill()
+        sessions.kw["bind"].dispose()
+    e2e.wait_for(lambda: not e2e.processes_using(db_url), 20, "every titangrade process (incl. pool) to exit")

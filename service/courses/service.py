@@ -22,15 +22,14 @@ def gradebook(session: Session, *, course: str, policy: Policy) -> list[dict]:
     for sub in subs:
         key = (sub.user, sub.exercise_id)
         attempts[key] = attempts.get(key, 0) + 1
-        if sub.status not in ("graded", "error") or sub.effective_score is None:
-            chosen.setdefault(key, sub)  # keep a placeholder so the learner appears even before grading
+        if sub.effective_score is None:  # not graded yet, or not gradable: never counts as a score
+            chosen.setdefault(key, sub)  # a placeholder so the learner appears even before grading
             continue
         held = chosen.get(key)
-        held_score = held.effective_score if held is not None and held.status in ("graded", "error") else None
+        held_score = held.effective_score if held is not None else None
         if policy == "latest" or held_score is None or sub.effective_score > held_score:
             chosen[key] = sub
-    return [{"user": s.user, "exercise_id": s.exercise_id,
-             "score": s.effective_score if s.status in ("graded", "error") else None,
+    return [{"user": s.user, "exercise_id": s.exercise_id, "score": s.effective_score,
              "max_score": s.max_score, "status": s.status, "attempts": attempts[key], "submission_id": s.id,
              "graded_at": s.graded_at.isoformat() if s.graded_at else None}
             for key, s in sorted(chosen.items())]

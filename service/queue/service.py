@@ -102,11 +102,18 @@ def _store_outcome(session: Session, *, submission_id: str, status: str, score: 
     """Score, final progress event and outbox row: always written together, in the caller's transaction."""
     now = utcnow()
     sub = session.get(Submission, submission_id)
-    sub.status, sub.score, sub.result, sub.message = status, score, result, message
-    sub.graded_at, sub.grading_s = now, grading_s
+    kind = "grade.stored"
+    if status == "not_gradable" and sub.result and sub.score is not None:
+        # A failed regrade never destroys the grade an earlier run stored.
+        status, score, kind = sub.result["status"], sub.score, "grade.regrade_failed"
+        sub.message = f"a regrade could not run, the previous grade stands: {message}"
+    else:
+        sub.score, sub.result, sub.message = score, result, message
+        sub.graded_at, sub.grading_s = now, grading_s
+    sub.status = status
     session.add(ProgressEvent(submission_id=submission_id, event="done",
                               data={"status": status, "score": score, "max_score": sub.max_score}))
-    session.add(OutboxEvent(submission_id=submission_id, kind="grade.stored", payload={
+    session.add(OutboxEvent(submission_id=submission_id, kind=kind, payload={
         "submission_id": submission_id, "user": sub.user, "course": sub.course, "exercise_id": sub.exercise_id,
         "status": status, "score": score, "manual_score": sub.manual_score, "max_score": sub.max_score,
         "attempt": sub.attempt, "timestamp": now.isoformat() + "Z"}))

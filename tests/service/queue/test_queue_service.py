@@ -163,3 +163,22 @@ def test_release_requeues_at_once_without_counting_an_attempt(sessions, add_subm
     assert again.job_id == held.job_id and again.attempt == 1
     with sessions() as s:
         assert s.get(Submission, sub.id).status == "running"
+
+
+def test_a_failed_regrade_keeps_the_previous_grade(sessions, add_submission):
+    with transaction(sessions) as s:
+        sub, _ = add_submission(s, max_attempts=1)
+    with transaction(sessions) as s:
+        queue.complete(s, job=_claim(sessions), result=RESULT)
+    with transaction(sessions) as s:
+        queue.enqueue(s, submission_id=sub.id, lane="short", priority=queue.BULK_REGRADE_PRIORITY, devices=0,
+                      world_size=1, max_attempts=1)
+    regrade = _claim(sessions)
+    with transaction(sessions) as s:
+        assert queue.fault(s, job=regrade, error="kernel did not start", retryable=True, backoff_s=0) == "failed"
+    with sessions() as s:
+        stored = s.get(Submission, sub.id)
+        assert (stored.status, stored.score) == ("graded", 3.0)
+        assert "previous grade stands" in stored.message
+        kinds = [o.kind for o in s.scalars(select(OutboxEvent).order_by(OutboxEvent.id))]
+        assert kinds == ["grade.stored", "grade.regrade_failed"]

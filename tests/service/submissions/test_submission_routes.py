@@ -165,3 +165,35 @@ def test_health_metrics_and_openapi(api, svc):
     assert "titangrade_grading_latency_seconds_bucket" in metrics
     paths = api.get("/api/v1/openapi.json").json()["paths"]
     assert "/api/v1/submissions/{submission_id}/events" in paths and "/api/v1/courses/{course}/gradebook" in paths
+
+
+def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc):
+    from service.db import transaction
+    from service.queue import service as queue
+    from service.submissions import events
+
+    sid = _post(api, svc, api.tokens["alice"], svc.notebook()).json()["id"]
+    sessions = api.app_state.sessions
+    with transaction(sessions) as s:
+        job = queue.claim(s, worker_id="w", lanes=("short",), free_devices=0, max_world_size=1, lease_s=30)
+    with transaction(sessions) as s:
+        events.add(s, submission_id=sid, event={"event": "cell", "index": 0, "total": 2})
+    with transaction(sessions) as s:
+        queue.complete(s, job=job, result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+
+    def stream(**headers):
+        frames = []
+        with api.stream("GET", f"{URL}/{sid}/events", headers=svc.auth(api.tokens["alice"], **headers)) as resp:
+            assert resp.headers["content-type"].startswith("text/event-stream")
+            for line in resp.iter_lines():
+                if line.startswith("id: "):
+                    frames.append([int(line[4:])])
+                elif line.startswith("data: "):
+                    frames[-1].append(json.loads(line[6:]))
+        return frames
+
+    full = stream()
+    assert [f[1]["event"] for f in full] == ["queued", "claimed", "cell", "done"]
+    assert full[-1][1] == {"event": "done", "status": "graded", "score": 3.0, "max_score": 3.0}
+    resumed = stream(**{"Last-Event-ID": str(full[1][0])})
+    assert [f[1]["event"] for f in resumed] == ["cell", "done"]

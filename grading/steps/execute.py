@@ -7,6 +7,7 @@ kernel re-runs the other cells without it, within the same deadline, so other an
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -154,9 +155,9 @@ def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[in
                 if i in skip:
                     attempt.reports[i] = skip[i]
                     continue
-                progress({"event": "cell", "index": i, "total": len(learner)})
                 if _run_learner_cell(client, i, cell_at=i + 1, limits=limits, deadline=deadline, lang=lang,
-                                     replies=replies, attempt=attempt, result=result) and not last_attempt:
+                                     replies=replies, attempt=attempt, result=result, total=len(learner),
+                                     progress=progress) and not last_attempt:
                     attempt.restart_for = i
                     return attempt
             for j, grader_cell in enumerate(plan.extract):
@@ -178,8 +179,9 @@ def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[in
 def _execute(client: _Client, index: int, timeout_s: float, replies: list[dict], *, budget: OutputBudget | None,
              store_history: bool, iopub_s: float = LEARNER_IOPUB_S) -> tuple[str, dict]:
     """Run one cell; return (status, reply content) with status ok|error|timeout|dead."""
-    client.timeout = max(timeout_s, 0.1)
-    client.iopub_timeout = iopub_s
+    limit_s = max(timeout_s, 0.1)
+    client.timeout_func = lambda _cell: limit_s  # the `timeout` trait is an int; this keeps sub-second deadlines
+    client.iopub_timeout = max(1, math.ceil(iopub_s))
     client.budget, client.marked = budget, False
     replies.clear()
     cell = client.nb.cells[index]
@@ -206,7 +208,8 @@ def _run_grader_cell(client: _Client, index: int, cell: GraderCell, replies: lis
 
 
 def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, deadline: float, lang: str,
-                      replies: list[dict], attempt: _Attempt, result: Execution) -> bool:
+                      replies: list[dict], attempt: _Attempt, result: Execution, total: int,
+                      progress: Callable[[dict], None]) -> bool:
     """Run learner cell i; True if the kernel died or hung in it (the caller restarts without it)."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
@@ -214,6 +217,7 @@ def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, 
         attempt.reports[i] = CellReport(index=i, status="skipped",
                                         message=t("run_timeout", lang, limit_s=limits.run_timeout_s, index=i))
         return False
+    progress({"event": "cell", "index": i, "total": total})
     budget = OutputBudget(limits.max_output_kb * 1024)
     cell_limit = min(limits.cell_timeout_s, remaining)
     started = time.monotonic()

@@ -211,3 +211,19 @@ def test_stale_outputs_in_the_upload_are_ignored(toy_catalogue, toy_solution, en
         "display_data", data={"application/vnd.titangrade.answers+json": {"nonce": "x", "answers": {"answer_int": 42}}})]
     result = grade_notebook(nbformat.writes(nb), catalogue=toy_catalogue, sandbox=engine_sandbox)
     assert checks_by_name(result)["exact_int"].score == 0 and result.score == FULL - 1
+
+
+@pytest.mark.parametrize("name,status,cell_status", [("solution", Status.GRADED, "ok"),
+                                                     ("kernel_death", Status.ERROR, "killed")])
+def test_default_sandbox_gives_the_same_grades(toy_catalogue, toy_solution, failure_dir, name, status, cell_status):
+    """The production default ("auto": bwrap) runs the same engine; skipped where bwrap cannot run."""
+    from grading.sandbox import make_sandbox
+
+    try:
+        sandbox = make_sandbox("auto")
+    except GraderFault as exc:
+        pytest.skip(f"default sandbox unavailable here: {exc}")
+    path = toy_solution if name == "solution" else failure_dir / f"{name}.ipynb"
+    result = grade_notebook(path.read_bytes(), catalogue=toy_catalogue, sandbox=sandbox)
+    assert result.status is status and result.score == FULL and result.sandbox == sandbox.mode
+    assert {c.status for c in result.cells} == {"ok", cell_status}

@@ -1,0 +1,54 @@
+"""run_notebook on real kernels: the run deadline, what is kept from learner cells, grader outputs hidden."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from grading.exercise import Limits
+from grading.sandbox import KernelRequest
+from grading.steps.execute import run_notebook
+from grading.steps.grader_cells import ANSWERS_MIME, plan
+
+pytestmark = pytest.mark.slow
+
+
+def _nb(*sources):
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+
+
+def test_run_deadline_skips_the_rest_and_keeps_earlier_answers(toy_catalogue, engine_sandbox):
+    exercise = toy_catalogue.get("ch05.toy")
+    p = plan(exercise, reference=exercise.reference())
+    limits = Limits(cell_timeout_s=10, run_timeout_s=2.5)
+    events = []
+    result = run_notebook(_nb("answer_int = 42", "import time; time.sleep(5)", "tt_config = {}"), plan=p,
+                          sandbox=engine_sandbox, request=KernelRequest(limits=limits), progress=events.append)
+    assert [c.status for c in result.cells] == ["ok", "timeout", "skipped"]
+    assert "2.5 s run time limit" in result.cells[1].message and "from 2 on did not run" in result.cells[2].message
+    assert "time limit" in result.limits_hit
+    answers = result.payloads["answers"]["answers"]
+    assert answers["answer_int"] == 42 and answers["tt_config"] == {"__missing__": True}
+    assert [e["index"] for e in events if e["event"] == "cell"] == [0, 1]
+
+
+def test_learner_outputs_are_kept_and_grader_outputs_are_not(toy_catalogue, engine_sandbox):
+    exercise = toy_catalogue.get("ch05.toy")
+    p = plan(exercise, reference=exercise.reference())
+    result = run_notebook(_nb("print('hello from the learner')", "1/0"), plan=p, sandbox=engine_sandbox,
+                          request=KernelRequest(limits=exercise.manifest.limits))
+    assert result.outputs[0][0]["text"] == "hello from the learner\n"
+    assert result.outputs[1][-1]["output_type"] == "error" and result.outputs[1][-1]["ename"] == "ZeroDivisionError"
+    assert "ZeroDivisionError: division by zero" in result.cells[1].message
+    flat = repr(result.outputs)
+    assert ANSWERS_MIME not in flat and p.nonce not in flat
+    assert set(result.payloads) == {"answers", "check reward_function"} and result.fault is None
+
+
+def test_grader_cells_do_not_appear_in_learner_history(toy_catalogue, engine_sandbox):
+    exercise = toy_catalogue.get("ch05.toy")
+    p = plan(exercise, reference=exercise.reference())
+    result = run_notebook(_nb("answer_int = len(In)", "seeded = [s[:20] for s in In if s.startswith('def _titangrade_boot')]"),
+                          plan=p, sandbox=engine_sandbox, request=KernelRequest(limits=exercise.manifest.limits))
+    answers = result.payloads["answers"]["answers"]
+    assert answers["answer_int"] == 2  # In[0] is empty, In[1] is this cell: the seed cell left no history
+    assert answers["seeded"] == []

@@ -43,7 +43,11 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         message = str(exc.detail)
-        if exc.status_code in (404, 405):
+        if exc.status_code == 400 and request.url.path.rstrip("/") == UPLOAD_PATH:
+            code = "malformed_multipart"
+            message = (f"the request body is not valid multipart/form-data ({message}); send the notebook as a "
+                       "file field: curl -F notebook=@mine.ipynb -F exercise_id=ch07.wordle_reward ...")
+        elif exc.status_code in (404, 405):
             message = (f"{request.method} {request.url.path}: {message.lower()}; "
                        f"the API is listed at {API_PREFIX}/docs")
         return _error(exc.status_code, code, message)

@@ -53,6 +53,8 @@ def test_idempotency_key_returns_the_same_submission(api, svc):
     ("too_large_header", 413, "too_large"),
     ("too_large_body", 413, "too_large"),
     ("needs_devices", 422, "resources_unavailable"),
+    ("no_boundary", 400, "malformed_multipart"),
+    ("text_not_file", 422, "invalid_request"),
 ])
 def test_malformed_submissions_get_documented_4xx(api, svc, case, status, code):
     token = api.tokens["alice"]
@@ -80,6 +82,10 @@ def test_malformed_submissions_get_documented_4xx(api, svc, case, status, code):
         resp = _post(api, svc, token, b" " * (limit + 200_000))
     elif case == "too_large_body":  # under the header check's slack, over the file limit
         resp = _post(api, svc, token, nb + b" " * (limit - len(nb) + 10))
+    elif case == "no_boundary":
+        resp = api.post(URL, content=b"abc", headers=svc.auth(token, **{"Content-Type": "multipart/form-data"}))
+    elif case == "text_not_file":
+        resp = api.post(URL, data={"notebook": nb.decode()}, headers=svc.auth(token))
     else:
         resp = _post(api, svc, token, svc.notebook("ch05.svc_gpu"))
     _error(resp, status, code)

@@ -25,6 +25,7 @@ def install(seed, eager_torch, max_elements=2_000_000):
     _list, _dict, _str, _float, _int, _sorted, _open = _b.list, _b.dict, _b.str, _b.float, _b.int, _b.sorted, _b.open
     _dumps, _loads = json.dumps, json.loads
     _isfinite = math.isfinite
+    _signal, _setitimer, _SIGALRM, _ITIMER_REAL = signal.signal, signal.setitimer, signal.SIGALRM, signal.ITIMER_REAL
     _main = sys.modules["__main__"]
     mime = "application/vnd.titangrade.answers+json"
 
@@ -110,7 +111,7 @@ def install(seed, eager_torch, max_elements=2_000_000):
                 return encode(v.item(), depth + 1)
         try:
             text = _repr(v)[:2000]
-        except BaseException:
+        except Exception:  # not BaseException: the read alarm must still interrupt a looping __repr__
             text = "<repr failed>"
         return {"__repr__": text, "__type__": f"{mod}.{_type(v).__qualname__}"}
 
@@ -156,18 +157,22 @@ def install(seed, eager_torch, max_elements=2_000_000):
     def _alarm(signum, frame):
         raise _CallTimeout()
 
-    def call_guarded(fn, args, kwargs, timeout_s):
-        old = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    def guarded(thunk, timeout_s):
+        """thunk() encoded, with a wall-clock alarm: one slow call or __repr__ costs only itself."""
+        old = _signal(_SIGALRM, _alarm)
+        _setitimer(_ITIMER_REAL, timeout_s)
         try:
-            return encode(fn(*decode(args), **decode(kwargs)))
+            return thunk()
         except _CallTimeout:
-            return {"__raised__": {"type": "__timeout__", "message": f"call exceeded {timeout_s} s"}}
+            return {"__raised__": {"type": "__timeout__", "message": f"exceeded {timeout_s} s"}}
         except BaseException as exc:  # learner code may raise anything, SystemExit included
             return raised(exc)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
+            _setitimer(_ITIMER_REAL, 0)
+            _signal(_SIGALRM, old)
+
+    def call_guarded(fn, args, kwargs, timeout_s):
+        return guarded(lambda: encode(fn(*decode(args), **decode(kwargs))), timeout_s)
 
     def read_run(value):
         """A training_run answer: the run directory (or the dict holding `out_dir`) -> metrics/run/files."""
@@ -213,16 +218,13 @@ def install(seed, eager_torch, max_elements=2_000_000):
             if name not in g:
                 out_answers[name] = {"__missing__": True}
                 continue
-            try:
-                value = g[name]
-                if kind == "training_run":
-                    out_answers[name] = read_run(value)
-                elif kind == "function":
-                    out_answers[name] = {"__repr__": "<function>", "__type__": _type(value).__name__}
-                else:
-                    out_answers[name] = encode(value)
-            except BaseException as exc:
-                out_answers[name] = raised(exc)
+            value = g[name]
+            if kind == "training_run":
+                out_answers[name] = guarded(lambda: read_run(value), call_timeout_s)
+            elif kind == "function":
+                out_answers[name] = {"__repr__": "<function>", "__type__": _type(value).__name__}
+            else:
+                out_answers[name] = guarded(lambda: encode(value), call_timeout_s)
         for check, spec in calls.items():
             fn = g.get(spec["answer"])
             if fn is None or not _b.callable(fn):

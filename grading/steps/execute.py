@@ -149,6 +149,10 @@ def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[in
     client.on_cell_executed = lambda **kw: replies.append(kw.get("execute_reply") or {})
     attempt = _Attempt()
     try:
+        client.start_new_kernel_client()
+    except RuntimeError as exc:  # jupyter_client: "Kernel died before replying" / "didn't respond"
+        raise GraderFault(f"kernel failed to start or respond: {exc}") from exc
+    try:
         with client.setup_kernel(cleanup_kc=False):
             _run_grader_cell(client, 0, plan.seed, replies, fatal=True)
             for i, cell in enumerate(learner):
@@ -166,10 +170,6 @@ def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[in
                     for rest in plan.extract[j + 1:]:
                         result.extract_failures[rest.label] = result.extract_failures[grader_cell.label]
                     break
-    except (RuntimeError, TimeoutError) as exc:
-        if isinstance(exc, (DeadKernelError, CellTimeoutError)) or "didn't respond" in str(exc) or "Kernel" in str(exc):
-            raise GraderFault(f"kernel failed to start or respond: {exc}") from exc
-        raise
     finally:
         if client.kc is not None:
             client.kc.stop_channels()

@@ -54,10 +54,11 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
     )
     seed = GraderCell(label="seed", source=seed_src, budget_s=max(60.0, m.limits.cell_timeout_s))
     kinds = {a.name: a.kind for a in m.answers}
+    read_s = min(DEFAULT_CALL_TIMEOUT_S, m.limits.cell_timeout_s)  # reading one answer may not outlast a cell
     cells = [GraderCell(
         label="answers",
-        source=f"{handle}({nonce!r}, {kinds!r}, {{}})\n",
-        budget_s=m.limits.cell_timeout_s + 30.0)]
+        source=f"{handle}({nonce!r}, {kinds!r}, {{}}, {read_s!r})\n",
+        budget_s=read_s * len(kinds) + 15.0)]
     checks = reference.get("checks", {})
     for check in m.checks:
         if check.kind != "function":

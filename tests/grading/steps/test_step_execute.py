@@ -52,3 +52,14 @@ def test_grader_cells_do_not_appear_in_learner_history(toy_catalogue, engine_san
     answers = result.payloads["answers"]["answers"]
     assert answers["answer_int"] == 2  # In[0] is empty, In[1] is this cell: the seed cell left no history
     assert answers["seeded"] == []
+
+
+def test_an_answer_whose_repr_hangs_costs_only_itself(toy_catalogue, engine_sandbox):
+    exercise = toy_catalogue.get("ch05.toy")  # cell_timeout_s = 4, so reading one answer may take 4 s
+    p = plan(exercise, reference=exercise.reference())
+    slow = "class Slow:\n    def __repr__(self):\n        while True:\n            pass\nanswer_int = Slow()"
+    result = run_notebook(_nb(slow, "tt_config = {'a': 1}"), plan=p, sandbox=engine_sandbox,
+                          request=KernelRequest(limits=exercise.manifest.limits))
+    answers = result.payloads["answers"]["answers"]
+    assert answers["answer_int"]["__raised__"]["type"] == "__timeout__"
+    assert answers["tt_config"] == {"a": 1} and not result.extract_failures

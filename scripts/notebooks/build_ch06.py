@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ch05_06_common import write  # noqa: E402
 
-MODULES = ["ch06_mesh", "ch06_offload", "ch06_varlen", "ch06_converter"]
+MODULES = ["ch06_mesh", "ch06_offload", "ch06_varlen", "ch06_converter", "ch06_cp"]
 
 
 def main() -> None:

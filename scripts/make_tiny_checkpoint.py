@@ -24,14 +24,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from exercises.lab import checkpoint, grpo, tokenizer as lab_tokenizer  # noqa: E402
+from exercises.lab import checkpoint, data, grpo, tokenizer as lab_tokenizer  # noqa: E402
 from exercises.lab.model import ModelDims, build_titan_model, hf_config_dict  # noqa: E402
 from exercises.lab.wordle import chat, prompts  # noqa: E402
 
 # the package re-exports a `feedback` function under the module's name, so fetch the module itself
 feedback = importlib.import_module("exercises.lab.wordle.feedback")
-
-WORDS_FILE = ROOT / "exercises" / "lab" / "assets" / "words" / "wordle_words.txt"
 
 
 def prompt_phrases() -> list[str]:
@@ -45,25 +43,23 @@ def prompt_phrases() -> list[str]:
     return phrases
 
 
-def consistent(word: str, history: list[tuple[str, str]]) -> bool:
-    """True when `word` would have produced every (guess, marks) pair seen so far."""
-    return all(feedback.feedback(guess, word) == marks for guess, marks in history)
-
-
 def synthetic_game(answer: str, words: list[str], rng: random.Random) -> list[tuple[str, int]]:
-    """(text, train?) segments of one game: prompt, then reply / env-text pairs until solved or 6 turns."""
+    """(text, train?) segments of one game: prompt, then reply / env-text pairs until solved or 6 turns.
+
+    The player guesses uniformly among the words still consistent with every feedback seen so far.
+    """
     segments = [(chat.render_chat(prompts.initial_messages(), True), 0)]
-    history: list[tuple[str, str]] = []
+    candidates = list(words)
     guessed: list[str] = []
     for turn in range(1, feedback.MAX_TURNS + 1):
-        candidates = [w for w in words if w not in guessed and consistent(w, history)] or words
-        guess = rng.choice(candidates)
+        guess = rng.choice([w for w in candidates if w not in guessed] or words)
         segments.append((f"<guess>[{guess}]</guess>{chat.IM_END}", 1))
         if guess == answer or turn == feedback.MAX_TURNS:
             break
         env = feedback.env_message(guess, answer, turn, guessed)
         segments.append((chat.render_env_turn(env, assistant_closed=True), 0))
-        history.append((guess, feedback.feedback(guess, answer)))
+        marks = feedback.feedback(guess, answer)
+        candidates = [w for w in candidates if feedback.feedback(guess, w) == marks]
         guessed.append(guess)
     return segments
 
@@ -88,6 +84,38 @@ def encode_games(tok, games: list[list[tuple[str, int]]], pad_id: int) -> tuple[
     return ids_t, mask_t
 
 
+def evaluate(directory: Path, *, games: int = 64, seed: int = 0) -> dict:
+    """Play `games` games with the saved checkpoint (torch sampler, temperature 1) and average the reward parts."""
+    from exercises.lab.rollout import TorchRolloutEngine
+    from exercises.lab.wordle import WordleAgentLoop, compute_score
+
+    tok = lab_tokenizer.load_tokenizer(directory)
+    dims = checkpoint.dims_of_checkpoint(directory)
+    stop = [tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")]
+    engine = TorchRolloutEngine(dims, stop_ids=stop)
+    engine.update_weights(checkpoint.state_dict_adapter(dims).to_hf(
+        checkpoint.state_dict_adapter(dims).from_hf(checkpoint.load_hf_state_dict(directory))) | {
+        "lm_head.weight": checkpoint.load_hf_state_dict(directory)["model.embed_tokens.weight"]})
+
+    class _Tok:
+        def encode(self, text):
+            return tok.encode(text, add_special_tokens=False)
+
+        def decode(self, ids):
+            return tok.decode(ids, skip_special_tokens=False)
+
+    loop = WordleAgentLoop(tokenizer=_Tok(), response_cap=448, max_tokens_per_turn=16)
+    train_words, _ = data.split_words(data.load_words())
+    totals: dict[str, float] = {}
+    for g in range(games):
+        engine.seed(seed * 1000 + g)
+        out = loop.run(answer=train_words[g], generate_fn=engine.generate)
+        parts = compute_score(out.text, train_words[g], extra_info=out.extra_fields)
+        for key in ("score", "correct", "partial", "format"):
+            totals[key] = totals.get(key, 0.0) + float(parts[key]) / games
+    return totals
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(checkpoint.SHIPPED_CHECKPOINT))
@@ -95,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--words", type=int, default=400, help="answer vocabulary used for the synthetic games")
+    parser.add_argument("--words", type=int, default=3000, help="how many train-split words the synthetic games use")
+    parser.add_argument("--eval-only", action="store_true", help="only report the reward of the checkpoint at --out")
     args = parser.parse_args(argv)
+    if args.eval_only:
+        print({k: round(v, 3) for k, v in evaluate(Path(args.out)).items()})
+        return 0
 
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
@@ -105,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     eos_id = tok.convert_tokens_to_ids("<|im_end|>")
     dims = ModelDims(vocab_size=max(128, lab_tokenizer.vocab_size_for(tok)))
     model = build_titan_model(dims, seed=args.seed)
-    words = [w.strip() for w in WORDS_FILE.read_text().split() if len(w.strip()) == 5]
-    vocab = rng.sample(words, min(args.words, len(words)))
+    train_words, _test = data.split_words(data.load_words())
+    pool = sorted(set(train_words))
+    vocab = rng.sample(pool, min(args.words, len(pool)))
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / args.steps))
     start = time.time()
@@ -136,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Built by scripts/make_tiny_checkpoint.py --steps {args.steps} --seed {args.seed} --words {args.words}.\n"
         "Not a language model: it only knows the lab's Wordle prompt and reply format.\n"
     )
+    print("warmth (64 games):", {k: round(v, 3) for k, v in evaluate(out).items()}, flush=True)
     print(f"wrote {out} ({sum(p.stat().st_size for p in out.iterdir()) / 1e6:.2f} MB)")
     return 0
 

@@ -137,9 +137,9 @@ def update_actor(trainer, batch, old_log_prob, ref_log_prob, advantages) -> dict
         else:  # verl skips the update and warns "grad_norm is not finite"
             print(f"[rank {trainer.rank}] grad_norm is not finite: {grad_norm}; skipping this update", flush=True)
             trainer.optimizers.zero_grad()
-        shares = _all_sum([float(parts["pg_loss"]), float(parts["kl_loss"]), float(parts["entropy_loss"]),
-                           float(loss), parts["actor/pg_clipfrac"], parts["actor/ppo_kl"],
-                           parts["actor/pg_clipfrac_lower"]])
+        shares = _all_sum([_num(parts["pg_loss"]), _num(parts["kl_loss"]), _num(parts["entropy_loss"]),
+                           _num(loss), _num(parts["actor/pg_clipfrac"]), _num(parts["actor/ppo_kl"]),
+                           _num(parts["actor/pg_clipfrac_lower"])])
         # token-mean shares carry `* dp_size`: the rank sum over dp_size is the global value
         for key, value in zip(("pg_loss", "kl_loss", "entropy_loss", "loss"), shares[:4]):
             sums[key] += value / world
@@ -152,6 +152,10 @@ def update_actor(trainer, batch, old_log_prob, ref_log_prob, advantages) -> dict
     out["actor/lr"] = lr
     out["actor/kl_coef"] = cfg.kl_loss_coef
     return out
+
+
+def _num(value) -> float:
+    return float(value.detach()) if isinstance(value, torch.Tensor) else float(value)
 
 
 def _optimizer_to(trainer, device: torch.device) -> None:

@@ -183,6 +183,14 @@ def resolve_config(config_or_kwargs: TrainConfig | dict | None = None, **overrid
     return config
 
 
+def lr_scheduler_config(config: TrainConfig):
+    """torchtitan's own LR schedule (linear warmup, cosine decay to min_lr_factor; warmup clamped to the total)."""
+    from torchtitan.components.optimizer import LRSchedulersContainer
+
+    return LRSchedulersContainer.Config(warmup_steps=config.warmup_steps, decay_type=config.decay_type,
+                                        min_lr_factor=config.min_lr_factor, total_steps=config.lr_total_steps)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

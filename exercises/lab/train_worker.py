@@ -52,11 +52,12 @@ class Trainer:
 
     def __init__(self, config, *, rank: int, device_type: str) -> None:
         import torch
-        from torchtitan.components.optimizer import LRSchedulersContainer, OptimizersContainer, default_adamw
+        from torchtitan.components.optimizer import default_adamw
 
         from exercises.lab import checkpoint, data, parallel
         from exercises.lab.rollout import make_rollout_engine
         from exercises.lab.tokenizer import load_tokenizer
+        from exercises.lab.train import lr_scheduler_config
         from exercises.lab.wordle import WordleAgentLoop
 
         self.cfg, self.rank, self.device_type = config, rank, device_type
@@ -87,10 +88,7 @@ class Trainer:
         opt_cfg = default_adamw(lr=config.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=config.weight_decay)
         opt_cfg.implementation = "for-loop"  # fused AdamW is CUDA-only; for-loop is exact and fast enough here
         self.optimizers = opt_cfg.build(model_parts=[self.actor])
-        sched_cfg = LRSchedulersContainer.Config(warmup_steps=config.warmup_steps, decay_type=config.decay_type,
-                                                 min_lr_factor=config.min_lr_factor,
-                                                 total_steps=config.lr_total_steps)
-        self.lr_schedulers = sched_cfg.build(optimizers=self.optimizers, training_steps=config.steps)
+        self.lr_schedulers = lr_scheduler_config(config).build(optimizers=self.optimizers, training_steps=config.steps)
         rollout_device = "cpu" if device_type == "cpu" else str(self.device)
         self.rollout = make_rollout_engine(config.rollout, dims=self.dims, model_path=config.model_path,
                                            stop_ids=stop_ids, temperature=config.temperature, device=rollout_device)

@@ -1,0 +1,136 @@
+"""Record the lab's reference metric traces (what the training exercises' trend checks compare against).
+
+    .venv/bin/python scripts/record_reference_traces.py band [--seeds 1 2 3 4 5]   # cpu-tiny, 3 steps per seed
+    .venv/bin/python scripts/record_reference_traces.py long [--steps 50]          # cpu-long reward curve + PNG
+
+`band` writes reference/traces/cpu-tiny/seed_<S>.jsonl and band.json (per step, per checked metric:
+min/max over seeds widened by a margin). `long` writes reference/traces/cpu-long/metrics.jsonl and
+docs/img/lab-reward-curve.png. Format: docs/lab-training.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from exercises.lab import train  # noqa: E402
+from exercises.lab.metrics import deterministic_view  # noqa: E402
+
+TRACES = ROOT / "reference" / "traces"
+PLOT = ROOT / "docs" / "img" / "lab-reward-curve.png"
+BAND_FORMAT = "titangrade.metric_band/1"
+#: The metrics the training exercises check, with the absolute margin added around the seeds' range.
+#: Margins: half the seeds' spread plus this floor (lr is deterministic, so only float noise).
+CHECKED = {
+    "actor/pg_loss": 0.05,
+    "actor/kl_loss": 0.002,
+    "critic/score/mean": 0.15,
+    "response_length/mean": 25.0,
+    "actor/lr": 1e-12,
+    "actor/entropy": 0.15,
+}
+
+
+def band(seeds: list[int]) -> Path:
+    """Run cpu-tiny once per seed and write the per-seed traces and the tolerance band."""
+    out = TRACES / "cpu-tiny"
+    out.mkdir(parents=True, exist_ok=True)
+    runs = {}
+    for seed in seeds:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = train.run({"profile": "cpu-tiny", "seed": seed, "out_dir": tmp, "console": False})
+        records = [deterministic_view(r) for r in result["metrics"]]
+        (out / f"seed_{seed}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        runs[seed] = records
+        print(f"seed {seed}: score/mean {[round(r['critic/score/mean'], 3) for r in records]} "
+              f"in {result['wall_s']:.1f}s", flush=True)
+    steps = [r["step"] for r in runs[seeds[0]]]
+    metrics = {}
+    for name, floor in CHECKED.items():
+        per_step = {}
+        for i, step in enumerate(steps):
+            values = [runs[s][i][name] for s in seeds]
+            spread = max(values) - min(values)
+            margin = 0.5 * spread + floor
+            per_step[str(step)] = {"lo": min(values) - margin, "hi": max(values) + margin, "values": values}
+        metrics[name] = per_step
+    config = train.resolve_config({"profile": "cpu-tiny"})
+    doc = {
+        "format": BAND_FORMAT,
+        "profile": "cpu-tiny",
+        "command": "python -m exercises.lab.train --profile cpu-tiny --steps 3 --seed S",
+        "seeds": seeds,
+        "steps": steps,
+        "margin_rule": "lo/hi = min/max over seeds -/+ (0.5 * (max - min) + floor[metric])",
+        "margin_floor": CHECKED,
+        "config": {k: v for k, v in train.dataclasses.asdict(config).items() if k != "out_dir"},
+        "metrics": metrics,
+    }
+    path = out / "band.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return path
+
+
+def long_run(steps: int, lr: float | None) -> Path:
+    """The cpu-long profile for `steps` steps; keeps its metrics and plots the reward curve."""
+    out = TRACES / "cpu-long"
+    out.mkdir(parents=True, exist_ok=True)
+    overrides = {"profile": "cpu-long", "steps": steps, "out_dir": str(out / "run"), "console": True}
+    if lr is not None:
+        overrides["lr"] = lr
+    result = train.run(overrides)
+    (out / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result["metrics"]))
+    (out / "run.json").write_text(json.dumps(result["run"], indent=2) + "\n")
+    for name in ("metrics.jsonl", "run.json"):
+        (out / "run" / name).unlink(missing_ok=True)
+    (out / "run").rmdir()
+    plot(result["metrics"], PLOT)
+    return out / "metrics.jsonl"
+
+
+def plot(records: list[dict], path: Path) -> None:
+    """critic/score/mean per step with a 5-step moving average (matplotlib Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [r["step"] for r in records]
+    score = [r["critic/score/mean"] for r in records]
+    avg = [sum(score[max(0, i - 4): i + 1]) / len(score[max(0, i - 4): i + 1]) for i in range(len(score))]
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    ax.plot(steps, score, color="#9ab", lw=1, marker=".", label="critic/score/mean")
+    ax.plot(steps, avg, color="#c33", lw=2, label="5-step moving average")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("Wordle reward (0 to 2.2)")
+    ax.set_title("Lab GRPO on TorchTitan (cpu-long, 2 CPU ranks, FSDP2 on gloo)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    b = sub.add_parser("band")
+    b.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    lg = sub.add_parser("long")
+    lg.add_argument("--steps", type=int, default=50)
+    lg.add_argument("--lr", type=float, default=None)
+    args = parser.parse_args(argv)
+    path = band(args.seeds) if args.what == "band" else long_run(args.steps, args.lr)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

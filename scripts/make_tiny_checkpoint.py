@@ -119,11 +119,13 @@ def evaluate(directory: Path, *, games: int = 64, seed: int = 0) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(checkpoint.SHIPPED_CHECKPOINT))
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--words", type=int, default=3000, help="how many train-split words the synthetic games use")
+    parser.add_argument("--words", type=int, default=400, help="size of the synthetic games' word vocabulary")
+    parser.add_argument("--pool", choices=("file", "train"), default="file",
+                        help="draw that vocabulary from the whole word list (file) or the train split")
     parser.add_argument("--eval-only", action="store_true", help="only report the reward of the checkpoint at --out")
     args = parser.parse_args(argv)
     if args.eval_only:
@@ -137,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     eos_id = tok.convert_tokens_to_ids("<|im_end|>")
     dims = ModelDims(vocab_size=max(128, lab_tokenizer.vocab_size_for(tok)))
     model = build_titan_model(dims, seed=args.seed)
-    train_words, _test = data.split_words(data.load_words())
-    pool = sorted(set(train_words))
+    if args.pool == "file":  # the shipped checkpoint: word-list file order
+        pool = [w.strip() for w in data.WORDS_PATH.read_text().split() if len(w.strip()) == 5]
+    else:
+        pool = sorted(set(data.split_words(data.load_words())[0]))
     vocab = rng.sample(pool, min(args.words, len(pool)))
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / args.steps))
@@ -166,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         {"eos_token_id": eos_id, "pad_token_id": pad_id, "temperature": 1.0, "do_sample": True}, indent=2) + "\n")
     (out / "README.md").write_text(
         "Tiny Qwen3 (torchtitan Qwen3Model.Config, HF format) SFT-warmed on synthetic Wordle games.\n"
-        f"Built by scripts/make_tiny_checkpoint.py --steps {args.steps} --seed {args.seed} --words {args.words}.\n"
+        f"Built by scripts/make_tiny_checkpoint.py --steps {args.steps} --seed {args.seed} --words {args.words} "
+        f"--pool {args.pool}.\n"
         "Not a language model: it only knows the lab's Wordle prompt and reply format.\n"
     )
     print("warmth (64 games):", {k: round(v, 3) for k, v in evaluate(out).items()}, flush=True)

@@ -56,7 +56,7 @@ def submit(request: Request, user: CurrentUser, session: SessionDep, settings: S
                            "(Kernel > Restart & Clear Output) and submit again", code="too_large", status_code=413)
     _, exercise = load_submission(raw, exercise_id=exercise_id or None, catalogue=catalogue,
                                   max_bytes=settings.max_upload_bytes)
-    service.check_capacity(exercise=exercise, max_devices=request.app.state.max_devices(),
+    service.check_capacity(exercise=exercise, max_devices=request.app.state.max_devices,
                            max_world_size=settings.worker_max_world_size)
     sub, created = service.create(session, user=user, exercise=exercise, notebook=raw,
                                   lang=preferred_lang(accept_language), idempotency_key=idempotency_key,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Callable
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -33,12 +34,12 @@ def to_public(sub: Submission) -> SubmissionPublic:
         started_at=sub.started_at, graded_at=sub.graded_at)
 
 
-def check_capacity(*, exercise: Exercise, max_devices: int, max_world_size: int) -> None:
-    """Reject at intake a job no worker could ever run."""
+def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_world_size: int) -> None:
+    """Reject at intake a job no worker could ever run (`max_devices` is only asked when devices are needed)."""
     res = exercise.manifest.resources
-    if res.devices > max_devices:
+    if res.devices and res.devices > (offered := max_devices()):
         raise Unsatisfiable(f"exercise {exercise.id} needs {res.devices} accelerator(s) but the largest worker "
-                            f"offers {max_devices}; an administrator must start a worker with "
+                            f"offers {offered}; an administrator must start a worker with "
                             f"TITANGRADE_WORKER_DEVICES>={res.devices}")
     if res.world_size > max_world_size:
         raise Unsatisfiable(f"exercise {exercise.id} launches {res.world_size} ranks but workers run at most "

@@ -39,8 +39,8 @@ def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_wo
     res = exercise.manifest.resources
     if res.devices and res.devices > (offered := max_devices()):
         raise Unsatisfiable(f"exercise {exercise.id} needs {res.devices} accelerator(s) but the largest worker "
-                            f"offers {offered}; an administrator must start a worker with "
-                            f"TITANGRADE_WORKER_DEVICES>={res.devices}")
+                            f"offers {offered}; ask an administrator to start a worker whose "
+                            f"TITANGRADE_WORKER_DEVICES lists at least {res.devices} (e.g. npu:0-{res.devices - 1})")
     if res.world_size > max_world_size:
         raise Unsatisfiable(f"exercise {exercise.id} launches {res.world_size} ranks but workers run at most "
                             f"{max_world_size}; raise TITANGRADE_WORKER_MAX_WORLD_SIZE on a larger host")

@@ -74,3 +74,11 @@ def test_fsdp_step_time_is_near_the_recipe_readme():
     """The synthetic FSDP logs sit near the ~250 s/step the [R] README reports (COURSE.md §7)."""
     fsdp = next(c for c in REF["summary"]["calls"] if c["public"])["expect"]
     assert 230 <= fsdp["step_s"] <= 270
+
+
+@pytest.mark.parametrize("call", REF["parse_steps"]["calls"], ids=range(len(REF["parse_steps"]["calls"])))
+def test_parse_expectations_match_the_lab_log_parser(call):
+    """The course runtime's own parser (exercises.lab.metrics_format) reads the synthetic logs identically."""
+    fmt = pytest.importorskip("exercises.lab.metrics_format")
+    records = [r for r in map(fmt.parse_step_line, call["args"][0].splitlines()) if r is not None]
+    assert records == call["expect"]

@@ -1,0 +1,58 @@
+"""ch07.three_step_training: the graded expectations agree with the lab trainer's config and torchtitan's LR
+schedule, without running a training (the catalogue-wide notebook test runs it)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grading.exercise import Catalogue
+
+EX = Catalogue().get("ch07.three_step_training")
+REF = EX.reference()["checks"]
+train = pytest.importorskip("exercises.lab.train", reason="the lab trainer needs the training extra")
+
+
+def test_expected_config_is_a_valid_lab_config_matching_the_course():
+    expected = REF["config"]["expected"]
+    cfg = train.resolve_config(dict(expected))  # raises on unknown fields or invalid combinations
+    assert (cfg.steps, cfg.save_freq, cfg.test_freq) == (3, -1, -1)  # TOTAL_TRAINING_STEPS=3 SAVE_FREQ=-1 TEST_FREQ=-1
+    assert (cfg.data_parallel_shard_size, cfg.context_parallel_size, cfg.world_size) == (2, 1, 2)
+    assert cfg.reshard_after_forward == "always"
+    assert (cfg.warmup_steps, cfg.decay_type, cfg.min_lr_factor) == (5, "cosine", 0.1)
+    assert (cfg.kl_loss_coef, cfg.kl_loss_type, cfg.entropy_coeff) == (0.001, "low_var_kl", 0.004)
+    assert EX.manifest.resources.world_size == cfg.world_size
+
+
+def test_lr_expectation_is_torchtitans_schedule_times_the_profile_lr():
+    lr_mod = pytest.importorskip("torchtitan.components.optimizer.lr_scheduler")
+    import torch
+
+    cfg = train.resolve_config(dict(REF["config"]["expected"]))
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr)
+    sched = train.lr_scheduler_config(cfg).build(optimizers=[opt], training_steps=cfg.steps)
+    factors = [sched.schedulers[0].lr_lambdas[0](step) for step in range(cfg.steps)]
+    assert factors == pytest.approx([1 / 3, 2 / 3, 1.0])  # warmup 5 clamped to the 3 steps (COURSE.md §3)
+    assert REF["trace_values"]["equals"]["actor/lr"] == pytest.approx([cfg.lr * f for f in factors], rel=1e-12)
+
+
+def test_reference_trace_covers_the_band_metrics():
+    trace = json.loads((EX.reference_dir / "cpu_tiny_trace.json").read_text())
+    for metric, entry in REF["trace_band"]["band"].items():
+        assert entry["reference"] == "cpu_tiny_trace"
+        assert len(trace[metric]) == 3 and all(isinstance(v, float) for v in trace[metric])
+
+
+def test_mistakes_only_change_trajectory_neutral_settings():
+    """Their declared scores assume the trace checks still pass: save_freq and the reshard policy do not
+    change the maths of a step, so the metrics stay those of the solution."""
+    import nbformat
+
+    from grading.exercise import REPO_ROOT
+
+    for path in sorted((REPO_ROOT / "tests/fixtures/notebooks" / EX.id).glob("mistake_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        ns: dict = {}
+        exec(next(c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith("config = {")), ns)
+        diff = {k for k, v in REF["config"]["expected"].items() if ns["config"].get(k) != v}
+        assert diff and diff <= {"save_freq", "reshard_after_forward"}, (path.name, diff)

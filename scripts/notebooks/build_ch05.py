@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ch05_06_common import write  # noqa: E402
 
-MODULES = ["ch05_fsdp", "ch05_names", "ch05_flavor"]
+MODULES = ["ch05_fsdp", "ch05_names", "ch05_flavor", "ch05_per_tensor"]
 
 
 def main() -> None:

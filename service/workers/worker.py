@@ -50,6 +50,7 @@ class Worker:
         self._done: stdlib_queue.Queue[int] = stdlib_queue.Queue()
         self._lock = threading.Lock()
         self.stored = 0  # grades this worker stored (for tests and logs)
+        self._last_reap = float("-inf")
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def run(self, *, burst: bool = False) -> None:
@@ -86,6 +87,7 @@ class Worker:
 
     # -- scheduling --------------------------------------------------------------------------------
     def _lanes_open(self) -> tuple[str, ...] | None:
+        """Lanes a free slot may take now (None = no free slot); reserved slots never take long jobs."""
         slots, reserved = self.settings.worker_slots, self.settings.short_reserved_slots
         busy = len(self._inflight)
         if busy >= slots:
@@ -159,6 +161,11 @@ class Worker:
 
     # -- leases and liveness ---------------------------------------------------------------------------
     def _reap(self) -> None:
+        """Requeue expired leases, at most once per heartbeat interval (it is a write transaction)."""
+        now = time.monotonic()
+        if now - self._last_reap < self.settings.heartbeat_s:
+            return
+        self._last_reap = now
         with transaction(self.sessions) as s:
             n = queue.reap_expired(s)
         if n:

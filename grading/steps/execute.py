@@ -30,7 +30,7 @@ TIMEOUT_ENAME = "TitangradeCellTimeout"
 _NBCLIENT_LOG = logging.getLogger("grading.nbclient")  # nbclient logs every timeout as an error; we report them
 MAX_ATTEMPTS = 3  # first run + two restarts after kernel deaths
 PROBE_TIMEOUT_S = 3.0
-LEARNER_IOPUB_S = 4.0  # wait for a learner cell's last outputs after its reply
+LEARNER_IOPUB_S = 2.0  # wait for a learner cell's last outputs after its reply
 GRADER_IOPUB_S = 30.0  # the answers payload must not be lost to a slow iopub under load
 GRADER_OUTPUT_BYTES = 64 * 1024 * 1024
 

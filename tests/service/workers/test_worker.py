@@ -123,3 +123,21 @@ def test_real_wordle_reward_exercise_solution_and_template(sessions, svc, add_su
         good, bad = s.get(Submission, solved.id), s.get(Submission, template.id)
         assert (good.status, good.score) == ("graded", exercise.manifest.max_score)
         assert bad.status in ("graded", "error") and bad.score == 0.0
+
+
+def test_worker_grades_in_the_bwrap_sandbox(sessions, svc, add_submission):
+    """The deployment default: two pool processes, each kernel in bwrap under its own sandbox user."""
+    from grading.sandbox import probe
+
+    found = probe()
+    if not found.usable:
+        pytest.skip(f"bwrap unusable here: {found.reason}")
+    with transaction(sessions) as s:
+        subs = [add_submission(s, notebook=svc.notebook(solved=bool(i % 2)))[0] for i in range(4)]
+    settings = svc.settings(sessions.kw["bind"].url.render_as_string(hide_password=False), sandbox="bwrap",
+                            worker_slots=2, short_reserved_slots=0)
+    _run_burst(settings, sessions)
+    with sessions() as s:
+        got = [(s.get(Submission, x.id).status, s.get(Submission, x.id).score,
+                s.get(Submission, x.id).result["sandbox"]) for x in subs]
+    assert got == [("graded", 0.0, "bwrap"), ("graded", 3.0, "bwrap")] * 2

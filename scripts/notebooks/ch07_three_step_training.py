@@ -13,6 +13,8 @@ from nbkit_ch07_08 import REPO, Check, Exercise, Mistake, code, md
 
 EX_ID = "ch07.three_step_training"
 TRACE = REPO / "reference" / EX_ID / "cpu_tiny_trace.json"
+LAB_BAND = REPO / "reference" / "traces" / "cpu-tiny" / "band.json"  # the trainer's multi-seed band, when recorded
+LAB_BAND_SKIP = {"actor/lr", "actor/kl_loss"}  # already exact in trace_values
 BAND_METRICS = {"critic/score/mean": (0.5, 0.15), "actor/entropy": (0.15, 0.0),
                 "response_length/mean": (0.35, 0.0), "actor/grad_norm": (1.0, 0.1)}
 PROFILE_LR = 2e-5  # exercises.lab.train.TrainConfig.lr for cpu-tiny (the course's 1e-6 is for the 1.7B model)
@@ -78,6 +80,17 @@ def record_trace(force: bool = False) -> None:
     TRACE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
+def band_spec() -> dict:
+    """Band sub-check: the lab's recorded multi-seed band (reference/traces/cpu-tiny/band.json) when present,
+    else a relative band around this builder's own single-seed trace."""
+    if LAB_BAND.exists():
+        doc = json.loads(LAB_BAND.read_text(encoding="utf-8"))
+        steps = [str(s) for s in doc["steps"]]
+        return {m: {"lower": [per[s]["lo"] for s in steps], "upper": [per[s]["hi"] for s in steps]}
+                for m, per in sorted(doc["metrics"].items()) if m not in LAB_BAND_SKIP}
+    return {m: {"reference": "cpu_tiny_trace", "rel": rel, "abs": ab} for m, (rel, ab) in BAND_METRICS.items()}
+
+
 def _score(parts: dict[str, tuple[float, float]]) -> float:
     return round(sum(round(points * frac, 4) for points, frac in parts.values()), 4)
 
@@ -122,8 +135,7 @@ def spec() -> Exercise:
               "Score, entropy, response length or grad norm left the band recorded for profile cpu-tiny; run the "
               "profile as given (its lr, batch and seed) rather than the 1.7B model's values.",
               "得分、熵、回复长度或梯度范数超出了 cpu-tiny 配置记录的范围；请按给定配置运行（其 lr、batch 与 seed），不要换成 1.7B 模型的数值。",
-              options={"band": {m: {"reference": "cpu_tiny_trace", "rel": rel, "abs": ab}
-                                for m, (rel, ab) in BAND_METRICS.items()}}),
+              options={"band": band_spec()}),
     ]
     wrong_one = {"config": (2, (n - 1) / n), "run_setup": (2, 2 / 3), "trace_shape": (2, 1), "trace_values": (2, 1),
                  "trace_band": (2, 1)}

@@ -14,6 +14,9 @@ MESSAGES: dict[str, dict[str, str]] = {
                     "zh": "内核在第 {index} 个代码单元中崩溃；其余单元已在新内核中重新运行"},
     "kernel_hung": {"en": "cell {index} ignored the interrupt after its time limit; the other cells were re-run without it",
                     "zh": "第 {index} 个代码单元超时后无法中断；其余单元已在新内核中重新运行"},
+    "kernel_lost": {"en": "cell {index} killed or hung the kernel again after two restarts; later cells and the "
+                          "answers could not be read",
+                    "zh": "两次重启后第 {index} 个代码单元再次使内核崩溃或卡死；之后的单元和答案均无法读取"},
     "kernel_died_checking": {"en": "the kernel died while checking answers ({where})",
                              "zh": "检查答案时内核崩溃（{where}）"},
     "checking_timeout": {"en": "checking answers exceeded its time limit ({where})",

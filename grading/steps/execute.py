@@ -161,8 +161,11 @@ def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[in
                     continue
                 if _run_learner_cell(client, i, cell_at=i + 1, limits=limits, deadline=deadline, lang=lang,
                                      replies=replies, attempt=attempt, result=result, total=len(learner),
-                                     progress=progress) and not last_attempt:
-                    attempt.restart_for = i
+                                     progress=progress):
+                    if not last_attempt:
+                        attempt.restart_for = i
+                    else:
+                        _give_up(i, learner, plan=plan, skip=skip, attempt=attempt, result=result, lang=lang)
                     return attempt
             for j, grader_cell in enumerate(plan.extract):
                 if not _run_extraction(client, extract_at + j, grader_cell, plan=plan, replies=replies,
@@ -174,6 +177,17 @@ def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[in
         if client.kc is not None:
             client.kc.stop_channels()
     return attempt
+
+
+def _give_up(i: int, learner, *, plan: GraderPlan, skip: dict[int, CellReport], attempt: _Attempt,
+             result: Execution, lang: str) -> None:
+    """No restarts left: the kernel is gone, so later cells and the answers are lost, and say so."""
+    message = t("kernel_lost", lang, index=i)
+    attempt.reports[i].message = message
+    for k in range(i + 1, len(learner)):
+        attempt.reports[k] = skip.get(k) or CellReport(index=k, status="skipped", message=message)
+    for cell in plan.extract:
+        result.extract_failures[cell.label] = message
 
 
 def _execute(client: _Client, index: int, timeout_s: float, replies: list[dict], *, budget: OutputBudget | None,
@@ -226,7 +240,9 @@ def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, 
     attempt.outputs[i] = list(client.nb.cells[cell_at].get("outputs", []))
     if budget.truncated:
         result.hit("output limit")
-        result.messages.append(t("output_truncated", lang, index=i, limit_kb=limits.max_output_kb))
+        note = t("output_truncated", lang, index=i, limit_kb=limits.max_output_kb)
+        if note not in result.messages:
+            result.messages.append(note)
     if status == "dead":
         attempt.reports[i] = CellReport(index=i, status="killed", message=t("kernel_died", lang, index=i),
                                         duration_s=took)

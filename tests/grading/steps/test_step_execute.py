@@ -63,3 +63,18 @@ def test_an_answer_whose_repr_hangs_costs_only_itself(toy_catalogue, engine_sand
     answers = result.payloads["answers"]["answers"]
     assert answers["answer_int"]["__raised__"]["type"] == "__timeout__"
     assert answers["tt_config"] == {"a": 1} and not result.extract_failures
+
+
+def test_after_two_restarts_the_engine_gives_up_and_says_so(toy_catalogue, engine_sandbox):
+    exercise = toy_catalogue.get("ch05.toy")
+    p = plan(exercise, reference=exercise.reference())
+    events = []
+    exit_cell = "import os\nos._exit(1)"
+    result = run_notebook(_nb("answer_int = 42", exit_cell, exit_cell, exit_cell, "tt_config = {}"), plan=p,
+                          sandbox=engine_sandbox, request=KernelRequest(limits=exercise.manifest.limits),
+                          progress=events.append)
+    assert result.restarts == 2 and [e["skipped"] for e in events if e["event"] == "restart"] == [1, 2]
+    assert [c.status for c in result.cells] == ["ok", "killed", "killed", "killed", "skipped"]
+    assert "after two restarts" in result.cells[3].message and result.cells[4].message == result.cells[3].message
+    assert "re-run without it" in result.cells[1].message
+    assert result.payloads == {} and set(result.extract_failures) == {"answers", "check reward_function"}

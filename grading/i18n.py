@@ -37,6 +37,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                        "zh": "未定义 `{name}`；请运行定义它的单元并保持名称不变"},
     "answer_raised": {"en": "reading `{name}` failed: {error}", "zh": "读取 `{name}` 失败：{error}"},
     "answer_opaque": {"en": "`{name}` has an unsupported type {type}", "zh": "`{name}` 的类型 {type} 不受支持"},
+    "answer_uncomparable": {"en": "`{name}` could not be compared with the expected answer ({error}); check its type",
+                            "zh": "`{name}` 无法与期望答案比较（{error}）；请检查其类型"},
     "wrong_value": {"en": "the value is not the expected one", "zh": "取值不正确"},
     "wrong_type": {"en": "expected a {expected}, got {got}", "zh": "应为 {expected}，实际为 {got}"},
     "numeric_off": {"en": "{count} of {total} numbers are outside the tolerance (rtol={rtol:g}, atol={atol:g})",

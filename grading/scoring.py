@@ -1,6 +1,7 @@
 """Steps 6-7: run every manifest check on the extracted answers, then decide score and status."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from grading import checks as check_kinds
@@ -13,6 +14,7 @@ from grading.result import CheckResult, Status
 from grading.steps.execute import Execution
 
 PASS_EPS = 1e-9
+log = logging.getLogger(__name__)
 
 
 def _answer_for(check, execution: Execution, lang: str) -> tuple[Any, Any, str | None]:
@@ -70,9 +72,12 @@ def _judge(check, answer: Any, spec: dict, ctx: CheckContext, unavailable: str |
             return 0.0, t("answer_opaque", ctx.lang, name=check.answer, type=answer.type)
     try:
         outcome = check_kinds.get(check.kind)(answer, spec, ctx)
-    except (KeyError, TypeError, ValueError, OSError) as exc:  # a malformed reference spec is our fault
+    except (KeyError, OSError) as exc:  # a field or trace file missing from the reference: our fault
         raise GraderFault(f"check {check.name!r} ({check.kind}) failed on its reference spec: "
                           f"{type(exc).__name__}: {exc}", retryable=False) from exc
+    except Exception as exc:  # a learner value the comparison cannot handle (solutions prove the spec works)
+        log.warning("check %s could not compare the answer: %r", check.name, exc)
+        return 0.0, t("answer_uncomparable", ctx.lang, name=check.answer, error=type(exc).__name__)
     return outcome.fraction, outcome.feedback
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from grading.checks import CheckContext, Outcome, register
 from grading.checks.compare import count_close, describe, equal
-from grading.codec import decode
+from grading.codec import _hashable, decode
 from grading.i18n import t
 
 
@@ -114,8 +114,5 @@ def set_(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
 
 
 def _norm(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_norm(v) for v in value)
-    if isinstance(value, str):
-        return value
-    return value
+    """A hashable stand-in so lists, dicts and arrays can be set members."""
+    return _hashable(value)

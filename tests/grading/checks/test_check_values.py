@@ -94,3 +94,10 @@ def test_set_per_element_extras_subtract_and_only_extras_named():
 def test_zh_feedback():
     out = run("mapping", {"a": 2}, {"expected": {"a": 1}}, CheckContext(lang="zh"))
     assert "错误的键" in out.feedback
+
+
+def test_set_members_may_be_lists_or_dicts():
+    spec = {"expected": [[1, 2], [3]]}
+    assert run("set", [[3], [1, 2]], spec).fraction == 1
+    out = run("set", [{"a": 1}, [3]], spec)
+    assert out.fraction == 0 and "1 unexpected" in out.feedback

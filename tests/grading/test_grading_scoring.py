@@ -1,0 +1,86 @@
+"""score_checks / decide_status on hand-built executions (no kernel): sentinels, failures, status rules."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grading.result import CellReport, Status
+from grading.scoring import decide_status, score_checks, total
+from grading.steps.execute import Execution
+
+
+def _solution_answers(**overrides):
+    answers = {
+        "answer_int": 42,
+        "tt_config": {"data_parallel_shard_size": 2, "context_parallel_size": 1, "attn_type": "varlen",
+                      "max_seq_len": 5120},
+        "warmup_lrs": [2e-7, 4e-7, 6e-7, 8e-7, 1e-6],
+        "mesh": {"__tensor__": {"dtype": "float64", "shape": [1, 2], "data": [[0.0, 0.0]]}},
+        "phases": ["rollout", "reward", "advantage", "update", "sync_weights"],
+        "unchanged": {"__set__": ["agent_loop", "grpo", "reward", "vllm_rollout"]},
+        "partial_reward": {"__repr__": "<function>", "__type__": "function"},
+        "run_dir": {"metrics": [{"step": i + 1, "loss": v, "lr": 0.1} for i, v in enumerate([16.0, 10.24, 6.5536])],
+                    "run": {"model_engine": "torchtitan", "world_size": 1, "total_steps": 3},
+                    "files": ["metrics.jsonl", "run.json"]},
+        "seeded": [815965, 462141, 122526, 486191],
+    }
+    answers.update(overrides)
+    calls = [0.5, 0.0, 1.0, 0.8, 0.5, {"__raised__": {"type": "ValueError", "message": "", "bases": []}}]
+    return Execution(cells=[CellReport(index=0, status="ok")],
+                     payloads={"answers": {"nonce": "n", "answers": answers, "calls": {}},
+                               "check reward_function": {"nonce": "n", "answers": {},
+                                                         "calls": {"reward_function": calls}}})
+
+
+def by_name(results):
+    return {c.name: c for c in results}
+
+
+def test_all_right_is_full_marks(toy_catalogue):
+    results = score_checks(toy_catalogue.get("ch05.toy"), _solution_answers())
+    assert total(results) == 22.0 and all(c.passed for c in results)
+
+
+def test_sentinel_answers_get_specific_feedback(toy_catalogue):
+    execution = _solution_answers(
+        answer_int={"__missing__": True},
+        tt_config={"__raised__": {"type": "NameError", "message": "name 'x' is not defined"}},
+        warmup_lrs={"__repr__": "<generator object>", "__type__": "builtins.generator"},
+        run_dir={"metrics": 5, "run": {}, "files": []})
+    results = by_name(score_checks(toy_catalogue.get("ch05.toy"), execution, lang="en"))
+    assert "`answer_int` is not defined" in results["exact_int"].feedback
+    assert "reading `tt_config` failed: NameError" in results["config_mapping"].feedback
+    assert "unsupported type builtins.generator" in results["warmup_numeric"].feedback
+    assert "could not be compared" in results["training_trace"].feedback
+    assert total(list(results.values())) == 22.0 - 1 - 4 - 2 - 5
+
+
+def test_lost_extraction_cells_explain_themselves(toy_catalogue):
+    execution = _solution_answers()
+    del execution.payloads["check reward_function"]
+    execution.extract_failures["check reward_function"] = "the kernel died while checking answers (check x)"
+    results = by_name(score_checks(toy_catalogue.get("ch05.toy"), execution))
+    assert results["reward_function"].score == 0 and "kernel died" in results["reward_function"].feedback
+    assert results["exact_int"].passed
+    status, message = decide_status(execution, list(results.values()))
+    assert status is Status.ERROR and "kernel died" in message
+
+
+@pytest.mark.parametrize("cell_status,expected", [("ok", Status.GRADED), ("error", Status.ERROR),
+                                                  ("timeout", Status.ERROR), ("skipped", Status.ERROR)])
+def test_status_follows_the_cells(cell_status, expected):
+    execution = Execution(cells=[CellReport(index=0, status=cell_status, message="m" if cell_status != "ok" else "")])
+    assert decide_status(execution, [])[0] is expected
+
+
+def test_truncation_alone_keeps_graded_but_is_mentioned():
+    execution = Execution(cells=[CellReport(index=0, status="ok")], messages=["output of cell 0 truncated at 64 KB"])
+    assert decide_status(execution, []) == (Status.GRADED, "output of cell 0 truncated at 64 KB")
+
+
+def test_partial_scores_round_and_pass_only_when_complete(toy_catalogue):
+    execution = _solution_answers(phases=["rollout", "reward", "x", "update", "sync_weights"])
+    results = by_name(score_checks(toy_catalogue.get("ch05.toy"), execution))
+    assert results["phase_order"].score == pytest.approx(1.6) and not results["phase_order"].passed
+    assert json.dumps([c.to_dict() for c in results.values()])  # serialisable as-is

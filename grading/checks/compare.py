@@ -108,7 +108,7 @@ def describe(value: Any) -> str:
     if isinstance(value, Missing):
         return "<missing>"
     if isinstance(value, Raised):
-        return f"{value.type}: {value.message}"
+        return f"a timeout ({value.message})" if value.type == "__timeout__" else f"{value.type}: {value.message}"
     if isinstance(value, Opaque):
         return value.repr[:200]
     if isinstance(value, np.ndarray):

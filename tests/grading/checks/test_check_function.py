@@ -62,3 +62,8 @@ def test_exact_compare():
     spec = {"compare": "exact", "calls": [{"args": ["crane"], "expect": ["C", "R"], "public": True}]}
     assert judge([["C", "R"]], spec).fraction == 1
     assert judge([["C", "R", "A"]], spec).fraction == 0
+
+
+def test_public_timeout_reads_as_a_timeout():
+    out = judge([Raised("__timeout__", "exceeded 2.0 s"), 1.0, 0.8, Raised("ValueError", "")])
+    assert "partial(2, 1) raised a timeout (exceeded 2.0 s)" in out.feedback

@@ -227,3 +227,13 @@ def test_default_sandbox_gives_the_same_grades(toy_catalogue, toy_solution, fail
     result = grade_notebook(path.read_bytes(), catalogue=toy_catalogue, sandbox=sandbox)
     assert result.status is status and result.score == FULL and result.sandbox == sandbox.mode
     assert {c.status for c in result.cells} == {"ok", cell_status}
+
+
+def test_deleting_the_extractor_is_an_error_not_full_marks(toy_catalogue, toy_solution, engine_sandbox):
+    nb = nbformat.read(toy_solution, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "for _k in [k for k in globals() if k.startswith('_tg_')]:\n    del globals()[_k]"))
+    result = grade_notebook(nbformat.writes(nb), catalogue=toy_catalogue, sandbox=engine_sandbox)
+    assert result.status is Status.ERROR and result.score == 0
+    assert "could not read the answers" in result.message
+    assert all(c.status == "ok" for c in result.cells)

@@ -76,3 +76,40 @@ def procs_with(marker: str) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+class Recording:
+    """A Sandbox wrapper that remembers the sessions it started (so tests can inspect their uids)."""
+
+    mode = "bwrap"
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.sessions: list = []
+
+    def start(self, request):
+        session = self.inner.start(request)
+        self.sessions.append(session)
+        return session
+
+
+def uid_is_clean(sandbox, user, timeout: float = 5.0) -> bool:
+    """True if `user` has no process left. Other test runs on this machine may legitimately take the
+    same sandbox user right after us, so the check holds the user's lock while it looks."""
+    import fcntl
+
+    path = os.path.join(sandbox.uids._lock_dir, f"{user.pw_name}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return True  # in use by someone else all along: nothing of ours can be told apart
+                time.sleep(0.1)
+        return wait_gone(lambda: not uid_pids(user.pw_uid), timeout)
+    finally:
+        os.close(fd)

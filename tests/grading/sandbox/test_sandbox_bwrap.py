@@ -11,7 +11,7 @@ from grading.exercise import REPO_ROOT, Limits
 from grading.sandbox import KernelRequest, make_sandbox
 from grading.sandbox.bwrap import UidPool
 
-from conftest import Runner, procs_with, uid_pids, wait_gone, needs_bwrap
+from conftest import Runner, needs_bwrap, procs_with, uid_is_clean, wait_gone
 
 pytestmark = [needs_bwrap, pytest.mark.slow]
 SMALL = Limits(memory_mb=1024, max_processes=32, max_file_mb=8, scratch_mb=32, cpu_time_s=20)
@@ -118,7 +118,7 @@ def test_memory_file_size_and_process_limits_are_reported(bwrap_sandbox):
     run.close()
     hits = s.close()
     assert {"memory limit", "file size limit", "process limit"} <= set(hits)
-    assert wait_gone(lambda: not uid_pids(s.user.pw_uid))
+    assert uid_is_clean(bwrap_sandbox, s.user)
 
 
 def test_cpu_time_limit_kills_kernel(bwrap_sandbox):
@@ -141,7 +141,7 @@ def test_close_kills_every_process_of_the_run(bwrap_sandbox):
     run.close()
     s.close()
     assert wait_gone(lambda: not procs_with("876543"))
-    assert not uid_pids(s.user.pw_uid)
+    assert uid_is_clean(bwrap_sandbox, s.user)
     assert not s.runtime.exists()
 
 

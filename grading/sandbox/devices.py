@@ -7,6 +7,7 @@ inventory that the tests label as fake. See docs/sandbox.md, "Devices".
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from typing import Callable, Iterable
 from grading.exercise import Resources
 from grading.sandbox import DeviceGrant
 
+log = logging.getLogger(__name__)
 VISIBLE_ENV = {"cuda": "CUDA_VISIBLE_DEVICES", "npu": "ASCEND_RT_VISIBLE_DEVICES"}
 SHARED_NODES = {
     "cuda": ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"),
@@ -70,9 +72,15 @@ def detect() -> dict[str, list[int]]:
     return found
 
 
+class _NoTool(Exception):
+    """The vendor tool is not installed: nothing can hold the device (a configured, fake inventory)."""
+
+
 def _run(argv: list[str]) -> str | None:
+    """The tool's stdout; None if it failed (device state unknown); _NoTool if it is not installed."""
     if shutil.which(argv[0]) is None:
-        return None
+        log.warning("cannot check device hygiene: %s is not installed; treating the device as free", argv[0])
+        raise _NoTool(argv[0])
     try:
         return subprocess.run(argv, capture_output=True, text=True, timeout=20, check=True).stdout
     except (subprocess.SubprocessError, OSError):
@@ -107,7 +115,12 @@ def npu_busy(device: int) -> bool:
 
 
 def host_busy_check(kind: str, device: int) -> bool:
-    return {"cuda": cuda_busy, "npu": npu_busy}.get(kind, lambda _d: False)(device)
+    """Vendor-tool check; a tool that fails means "unknown", which quarantines (never hand out a
+    device we could not prove free); a tool that is absent means there is nothing to hold it."""
+    try:
+        return {"cuda": cuda_busy, "npu": npu_busy}.get(kind, lambda _d: False)(device)
+    except _NoTool:
+        return False
 
 
 class DeviceInventory:

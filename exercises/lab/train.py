@@ -156,7 +156,7 @@ PROFILES: dict[str, dict] = {
     # Graded notebooks and tests: 3 steps, 2 ranks on gloo, well under a minute on 2 quiet cores.
     "cpu-tiny": {},
     # The longer CPU run behind docs/lab-training.md (reward curve).
-    "cpu-long": {"steps": 50, "train_batch_size": 8, "n": 8, "ppo_mini_batch_size": 4, "warmup_steps": 5, "lr": 3e-4},
+    "cpu-long": {"steps": 50, "train_batch_size": 8, "n": 8, "ppo_mini_batch_size": 4, "warmup_steps": 5, "lr": 1e-4},
     # The lab trainer on CUDA (nccl), bigger batches. UNVERIFIED: no GPU on the build machines.
     "cuda-small": {"device": "cuda", "steps": 20, "train_batch_size": 32, "n": 8, "ppo_mini_batch_size": 8,
                    "threads_per_rank": 4},

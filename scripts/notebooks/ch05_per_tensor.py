@@ -178,6 +178,14 @@ print(len(NAMES), DTYPES, TIED)
 ''')
 
 
+SELFCHECK = code('''
+# Public self-check: full (not sharded) shapes, bf16, the tied head present and equal on both ranks
+print(SHAPES["model.embed_tokens.weight"], "(expect the full [vocab=128, dim=64])")
+print("dtypes:", DTYPES, "| tied lm_head equals embedding:", TIED["lm_head_is_embedding"],
+      "| ranks agree:", TIED["ranks_agree"])
+''')
+
+
 def _reference() -> dict:
     ref = reference_run()
     assert ref["tied"] == {"lm_head_is_embedding": True, "ranks_agree": True}, ref["tied"]
@@ -223,7 +231,7 @@ def spec() -> Spec:
              "title": ("Tensor checksums", "张量校验和")},
         ],
         reference=_reference(),
-        cells=[INTRO, TASK, answer(STUB, SOL), HARNESS],
+        cells=[INTRO, TASK, answer(STUB, SOL), HARNESS, SELFCHECK],
         mistakes=[
             Mistake("local_shards", [("            value = value.full_tensor()  # all-gather of the Shard(0) pieces",
                                       "            value = value.to_local()")],

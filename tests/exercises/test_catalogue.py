@@ -134,14 +134,11 @@ def _distinctive(leaf) -> list[str]:
     return []
 
 
-@pytest.mark.parametrize("ex", EXERCISES, ids=ids)
-def test_template_does_not_leak_hidden_expectations(ex):
-    """Hidden cases' expected values (distinctive ones) must not appear in the learner's template."""
-    nb = _notebook(ex.notebook_path)
-    text = "\n".join(c.source for c in nb.cells)
+def hidden_leaks(reference: dict, text: str) -> list[str]:
+    """Distinctive expected values of hidden function calls that appear in `text` (a template's sources)."""
     public: set = set()  # values the learner may see anyway: public expectations and every call input
     inputs_text = []
-    for entry in ex.reference()["checks"].values():
+    for entry in reference["checks"].values():
         for call in entry.get("calls", []):
             for leaf in (*_leaves(call.get("args", [])), *_leaves(call.get("kwargs", {}))):
                 public.add(repr(leaf))
@@ -150,7 +147,7 @@ def test_template_does_not_leak_hidden_expectations(ex):
                 public.update(map(repr, _leaves(call.get("expect"))))
     inputs_blob = "\n".join(inputs_text)
     leaks = []
-    for entry in ex.reference()["checks"].values():
+    for entry in reference["checks"].values():
         for call in entry.get("calls", []):
             if call.get("public"):
                 continue
@@ -160,7 +157,26 @@ def test_template_does_not_leak_hidden_expectations(ex):
                 for needle in _distinctive(leaf):
                     if re.search(r"(?<![\w.])" + re.escape(needle) + r"(?![\w])", text):
                         leaks.append(needle)
-    assert not leaks, f"{ex.id}: template shows hidden expected values {sorted(set(leaks))[:5]}"
+    return sorted(set(leaks))
+
+
+def test_leak_guard_catches_a_hidden_value_and_ignores_public_ones():
+    ref = {"checks": {"c": {"calls": [
+        {"args": [1], "expect": 1720574976, "public": False},
+        {"args": [2], "expect": 0.0883883, "public": True, "label": "x"},
+        {"args": ["long input string with spaces"], "expect": "long input string", "public": False}]}}}
+    assert hidden_leaks(ref, "print(1720574976)") == ["1720574976"]
+    assert hidden_leaks(ref, "scale = 0.0883883  # public example") == []
+    assert hidden_leaks(ref, "x = 'long input string'") == []
+    assert hidden_leaks(ref, "n = 17205749760") == []
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=ids)
+def test_template_does_not_leak_hidden_expectations(ex):
+    """Hidden cases' expected values (distinctive ones) must not appear in the learner's template."""
+    text = "\n".join(c.source for c in _notebook(ex.notebook_path).cells)
+    leaks = hidden_leaks(ex.reference(), text)
+    assert not leaks, f"{ex.id}: template shows hidden expected values {leaks[:5]}"
 
 
 def test_answer_files_are_json_with_utf8():

@@ -35,6 +35,11 @@ class Batch:
     group_index: np.ndarray
     """[B] prompt uid; GRPO normalizes within a group."""
 
+    def to(self, device: torch.device) -> "Batch":
+        """The same batch with every tensor on `device` (the accelerator when not training on the CPU)."""
+        moved = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in self.__dict__.items()}
+        return Batch(**moved)
+
 
 def collate(samples: list[dict], *, pad_id: int) -> Batch:
     """Pad agent-loop samples (prompt_ids, response_ids, response_mask, score, uid) into a Batch."""
@@ -68,7 +73,7 @@ def response_logits(model: torch.nn.Module, batch: Batch, rows: slice | None = N
     logits = model(ids)
     prompt_lens = batch.prompt_lens[rows]
     r = batch.responses.shape[1]
-    offsets = prompt_lens.unsqueeze(1) - 1 + torch.arange(r).unsqueeze(0)  # [B, R]
+    offsets = prompt_lens.unsqueeze(1) - 1 + torch.arange(r, device=prompt_lens.device).unsqueeze(0)  # [B, R]
     offsets = offsets.clamp(max=ids.shape[1] - 1).to(logits.device)
     return torch.gather(logits, 1, offsets.unsqueeze(-1).expand(-1, -1, logits.shape[-1]))
 
@@ -85,7 +90,7 @@ def token_level_rewards(batch: Batch) -> torch.Tensor:
     """The sequence score on the last valid response token, zeros elsewhere (verl's reward layout)."""
     rewards = torch.zeros_like(batch.response_mask)
     last = (batch.response_lens - 1).clamp(min=0)
-    rewards[torch.arange(len(last)), last] = batch.scores
+    rewards[torch.arange(len(last), device=last.device), last] = batch.scores
     return rewards
 
 

@@ -80,7 +80,7 @@ def train_step(trainer, step: int) -> dict:
             samples = play(trainer, words, local_prompts, n=cfg.n, step=step)
         with timer.section("reward"):
             score(samples)
-        batch = grpo.collate(samples, pad_id=trainer.pad_id)
+        batch = grpo.collate(samples, pad_id=trainer.pad_id).to(trainer.device)
         mask = batch.response_mask
         with timer.section("old_log_prob"):
             old_log_prob, entropy = _forward_log_probs(trainer.actor, batch, grad=False)

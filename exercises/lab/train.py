@@ -15,12 +15,12 @@ import json
 import os
 import socket
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from exercises.lab.checkpoint import SHIPPED_CHECKPOINT
+from exercises.lab.parallel import RESHARD_POLICIES
 
-RESHARD_POLICIES = ("default", "always", "never")
 LOSS_AGG_MODES = ("token-mean",)
 
 

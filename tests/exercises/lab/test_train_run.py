@@ -124,11 +124,16 @@ def test_console_lines_are_verl_format(tiny_run, cli_rerun):
 
 
 def test_save_freq_writes_an_hf_checkpoint_that_loads_through_from_hf(tmp_path):
+    """Also exercises the other FSDP2 knobs: CPU offload (unpinned) and reshard_after_forward=never."""
     from exercises.lab import checkpoint
     from exercises.lab.model import build_titan_model
 
     result = train.run(profile="cpu-tiny", steps=1, save_freq=1, train_batch_size=2, n=2, ppo_mini_batch_size=2,
+                       param_offload=True, optimizer_offload=True, reshard_after_forward="never",
                        out_dir=str(tmp_path), console=False)
+    parallel = result["run"]["parallel"]
+    assert parallel["param_offload"] is True and parallel["reshard_after_forward"] == "never"
+    assert result["run"]["params_are_dtensors"] is True
     target = tmp_path / "checkpoints" / "global_step_1"
     assert (target / "model.safetensors").is_file() and (target / "tokenizer.json").is_file()
     dims = checkpoint.dims_of_checkpoint(target)

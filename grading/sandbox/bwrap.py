@@ -26,7 +26,7 @@ from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT, Limits
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
 from grading.sandbox.devices import device_env, device_nodes
-from grading.sandbox.watch import CPU, DISK, FILE_SIZE, LimitWatcher
+from grading.sandbox.watch import CPU, DISK, FILE_SIZE, MEMORY, LimitWatcher
 
 LAUNCHER = Path(__file__).with_name("_launcher.py")
 INNER_LAUNCHER = "/opt/titangrade/launcher.py"
@@ -175,12 +175,13 @@ class BwrapSession(KernelSession):
     mode = "bwrap"
 
     def __init__(self, *, km: _SandboxKernelManager, runtime: Path, user: pwd.struct_passwd,
-                 uids: UidPool, limits: Limits, watcher: LimitWatcher) -> None:
+                 uids: UidPool, limits: Limits, watcher: LimitWatcher, accelerator: bool = False) -> None:
         self.km = km
         self.runtime = runtime
         self.user = user
         self.limits = limits
         self.watcher = watcher
+        self.accelerator = accelerator
         self._uids = uids
         self._closed: list[str] | None = None
         self._lock = threading.Lock()
@@ -229,6 +230,10 @@ class BwrapSession(KernelSession):
             return set()
         # bwrap reports a child killed by signal N as exit status 128 + N
         sig = code - 128 if code > 128 else -code if code < 0 else 0
+        if sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS) and not self.accelerator:
+            # under RLIMIT_AS a native crash is almost always an unchecked failed allocation (seen: libzmq
+            # segfaults when a print flood exhausts the address space)
+            return {MEMORY}
         return {signal.SIGXCPU: {CPU}, signal.SIGXFSZ: {FILE_SIZE}}.get(sig, set())
 
     def close(self) -> list[str]:
@@ -278,9 +283,11 @@ class BwrapSandbox(Sandbox):
             deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
             session: BwrapSession | None = None
             watcher = LimitWatcher(km, output_cap_bytes=cfg.output_hard_cap_mb * MiB, deadline=deadline,
-                                   kill=lambda: session.kill() if session else None)
+                                   kill=lambda: session.kill() if session else None,
+                                   stream_limit_bytes=request.limits.max_output_kb * 1024)
             session = BwrapSession(km=km, runtime=runtime, user=user, uids=self.uids,
-                                   limits=request.limits, watcher=watcher)
+                                   limits=request.limits, watcher=watcher,
+                                   accelerator=request.devices.kind != "cpu")
         except Exception as exc:
             shutil.rmtree(runtime, ignore_errors=True)
             kill_uid(user.pw_uid)

@@ -73,10 +73,12 @@ class LimitWatcher(threading.Thread):
     """
 
     def __init__(self, km: Any, *, output_cap_bytes: int, deadline: float | None,
-                 kill: Callable[[], None]) -> None:
+                 kill: Callable[[], None], stream_limit_bytes: int | None = None) -> None:
         super().__init__(daemon=True, name="tg-limit-watcher")
         self.km = km
         self.output_cap_bytes = output_cap_bytes
+        self.stream_limit_bytes = stream_limit_bytes  # the exercise's max_output_kb: reported, not enforced
+        self.stream_bytes = 0
         self.deadline = deadline
         self._kill = kill
         self._halt = threading.Event()
@@ -96,7 +98,7 @@ class LimitWatcher(threading.Thread):
         """Start accounting afresh (a pre-warmed kernel handed to its submission)."""
         with self._lock:
             self._hits.clear()
-            self.output_bytes = 0
+            self.output_bytes = self.stream_bytes = 0
             self._interrupted = self._killed = False
             self.deadline = deadline
 
@@ -139,7 +141,11 @@ class LimitWatcher(threading.Thread):
                 self._add(classify_message(msg))
                 if msg.get("msg_type") == "execute_input":  # the output cap is per cell
                     with self._lock:
-                        self.output_bytes, self._interrupted = 0, False
+                        self.output_bytes, self.stream_bytes, self._interrupted = 0, 0, False
+                elif msg.get("msg_type") == "stream":  # learner prints (grader payloads are display_data)
+                    self.stream_bytes += message_size(msg)
+                    if self.stream_limit_bytes is not None and self.stream_bytes > self.stream_limit_bytes:
+                        self._add({OUTPUT})  # also when the flood then kills the kernel before the engine sees it
                 self._account(lambda: session.send(control, "interrupt_request", {}), message_size(msg))
         finally:
             iopub.close(linger=0)

@@ -131,7 +131,10 @@ def test_cheater_who_loads_the_reference_scores_zero(grade):
 ])
 def test_resource_attacks_end_with_their_limit(grade, name, limit):
     result = grade(name)
-    assert limit in result.limits_hit, (result.limits_hit, result.cells)
+    expected = {limit}
+    if name == "print_200mb":  # a flood faster than the readers can make libzmq itself run out of memory
+        expected.add("memory limit")
+    assert expected & set(result.limits_hit), (result.limits_hit, result.cells)
     assert result.status == Status.ERROR
     assert points(result, "product") == 1
 

@@ -160,8 +160,8 @@ def _num(value) -> float:
 
 def _optimizer_to(trainer, device: torch.device) -> None:
     """optimizer_offload: move AdamW state between the CPU and the device (a no-op on CPU-only runs)."""
-    if not trainer.cfg.optimizer_offload or trainer.device.type == "cpu":
-        return
+    if not trainer.cfg.optimizer_offload or trainer.device.type == "cpu" or trainer.cfg.param_offload:
+        return  # with param_offload the AdamW state already lives with the (CPU) parameters
     for opt in trainer.optimizers:
         for state in opt.state.values():
             for key, value in state.items():

@@ -100,6 +100,9 @@ class TrainConfig:
     """Save an HF checkpoint every N steps (and at the end); -1 never."""
     test_freq: int = -1
     """Validate on the test split every N steps; -1 never."""
+    val_before_train: bool = False
+    """Validate once before step 1 (the course's val_before_train=True); printed as verl's
+    "Initial validation metrics: {...}" line and stored in run.json, not in metrics.jsonl."""
     val_n: int = 1
     """Validation samples per test word."""
     seed: int = 1

@@ -113,6 +113,11 @@ class Trainer:
             self._write_run_json(status="running")
             if self.cfg.console:
                 print(f"Total training steps: {self.total_steps}", flush=True)
+        initial = steps.validate(self, 0) if self.cfg.val_before_train else None
+        if initial is not None and self.rank == 0:
+            self._write_run_json(status="running", initial_validation=initial)
+            if self.cfg.console:
+                print(f"Initial validation metrics: {initial}", flush=True)
         for step in range(1, self.total_steps + 1):
             metrics = steps.train_step(self, step)
             if self.cfg.test_freq > 0 and (step % self.cfg.test_freq == 0 or step == self.total_steps):
@@ -123,7 +128,7 @@ class Trainer:
                 sink.log(step, metrics)
         peak = _gather_peak_rss(self)
         if self.rank == 0:
-            self._write_run_json(status="finished", peak_rss_mb_per_rank=peak)
+            self._write_run_json(status="finished", peak_rss_mb_per_rank=peak, initial_validation=initial)
 
     @property
     def total_steps(self) -> int:

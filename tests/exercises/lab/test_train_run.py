@@ -124,13 +124,15 @@ def test_console_lines_are_verl_format(tiny_run, cli_rerun):
 
 
 def test_save_freq_writes_an_hf_checkpoint_that_loads_through_from_hf(tmp_path):
-    """Also exercises the other FSDP2 knobs: CPU offload (unpinned) and reshard_after_forward=never."""
+    """Also exercises CPU offload (unpinned), reshard_after_forward=never and validation on the test words."""
     from exercises.lab import checkpoint
     from exercises.lab.model import build_titan_model
 
     result = train.run(profile="cpu-tiny", steps=1, save_freq=1, train_batch_size=2, n=2, ppo_mini_batch_size=2,
                        param_offload=True, optimizer_offload=True, reshard_after_forward="never",
-                       out_dir=str(tmp_path), console=False)
+                       test_freq=1, val_before_train=True, out_dir=str(tmp_path), console=False)
+    assert 0.0 <= result["metrics"][0]["val-core/wordle/reward/mean@1"] <= 2.2
+    assert "val-aux/wordle/format/mean@1" in result["run"]["initial_validation"]
     parallel = result["run"]["parallel"]
     assert parallel["param_offload"] is True and parallel["reshard_after_forward"] == "never"
     assert result["run"]["params_are_dtensors"] is True

@@ -15,7 +15,9 @@ from exercises.lab.wordle import compute_score
 
 def sync_weights(trainer) -> int:
     """verl's update_weights: actor -> `get_per_tensor_param` (HF names, full tensors, bf16) -> rollout engine."""
-    named = checkpoint.get_per_tensor_param(trainer.actor, trainer.adapter, dtype=torch.bfloat16)
+    # shards go to the training device first (the all-gather needs it under nccl/hccl), as verl's engine does
+    named = checkpoint.get_per_tensor_param(trainer.actor, trainer.adapter, dtype=torch.bfloat16,
+                                            device=trainer.device)
     return trainer.rollout.update_weights(named)
 
 

@@ -92,9 +92,9 @@ def get_per_tensor_param(
 
 
 def save_actor_checkpoint(directory: str | Path, model: torch.nn.Module, adapter: Qwen3StateDictAdapter,
-                          config: dict, *, rank: int, step: int) -> Path | None:
+                          config: dict, *, rank: int, step: int, device: str | torch.device = "cpu") -> Path | None:
     """Materialize the actor's weights (collective) and write them, HF format, on rank 0 only."""
-    full = {name: t.float() for name, t in get_per_tensor_param(model, adapter, dtype=torch.float32)}
+    full = {name: t.cpu() for name, t in get_per_tensor_param(model, adapter, dtype=torch.float32, device=device)}
     if rank != 0:
         return None
     out = save_hf_checkpoint(directory, full, config)

@@ -139,7 +139,8 @@ class Trainer:
 
         target = self.out_dir / "checkpoints" / f"global_step_{step}"
         config = checkpoint.read_hf_config(self.cfg.model_path)
-        checkpoint.save_actor_checkpoint(target, self.actor, self.adapter, config, rank=self.rank, step=step)
+        checkpoint.save_actor_checkpoint(target, self.actor, self.adapter, config, rank=self.rank, step=step,
+                                         device=self.device)
         if self.rank == 0:
             self.tokenizer.save_pretrained(target)
 

@@ -131,7 +131,7 @@ class LimitWatcher(threading.Thread):
                     self._add({TIME})
                     self._killed = True
                     self._kill()
-                if not iopub.poll(200):
+                if not iopub.poll(50):
                     continue
                 try:
                     _, parts = session.feed_identities(iopub.recv_multipart())

@@ -11,7 +11,7 @@ from grading.exercise import REPO_ROOT, Limits
 from grading.sandbox import KernelRequest, make_sandbox
 from grading.sandbox.bwrap import UidPool
 
-from conftest import Runner, needs_bwrap, procs_with, uid_is_clean, wait_gone
+from sandbox_helpers import Runner, needs_bwrap, procs_with, uid_is_clean, wait_gone
 
 pytestmark = [needs_bwrap, pytest.mark.slow]
 SMALL = Limits(memory_mb=1024, max_processes=32, max_file_mb=8, scratch_mb=32, cpu_time_s=20)

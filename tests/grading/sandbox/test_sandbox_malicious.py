@@ -16,7 +16,7 @@ from grading.exercise import REPO_ROOT, Catalogue
 from grading.pipeline import grade_notebook
 from grading.result import Status
 
-from conftest import FIXTURES, Recording, needs_bwrap, procs_with, uid_is_clean, wait_gone
+from sandbox_helpers import FIXTURES, Recording, needs_bwrap, procs_with, uid_is_clean, wait_gone
 
 pytestmark = [needs_bwrap, pytest.mark.slow]
 CATALOGUE = FIXTURES / "catalogue"

@@ -10,7 +10,7 @@ from grading.exercise import Limits
 from grading.sandbox import KernelRequest
 from grading.sandbox.pool import PrewarmedSandbox
 
-from conftest import Runner, needs_bwrap
+from sandbox_helpers import Runner, needs_bwrap
 
 pytestmark = [needs_bwrap, pytest.mark.slow]
 

@@ -7,7 +7,6 @@ sandbox's network namespace is not the host's. See docs/sandbox.md for the threa
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import pwd
@@ -26,6 +25,7 @@ from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT, Limits
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
 from grading.sandbox.devices import device_env, device_nodes
+from grading.sandbox.users import UidPool, kill_uid
 from grading.sandbox.watch import CPU, DISK, FILE_SIZE, MEMORY, LimitWatcher
 
 LAUNCHER = Path(__file__).with_name("_launcher.py")
@@ -53,82 +53,6 @@ class BwrapConfig:
     output_hard_cap_mb: int = 64  # over this the cell is interrupted; over twice this the sandbox dies
     wall_grace_s: float = 60.0  # backstop kill at run_timeout_s + this (the engine times out first)
     bwrap: str = "bwrap"
-
-
-class UidPool:
-    """Hands out the sandbox users, one per live sandbox, so per-uid limits never pool across runs.
-
-    Ownership is an flock on `<lock_dir>/<user>.lock`, so worker processes never share a user either,
-    and a crashed worker's lock dies with it (its leftovers are swept by the next owner).
-    """
-
-    def __init__(self, users: tuple[str, ...], lock_dir: str) -> None:
-        self._users = [pwd.getpwnam(u) for u in users]
-        self._lock_dir = lock_dir
-        self._held: dict[int, int] = {}  # uid -> fd holding its flock
-        self._lock = threading.Lock()
-
-    def acquire(self) -> pwd.struct_passwd:
-        os.makedirs(self._lock_dir, mode=0o700, exist_ok=True)
-        with self._lock:
-            for user in self._users:
-                if user.pw_uid in self._held:
-                    continue
-                fd = os.open(os.path.join(self._lock_dir, f"{user.pw_name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    continue
-                self._held[user.pw_uid] = fd
-                break
-            else:
-                raise GraderFault("no free sandbox user: every tgsbxN is running a kernel; retry later or "
-                                  "add users with TITANGRADE_SANDBOX_USERS=N scripts/install-system-deps.sh")
-        if not kill_uid(user.pw_uid):  # leftovers of a crashed worker that held this user
-            raise GraderFault(f"sandbox user {user.pw_name} has processes that cannot be killed; "
-                              "it stays locked until a restart")
-        return user
-
-    def release(self, user: pwd.struct_passwd) -> None:
-        with self._lock:
-            fd = self._held.pop(user.pw_uid, None)
-        if fd is not None:
-            os.close(fd)  # drops the flock
-
-
-def uid_processes(uid: int) -> list[int]:
-    """Host pids whose real uid is `uid` (should be none once a sandbox is gone)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/status") as fh:
-                    for line in fh:
-                        if line.startswith("Uid:"):
-                            if int(line.split()[1]) == uid:
-                                pids.append(int(entry))
-                            break
-            except OSError:
-                continue
-    return pids
-
-
-def kill_uid(uid: int, timeout_s: float = 5.0) -> bool:
-    """SIGKILL every process of `uid` until none is left; False if some survive `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        pids = uid_processes(uid)
-        if not pids:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.05)
 
 
 def rlimits(limits: Limits, *, accelerator: bool) -> dict[str, tuple[int, int]]:

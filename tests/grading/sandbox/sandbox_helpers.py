@@ -53,7 +53,7 @@ class Runner:
 
 
 def uid_pids(uid: int) -> list[int]:
-    from grading.sandbox.bwrap import uid_processes
+    from grading.sandbox.users import uid_processes
 
     return uid_processes(uid)
 

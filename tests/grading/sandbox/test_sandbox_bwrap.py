@@ -9,7 +9,7 @@ import pytest
 
 from grading.exercise import REPO_ROOT, Limits
 from grading.sandbox import KernelRequest, make_sandbox
-from grading.sandbox.bwrap import UidPool
+from grading.sandbox.users import UidPool
 
 from sandbox_helpers import Runner, needs_bwrap, procs_with, uid_is_clean, wait_gone
 

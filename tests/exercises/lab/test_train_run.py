@@ -164,3 +164,16 @@ def test_save_freq_writes_an_hf_checkpoint_that_loads_through_from_hf(tmp_path):
 def test_invalid_config_raises_before_any_rank_starts(overrides, message):
     with pytest.raises(ValueError, match=message):
         train.resolve_config({"profile": "cpu-tiny", **overrides})
+
+
+def test_seed_one_run_reproduces_the_recorded_reference_trace(tiny_run):
+    """Guards reference/traces/cpu-tiny (what the ch07 trend checks compare against) against drift."""
+    traces = ROOT / "reference" / "traces" / "cpu-tiny"
+    band = json.loads((traces / "band.json").read_text())
+    recorded = [json.loads(line) for line in (traces / "seed_1.jsonl").read_text().splitlines()]
+    assert band["format"] == "titangrade.metric_band/1" and band["seeds"][0] == 1
+    for record, ref in zip(tiny_run["metrics"], recorded, strict=True):
+        for name in band["metrics"]:
+            assert record[name] == pytest.approx(ref[name], rel=1e-6, abs=1e-9), (record["step"], name)
+            limits = band["metrics"][name][str(record["step"])]
+            assert limits["lo"] <= record[name] <= limits["hi"], (record["step"], name)

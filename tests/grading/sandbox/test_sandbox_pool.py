@@ -60,3 +60,21 @@ def test_families_without_a_pool_start_cold(pool):
     time.sleep(0.5)
     assert pool.ready(KernelRequest(kernel_family="torch")) == 0 and pool.misses == 1
     s.close()
+
+
+def test_engine_grades_through_a_warm_kernel(pool):
+    """grade_notebook needs no change to use the pool: same result, warm kernel, limits of the exercise."""
+    from grading.exercise import Catalogue
+    from grading.pipeline import grade_notebook
+    from grading.sandbox import KernelRequest as Request
+    from sandbox_helpers import FIXTURES
+
+    catalogue = Catalogue(FIXTURES / "catalogue" / "exercises", FIXTURES / "catalogue" / "reference")
+    manifest = catalogue.get("ch05.sbx_attack").manifest
+    request = Request(limits=manifest.limits, kernel_family=manifest.kernel_family)
+    pool.prepare(request)
+    assert pool.wait_ready(request, 1, timeout_s=60)
+    result = grade_notebook((FIXTURES / "allocate_50gb.ipynb").read_text(), catalogue=catalogue, sandbox=pool)
+    assert pool.hits == 1
+    assert result.sandbox == "bwrap" and "memory limit" in result.limits_hit
+    assert [c.score for c in result.checks] == [1.0, 0.0]

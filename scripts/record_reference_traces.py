@@ -34,15 +34,19 @@ CHECKED = {
     "response_length/mean": 25.0,
     "actor/lr": 1e-12,
     "actor/entropy": 0.15,
+    "actor/grad_norm": 0.3,
 }
 
 
-def band(seeds: list[int]) -> Path:
-    """Run cpu-tiny once per seed and write the per-seed traces and the tolerance band."""
+def band(seeds: list[int], *, rerun: bool = True) -> Path:
+    """Run cpu-tiny once per seed (or reuse the recorded seed_<S>.jsonl) and write the tolerance band."""
     out = TRACES / "cpu-tiny"
     out.mkdir(parents=True, exist_ok=True)
     runs = {}
     for seed in seeds:
+        if not rerun:
+            runs[seed] = [json.loads(line) for line in (out / f"seed_{seed}.jsonl").read_text().splitlines()]
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             result = train.run({"profile": "cpu-tiny", "seed": seed, "out_dir": tmp, "console": False})
         records = [deterministic_view(r) for r in result["metrics"]]
@@ -123,11 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="what", required=True)
     b = sub.add_parser("band")
     b.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    b.add_argument("--reuse", action="store_true", help="recompute band.json from the recorded seed traces")
     lg = sub.add_parser("long")
     lg.add_argument("--steps", type=int, default=50)
     lg.add_argument("--lr", type=float, default=None)
     args = parser.parse_args(argv)
-    path = band(args.seeds) if args.what == "band" else long_run(args.steps, args.lr)
+    path = band(args.seeds, rerun=not args.reuse) if args.what == "band" else long_run(args.steps, args.lr)
     print(f"wrote {path}")
     return 0
 

@@ -30,7 +30,7 @@ from grading.sandbox.watch import CPU, DISK, FILE_SIZE, MEMORY, LimitWatcher
 
 LAUNCHER = Path(__file__).with_name("_launcher.py")
 INNER_LAUNCHER = "/opt/titangrade/launcher.py"
-SCRATCH, WORKDIR, TMPDIR = "/scratch", "/scratch/work", "/scratch/tmp"
+SCRATCH, WORKDIR, TMPDIR = "/scratch", "/scratch/work", "/tmp"
 ENV_ALLOW = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE",
              "OPENBLAS_L2_SIZE")
 ETC_ALLOW = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "alternatives",
@@ -298,9 +298,10 @@ class BwrapSandbox(Sandbox):
         args += self._etc_files(runtime, user)
         args += ["--proc", "/proc", "--dev", "/dev",
                  "--perms", "1777", "--size", scratch, "--tmpfs", "/dev/shm",
-                 "--perms", "0755", "--size", scratch, "--tmpfs", SCRATCH,
-                 "--dir", WORKDIR, "--dir", TMPDIR, "--symlink", TMPDIR, "/tmp"]
-        made: set[str] = {"/", "/etc", "/usr", "/dev", "/proc", SCRATCH, "/tmp"}
+                 "--perms", "0755", "--size", scratch, "--tmpfs", SCRATCH, "--dir", WORKDIR,
+                 # a real dir, not a symlink into /scratch: the repo or venv may live under the host's /tmp
+                 "--perms", "1777", "--size", scratch, "--tmpfs", TMPDIR]
+        made: set[str] = {"/", "/etc", "/usr", "/dev", "/proc", SCRATCH, TMPDIR}
         accelerator = request.devices.kind != "cpu"
         if accelerator:  # drivers and tools read sysfs for the device tree (real code, not run here)
             args += ["--ro-bind", "/sys", "/sys"]
@@ -315,6 +316,6 @@ class BwrapSandbox(Sandbox):
         for node in device_nodes(request.devices):
             args += ["--dev-bind", node, node]
         args += ["--chdir", "/"]
-        launch = {"uid": user.pw_uid, "gid": user.pw_gid, "own": [WORKDIR, TMPDIR], "cwd": WORKDIR,
+        launch = {"uid": user.pw_uid, "gid": user.pw_gid, "own": [WORKDIR], "cwd": WORKDIR,
                   "rlimits": rlimits(lim, accelerator=accelerator), "env": self.kernel_env(request)}
         return args + ["--", self.config.python, "-I", "-S", INNER_LAUNCHER, json.dumps(launch), "--"]

@@ -89,8 +89,14 @@ class Settings(BaseSettings):
         return int(self.max_upload_mb * 1024 * 1024)
 
     def resolve_sandbox(self) -> tuple["Settings", str]:
-        """Decide the sandbox once: auto means bwrap; in dev mode only, an unusable bwrap falls back to
-        unsafe-local (with the reason returned so the caller prints it); in prod it is refused."""
+        """Decide the sandbox once: auto means bwrap, and an unusable bwrap is refused in every mode.
+
+        Learner kernels run unisolated only when a deployer opts in explicitly with
+        TITANGRADE_SANDBOX=unsafe-local (dev mode only; every result then says `sandbox: unsafe-local`).
+        """
+        if self.sandbox == "unsafe-local":
+            return self, ("WARNING: TITANGRADE_SANDBOX=unsafe-local: learner kernels run UNISOLATED "
+                          "(development only; every result says sandbox: unsafe-local)")
         if self.sandbox != "auto":
             return self, ""
         from grading.sandbox import probe
@@ -98,11 +104,10 @@ class Settings(BaseSettings):
         found = probe()
         if found.usable:
             return self.model_copy(update={"sandbox": "bwrap"}), ""
-        if self.mode == "dev":
-            return (self.model_copy(update={"sandbox": "unsafe-local"}),
-                    f"WARNING: bwrap sandbox unavailable ({found.reason}); DEV MODE runs learner kernels "
-                    "UNISOLATED (sandbox: unsafe-local)")
-        raise UnsafeSettings(f"refusing to start: the bwrap sandbox is unavailable: {found.reason}")
+        raise UnsafeSettings(
+            f"refusing to start: the bwrap sandbox is unavailable: {found.reason}. Fix the host "
+            "(run scripts/install-system-deps.sh as root), or, on a development machine only, opt in "
+            "to unisolated kernels with TITANGRADE_SANDBOX=unsafe-local")
 
     def with_dev_secret(self) -> tuple["Settings", bool]:
         """In dev mode with no secret, generate an ephemeral one; returns (settings, generated)."""

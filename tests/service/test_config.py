@@ -45,8 +45,10 @@ def test_auto_sandbox_resolves_once(monkeypatch):
     from grading.sandbox.probe import Probe
 
     monkeypatch.setattr(sandbox_pkg, "probe", lambda: Probe(False, "bwrap missing; install it"))
-    dev, warning = Settings(mode="dev", sandbox="auto").resolve_sandbox()
-    assert dev.sandbox == "unsafe-local" and "UNISOLATED" in warning and "bwrap missing" in warning
+    with pytest.raises(UnsafeSettings, match="bwrap missing.*TITANGRADE_SANDBOX=unsafe-local"):
+        Settings(mode="dev", sandbox="auto").resolve_sandbox()
+    explicit, warning = Settings(mode="dev", sandbox="unsafe-local").resolve_sandbox()
+    assert explicit.sandbox == "unsafe-local" and "UNISOLATED" in warning
     with pytest.raises(UnsafeSettings, match="bwrap missing"):
         Settings(mode="prod", secret_key="s" * 40, sandbox="auto").resolve_sandbox()
     monkeypatch.setattr(sandbox_pkg, "probe", lambda: Probe(True, "ok"))

@@ -177,3 +177,55 @@ def test_seed_one_run_reproduces_the_recorded_reference_trace(tiny_run):
             assert record[name] == pytest.approx(ref[name], rel=1e-6, abs=1e-9), (record["step"], name)
             limits = band["metrics"][name][str(record["step"])]
             assert limits["lo"] <= record[name] <= limits["hi"], (record["step"], name)
+
+
+def test_ranks_die_with_their_launcher(tmp_path):
+    """A killed launcher (a timed-out grading kernel) must not leave training ranks running.
+
+    torch's spawn only arranges SIGINT on parent death, which does nothing when SIGINT is ignored (background
+    jobs, some kernel launchers); the launcher here ignores SIGINT so only the ranks' own SIGKILL request helps.
+    """
+    import signal
+    import time
+
+    log = (tmp_path / "launcher.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exercises.lab.train", "--profile", "cpu-tiny", "--steps", "40", "--out", str(tmp_path),
+         "--console", "false"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "OMP_NUM_THREADS": "1"}, preexec_fn=_ignore_interrupts,
+    )
+    try:
+        deadline = time.time() + 120
+        while not (tmp_path / "run.json").exists() and time.time() < deadline:  # ranks are up and training
+            time.sleep(0.5)
+        assert (tmp_path / "run.json").exists(), "the ranks never started"
+        children = [int(pid) for task in Path(f"/proc/{proc.pid}/task").iterdir()
+                    for pid in (task / "children").read_text().split()]
+        assert len(children) >= 2
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.time() + 8
+    alive = children
+    while alive and time.time() < deadline:
+        time.sleep(0.5)
+        alive = [pid for pid in children if _running(pid)]
+    for pid in alive:  # do not leak them into the rest of the session
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, f"ranks {alive} outlived their launcher"
+
+
+def _ignore_interrupts() -> None:
+    """What `nohup cmd &` does to a launcher: SIGINT and SIGHUP ignored (inherited by the ranks)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"

@@ -11,15 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+from nbcommon import LIMITS
+from nbcommon import toml_value as _toml_value
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 
-LIMITS = {
-    "light": {"cell_timeout_s": 30, "run_timeout_s": 120, "memory_mb": 2048},
-    "torch": {"cell_timeout_s": 120, "run_timeout_s": 300, "memory_mb": 4096},
-    "training": {"cell_timeout_s": 300, "run_timeout_s": 600, "memory_mb": 6144},
-}
 
 
 def md(zh: str, en: str) -> dict:
@@ -72,18 +69,6 @@ class Spec:
         return self.id.split(".", 1)[1]
 
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(type(v))
 
 
 def manifest_toml(s: Spec) -> str:

@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from jupyter_client import KernelManager
@@ -25,7 +25,7 @@ from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT, Limits
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
 from grading.sandbox.devices import device_env, device_nodes
-from grading.sandbox.users import UidPool, kill_uid
+from grading.sandbox.users import UidPool, installed_sandbox_users, kill_uid
 from grading.sandbox.watch import CPU, DISK, FILE_SIZE, MEMORY, LimitWatcher
 
 LAUNCHER = Path(__file__).with_name("_launcher.py")
@@ -46,7 +46,7 @@ class BwrapConfig:
     ro_paths: tuple[str, ...] = (sys.prefix, sys.base_prefix)  # venv + its base interpreter tree
     exercises: str = str(REPO_ROOT / "exercises")  # the course runtime, importable as exercises.lab
     pythonpath: str = str(REPO_ROOT)
-    users: tuple[str, ...] = tuple(f"tgsbx{i}" for i in range(8))
+    users: tuple[str, ...] = field(default_factory=lambda: installed_sandbox_users())
     runtime_root: str = "/run/titangrade"  # host dir for connection files + ipc sockets; never under /tmp,
     # which inside the sandbox is the scratch tmpfs
     startup_timeout_s: float = 60.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pwd
+import re
 import signal
 import threading
 import time
@@ -85,3 +86,11 @@ def kill_uid(uid: int, timeout_s: float = 5.0) -> bool:
             except OSError:
                 pass
         time.sleep(0.05)
+
+
+def installed_sandbox_users() -> tuple[str, ...]:
+    """Every `tgsbxN` account on the host (install-system-deps.sh makes TITANGRADE_SANDBOX_USERS of them),
+    in N order; falls back to tgsbx0..7 where none is installed, so the probe names the fix."""
+    found = sorted((int(m.group(1)), p.pw_name) for p in pwd.getpwall()
+                   if (m := re.fullmatch(r"tgsbx(\d+)", p.pw_name)))
+    return tuple(name for _, name in found) or tuple(f"tgsbx{i}" for i in range(8))

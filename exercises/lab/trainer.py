@@ -17,7 +17,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from exercises.lab.config import TrainConfig, lr_scheduler_config
-from exercises.lab.device import BACKENDS
+from exercises.lab.device import BACKENDS, current_device
 
 
 def _die_with_parent() -> None:
@@ -58,11 +58,7 @@ def worker_main(rank: int, config_dict: dict, port: int) -> None:
 
 
 def _device_type(requested: str) -> str:
-    if requested != "auto":
-        return requested
-    from exercises.lab.device import current_device
-
-    return current_device().kind
+    return requested if requested != "auto" else current_device().kind
 
 
 class Trainer:

@@ -44,10 +44,14 @@ def add_submission():
 
 def _add_submission(session, *, user="alice", course="c1", exercise_id="ch05.svc_sum", lane="short",
                    priority=0, devices=0, max_attempts=3, notebook=b"{}", max_score=3.0):
+    from service.auth.service import get_or_create_identity, set_membership
     from service.queue import service as queue
     from service.submissions.models import Submission
 
-    sub = Submission(id=uuid.uuid4().hex, user=user, course=course, exercise_id=exercise_id, lang="en",
+    identity = get_or_create_identity(session, issuer="titangrade", subject=user)
+    set_membership(session, identity=identity, course=course, role="learner")
+    sub = Submission(id=uuid.uuid4().hex, identity_id=identity.id, user=user, course=course,
+                     exercise_id=exercise_id, lang="en",
                      attempt=1, notebook=notebook, status="queued", max_score=max_score, message="")
     session.add(sub)
     session.flush()

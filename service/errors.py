@@ -97,12 +97,21 @@ ENGINE_ZH: dict[str, str] = {
 }
 
 
+ENGINE_HTTP_MESSAGES: dict[str, str] = {
+    "missing_exercise": "the notebook does not say which exercise it is for; send the form field exercise_id "
+                        "(see GET /api/v1/exercises) or start from the exercise's template "
+                        "(GET /api/v1/exercises/{id}/notebook)",
+}
+
+
 def from_engine(exc: InvalidSubmission) -> ServiceError:
     """The engine's rejection as an HTTP error; messages name endpoints, never CLI commands."""
     message, params = exc.message, {}
     if isinstance(exc, UnknownExercise):
         params["exercise_id"] = clip(exc.exercise_id)
         message = f"exercise {params['exercise_id']!r} does not exist; list the exercises with GET /api/v1/exercises"
+    elif exc.code in ENGINE_HTTP_MESSAGES:  # the engine's text names CLI flags; over HTTP name the field
+        message = ENGINE_HTTP_MESSAGES[exc.code]
     zh = ENGINE_ZH.get(exc.code)
     return ServiceError(message, code=exc.code, status_code=ENGINE_STATUS.get(exc.code, 422),
                         zh=zh.format(**params) if zh else None)

@@ -126,3 +126,50 @@ def e2e():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+class LiveServer:
+    """The real app under uvicorn on a free port, in a thread (real sockets, real HTTP parsing)."""
+
+    def __init__(self, app) -> None:
+        import socket
+        import threading
+
+        import uvicorn
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.app = app
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, name="tg-live-api", daemon=True)
+
+    def __enter__(self) -> "LiveServer":
+        import time
+
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the live test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def live_api(module_db_url, test_catalogue):
+    """A module's real HTTP server over its own database, with `tokens` as in `api`."""
+    from service.app import create_app
+
+    app = create_app(service_settings(module_db_url), catalogue=test_catalogue)
+    tokens = make_tokens(app.state.sessions)
+    with LiveServer(app) as live:
+        live.tokens = tokens
+        yield live
+    app.state.engine.dispose()

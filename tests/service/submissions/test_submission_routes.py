@@ -205,3 +205,19 @@ def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc)
     assert full[-1][1] == {"event": "done", "status": "graded", "score": 3.0, "max_score": 3.0, "run": 1}
     resumed = stream(**{"Last-Event-ID": str(full[1][0])})
     assert [f[1]["event"] for f in resumed] == ["cell", "done"]
+
+
+@pytest.mark.parametrize("change", ["notebook", "exercise"])
+def test_idempotency_key_is_bound_to_the_request(api, svc, change):
+    first = _post(api, svc, api.tokens["alice"], svc.notebook(), headers={"Idempotency-Key": "k-2"})
+    assert first.status_code == 202
+    if change == "notebook":
+        other = _post(api, svc, api.tokens["alice"], svc.notebook(wrong_word=True), headers={"Idempotency-Key": "k-2"})
+    else:
+        other = _post(api, svc, api.tokens["alice"], svc.notebook(), data={"exercise_id": "ch05.svc_long"},
+                      headers={"Idempotency-Key": "k-2"})
+    assert first.json()["id"] in _error(other, 422, "idempotency_key_reused")
+    same = _post(api, svc, api.tokens["alice"], svc.notebook(), headers={"Idempotency-Key": "k-2"})
+    assert same.status_code == 200 and same.json()["id"] == first.json()["id"]
+    # keys belong to one identity: bob may use the same key for his own submission
+    assert _post(api, svc, api.tokens["bob"], svc.notebook(), headers={"Idempotency-Key": "k-2"}).status_code == 202

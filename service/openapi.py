@@ -57,7 +57,7 @@ def build_openapi(app: FastAPI, *, api_prefix: str, public_paths: set[str]) -> d
             if path.startswith(api_prefix + "/") and path not in public_paths:
                 statuses.add(401)
             if "requestBody" in op:
-                statuses.add(413)
+                statuses |= {400, 413}
             if any(p.get("in") == "path" for p in op.get("parameters", [])):
                 statuses.add(404)
             for status in statuses:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from service.auth.models import LOCAL_ISSUER
 from service.timefmt import Timestamp
@@ -25,6 +25,7 @@ class Me(BaseModel):
 
 
 class TokenCreate(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
     subject: str = Field(min_length=1, max_length=200, pattern=NAME_PATTERN, description="the user's id at the issuer")
     issuer: str = Field(LOCAL_ISSUER, min_length=1, max_length=200, pattern=NAME_PATTERN)
     name: str | None = Field(None, max_length=200, pattern=NAME_PATTERN, description="display name (default: subject)")

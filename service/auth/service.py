@@ -61,7 +61,7 @@ def create_token(session: Session, *, user: str, role: str, course: str | None =
     if role == "admin" and course:
         raise ValueError("admin is a global role and takes no course; for one course use role instructor")
     if role != "admin" and not course:
-        raise ValueError(f"a {role} token needs a course; the only global role is admin")
+        raise ValueError(f"a {role}'s token needs a course; the only global role is admin")
     if expires_in_days is not None and expires_in_days <= 0:
         raise ValueError("the expiry must be positive (days)")
     identity = get_or_create_identity(session, issuer=issuer, subject=user)

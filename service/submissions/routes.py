@@ -15,6 +15,13 @@ from service.submissions.schemas import (OverrideCreate, OverridePublic, Regrade
                                          SubmissionList, SubmissionPublic)
 
 router = APIRouter(prefix="/submissions", tags=["submissions"])
+SSE_EVENT = {  # one server-sent event; `data` is a JSON object whose `event` repeats the event name
+    "type": "object", "required": ["data"],
+    "properties": {"id": {"type": "string", "pattern": "^[0-9]+$"},
+                   "event": {"type": "string", "description": "queued, claimed, started, cell, restart, checks, "
+                                                              "requeued, done (the engine may add kinds)"},
+                   "data": {"type": "string", "contentMediaType": "application/json"},
+                   "retry": {"type": "integer"}}}
 IDEMPOTENCY_KEY = Header(max_length=200, pattern=r"^[\x21-\x7e]+$",
                          description="makes a retried upload safe: the same key with the same request returns the "
                          "first submission (200); with a different request it is a 422")
@@ -75,7 +82,7 @@ def get_submission(submission_id: str, user: CurrentUser, session: SessionDep) -
 
 
 @router.get("/{submission_id}/events", response_class=StreamingResponse,
-            responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
+            responses={200: {"content": {"text/event-stream": {"schema": SSE_EVENT}},
                              "description": "the current run's events: queued, claimed, started, cell "
                                             "(index/total), checks, requeued, done; ends after done"},
                        204: {"description": "Last-Event-ID is the current run's done: nothing more to send"},

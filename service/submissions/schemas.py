@@ -1,7 +1,7 @@
 """What the submissions API sends and receives (never ORM rows)."""
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from service.timefmt import Timestamp
 
@@ -54,7 +54,7 @@ class OverrideCreate(BaseModel):
     score: float | None = Field(ge=0, description="the score to record; null removes the override")
     reason: str = Field(min_length=3, max_length=2000)
 
-    model_config = {"extra": "forbid"}
+    model_config = ConfigDict(strict=True, extra="forbid")  # `false` is not a score of 0
 
 
 class RegradeSkipped(BaseModel):

@@ -114,7 +114,7 @@ def svc():
     from types import SimpleNamespace
 
     return SimpleNamespace(settings=service_settings, tokens=make_tokens, notebook=notebook_bytes, auth=auth,
-                           catalogue_dir=CATALOGUE_DIR)
+                           catalogue_dir=CATALOGUE_DIR, live_server=lambda app: LiveServer(app))
 
 
 @pytest.fixture(scope="session")

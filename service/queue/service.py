@@ -20,6 +20,7 @@ from service.db import utcnow
 from service.grades.models import OutboxEvent
 from service.queue.models import Job, WorkerBeat
 from service.submissions.models import ProgressEvent, Submission
+from service.timefmt import rfc3339
 
 INTERACTIVE_PRIORITY = 0
 SINGLE_REGRADE_PRIORITY = 10
@@ -116,7 +117,7 @@ def _store_outcome(session: Session, *, submission_id: str, status: str, score: 
     session.add(OutboxEvent(submission_id=submission_id, kind=kind, payload={
         "submission_id": submission_id, "user": sub.user, "course": sub.course, "exercise_id": sub.exercise_id,
         "status": status, "score": score, "manual_score": sub.manual_score, "max_score": sub.max_score,
-        "attempt": sub.attempt, "timestamp": now.isoformat() + "Z"}))
+        "attempt": sub.attempt, "timestamp": rfc3339(now)}))
 
 
 def complete(session: Session, *, job: ClaimedJob, result: dict) -> bool:

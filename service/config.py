@@ -55,6 +55,21 @@ class Settings(BaseSettings):
     submissions_per_minute: int = Field(10, ge=1, description="per learner, all exercises")
     max_attempts_per_exercise: int = Field(0, ge=0, description="per learner; 0 = unlimited")
 
+    # webhooks (grade events out) and signed intake (service/webhooks, service/intake)
+    webhook_retry_base_s: float = Field(5.0, gt=0, description="first retry delay; doubles per attempt, with jitter")
+    webhook_retry_max_delay_s: float = Field(36000.0, gt=0, description="longest delay between two attempts")
+    webhook_retry_window_s: float = Field(90000.0, gt=0, description="a delivery is retried for this long after its "
+                                          "first attempt, then dead-lettered (default 25 h; tests shorten it)")
+    webhook_timeout_s: float = Field(10.0, gt=0, description="connect and read timeout of one delivery attempt")
+    webhook_concurrency: int = Field(8, ge=1, description="deliveries sent at once by one delivery loop")
+    webhook_batch: int = Field(64, ge=1, description="deliveries claimed per round")
+    webhook_poll_s: float = Field(1.0, gt=0, description="an idle delivery loop looks for due deliveries this often")
+    webhook_lease_s: float = Field(60.0, gt=0, description="a claimed delivery is retaken by another loop after this")
+    webhook_allowed_hosts: str = Field("", description="prod mode: hosts or CIDRs that may be private/loopback "
+                                       'endpoints, e.g. "lms.internal,10.1.0.0/16"')
+    webhook_rotation_overlap_s: float = Field(86400.0, ge=0, description="after a secret rotation the old secret "
+                                              "still signs (a second signature) for this long")
+
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> "Settings":
         if self.mode == "prod":

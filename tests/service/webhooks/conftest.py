@@ -24,16 +24,16 @@ class Receiver:
     """receiver.py in its own process; `entries()` is what it has verified and logged so far."""
 
     def __init__(self, directory: Path, secrets: list[str], *, port: int | None = None, status: int = 204,
-                 redirect: str | None = None) -> None:
+                 redirect: str | None = None, body_bytes: int = 0) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/hook"
         self.log = directory / f"receiver-{self.port}.jsonl"
-        self.secrets, self.status, self.redirect = secrets, status, redirect
+        self.secrets, self.status, self.redirect, self.body_bytes = secrets, status, redirect, body_bytes
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Receiver":
         args = [sys.executable, str(RECEIVER), str(self.port), str(self.log), ",".join(self.secrets),
-                "--status", str(self.status)] + (["--redirect", self.redirect] if self.redirect else [])
+                "--status", str(self.status), "--body-bytes", str(self.body_bytes)] + (["--redirect", self.redirect] if self.redirect else [])
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert self.proc.stdout.readline().strip() == "ready"
         return self

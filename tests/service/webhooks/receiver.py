@@ -1,7 +1,7 @@
 """A webhook receiver in its own process: a real HTTP server that verifies every request with the
 `standardwebhooks` library and appends what it saw to a JSON-lines file.
 
-    python receiver.py PORT LOG SECRET[,SECRET...] [--status N] [--redirect URL]
+    python receiver.py PORT LOG SECRET[,SECRET...] [--status N] [--redirect URL] [--body-bytes N]
 
 Each line: {"webhook_id", "timestamp", "valid", "error", "event_id", "type", "signatures"}. A valid
 request is answered 204 (or --status); an invalid one 400. Used by tests/service/webhooks/ and
@@ -24,6 +24,7 @@ def main() -> None:
     parser.add_argument("secrets")
     parser.add_argument("--status", type=int, default=204)
     parser.add_argument("--redirect", default=None)
+    parser.add_argument("--body-bytes", type=int, default=0, help="answer with this many bytes of body")
     args = parser.parse_args()
     hooks = [Webhook(s) for s in args.secrets.split(",")]
     lock = threading.Lock()
@@ -54,8 +55,14 @@ def main() -> None:
                 self.send_header("Location", args.redirect)
             else:
                 self.send_response(args.status if entry["valid"] else 400)
-            self.send_header("content-length", "0")
+            self.send_header("content-length", str(args.body_bytes))
             self.end_headers()
+            try:
+                for _ in range(args.body_bytes // 65536):
+                    self.wfile.write(b"x" * 65536)
+                self.wfile.write(b"x" * (args.body_bytes % 65536))
+            except OSError:  # the sender stopped reading: what the bounded read is for
+                self.close_connection = True
 
         def log_message(self, *_args) -> None:
             pass

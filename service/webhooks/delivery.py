@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import transaction, utcnow
@@ -145,6 +145,8 @@ class Deliverer:
         started = utcnow()
         outcomes = list(self.pool.map(self._send, jobs))
         with transaction(self.sessions) as s:
+            # one SELECT for the batch; record()'s session.get then finds each row in the identity map
+            s.scalars(select(OutboxDelivery).where(OutboxDelivery.id.in_([j.delivery_id for j in jobs]))).all()
             for job, outcome in zip(jobs, outcomes, strict=True):
                 record(s, job=job, outcome=outcome, policy=self.policy, started_at=started)
         return len(jobs)

@@ -111,9 +111,7 @@ def replay(session: Session, *, endpoint: WebhookEndpoint, event_id: int | None 
     events = [e for e in session.scalars(stmt) if (e.payload or {}).get("course") == endpoint.course]
     if event_id is not None and not events:
         raise NotFound(f"event {event_id} does not exist in course {clip(endpoint.course)}")
-    target = ("webhook", endpoint.id)
-    for event in events:
-        deliveries_for(session, event=event, sources=sources or [WebhookTargets()], only=target)
+    deliveries_for(session, events=events, sources=sources or [WebhookTargets()], only=("webhook", endpoint.id))
     session.flush()
     ids = list(session.scalars(select(OutboxDelivery.id).where(
         OutboxDelivery.event_id.in_([e.id for e in events]), OutboxDelivery.target_kind == "webhook",

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from service.auth.models import Identity
@@ -29,23 +29,38 @@ class TargetSource(Protocol):
 
     def targets(self, session: Session, *, course: str, event_type: str) -> list[int]: ...
 
-    def body(self, session: Session, *, event: OutboxEvent, event_type: str, target_id: int) -> str: ...
+    def body(self, *, event: OutboxEvent, event_type: str, target_id: int, learner: dict | None) -> str: ...
 
 
-def public_type(session: Session, event: OutboxEvent) -> str | None:
-    """The event type receivers see, or None for outbox rows that change nothing (a failed regrade)."""
-    status = (event.payload or {}).get("status")
+def public_type(event: OutboxEvent, *, graded_before: bool) -> str | None:
+    """The event type receivers see, or None for outbox rows that change nothing (a failed regrade).
+    `graded_before`: an earlier outbox row of the same submission stored or overrode a grade."""
     if event.kind == "grade.overridden":
         return "grade.changed"
     if event.kind != "grade.stored":
         return None
-    if status == "not_gradable":
+    if (event.payload or {}).get("status") == "not_gradable":
         return "submission.not_gradable"
-    earlier = session.scalars(select(OutboxEvent.payload).where(
-        OutboxEvent.submission_id == event.submission_id, OutboxEvent.id < event.id,
-        OutboxEvent.kind.in_(("grade.stored", "grade.overridden"))))
-    graded_before = any((p or {}).get("status") != "not_gradable" for p in earlier)
     return "grade.changed" if graded_before else "grade.stored"
+
+
+def _graded_before(session: Session, events: Sequence[OutboxEvent]) -> dict[int, bool]:
+    """For each event: did an earlier row of its submission store (or override) a gradable result?"""
+    subs = {e.submission_id for e in events}
+    history: dict[str, list[tuple[int, dict]]] = {}
+    for sid, event_id, payload in session.execute(
+            select(OutboxEvent.submission_id, OutboxEvent.id, OutboxEvent.payload)
+            .where(OutboxEvent.submission_id.in_(subs), OutboxEvent.kind.in_(("grade.stored", "grade.overridden")))):
+        history.setdefault(sid, []).append((event_id, payload or {}))
+    return {e.id: any(i < e.id and p.get("status") != "not_gradable" for i, p in history.get(e.submission_id, ()))
+            for e in events}
+
+
+def _learners(session: Session, events: Sequence[OutboxEvent]) -> dict[str, dict[str, str]]:
+    rows = session.execute(select(Submission.id, Identity.issuer, Identity.subject)
+                           .join(Identity, Submission.identity_id == Identity.id)
+                           .where(Submission.id.in_({e.submission_id for e in events})))
+    return {sid: {"issuer": issuer, "subject": subject} for sid, issuer, subject in rows}
 
 
 class WebhookTargets:
@@ -58,16 +73,14 @@ class WebhookTargets:
                                .where(WebhookEndpoint.course == course, WebhookEndpoint.removed_at.is_(None)))
         return [endpoint_id for endpoint_id, types in rows if event_type in (types or ())]
 
-    def body(self, session: Session, *, event: OutboxEvent, event_type: str, target_id: int) -> str:
-        return envelope(session, event=event, event_type=event_type)
+    def body(self, *, event: OutboxEvent, event_type: str, target_id: int, learner: dict | None) -> str:
+        return envelope(event=event, event_type=event_type, learner=learner)
 
 
-def envelope(session: Session, *, event: OutboxEvent, event_type: str) -> str:
+def envelope(*, event: OutboxEvent, event_type: str, learner: dict | None) -> str:
     data = dict(event.payload or {})
-    learner = session.execute(select(Identity.issuer, Identity.subject).join(
-        Submission, Submission.identity_id == Identity.id).where(Submission.id == event.submission_id)).first()
     if learner is not None:
-        data["learner"] = {"issuer": learner.issuer, "subject": learner.subject}
+        data["learner"] = learner
     data["event_id"] = event.id
     data["links"] = {"submission": f"/api/v1/submissions/{event.submission_id}"}
     return json.dumps({"type": event_type, "timestamp": rfc3339(event.created_at), "data": data},
@@ -78,28 +91,43 @@ def default_sources() -> list[TargetSource]:
     return [WebhookTargets()]
 
 
-def deliveries_for(session: Session, *, event: OutboxEvent, sources: Sequence[TargetSource],
-                   only: tuple[str, int] | None = None, message_id: str | None = None) -> list[OutboxDelivery]:
-    """New delivery rows for `event` (all targets, or `only` one (kind, id)); targets that have one are skipped."""
-    event_type = public_type(session, event)
-    course = (event.payload or {}).get("course")
-    if event_type is None or not course:
+def deliveries_for(session: Session, *, events: Sequence[OutboxEvent], sources: Sequence[TargetSource],
+                   only: tuple[str, int] | None = None, fresh: bool = False) -> list[OutboxDelivery]:
+    """New delivery rows for `events` (all targets, or `only` one (kind, id)), skipping targets that have one.
+    `fresh`: the events were never fanned out, so they have no deliveries yet (saves the lookups)."""
+    if not events:
         return []
-    have = set(session.execute(select(OutboxDelivery.target_kind, OutboxDelivery.target_id)
-                               .where(OutboxDelivery.event_id == event.id)).all())
-    existing_id = session.scalar(select(OutboxDelivery.message_id).where(OutboxDelivery.event_id == event.id).limit(1))
-    message_id = message_id or existing_id or "msg_" + uuid.uuid4().hex
+    before, learners = _graded_before(session, events), _learners(session, events)
+    have: set[tuple[int, str, int]] = set()
+    message_ids: dict[int, str] = {}
+    if not fresh:
+        for event_id, kind, target_id, message_id in session.execute(
+                select(OutboxDelivery.event_id, OutboxDelivery.target_kind, OutboxDelivery.target_id,
+                       OutboxDelivery.message_id).where(OutboxDelivery.event_id.in_([e.id for e in events]))):
+            have.add((event_id, kind, target_id))
+            message_ids[event_id] = message_id
+    wanted: dict[tuple[str, str, str], list[int]] = {}  # (source kind, course, type) -> target ids
     made = []
-    for source in sources:
-        for target_id in source.targets(session, course=course, event_type=event_type):
-            if (source.kind, target_id) in have or (only is not None and only != (source.kind, target_id)):
-                continue
-            row = OutboxDelivery(event_id=event.id, target_kind=source.kind, target_id=target_id, course=course,
-                                 event_type=event_type, message_id=message_id, status="pending", attempts=0,
-                                 body=source.body(session, event=event, event_type=event_type, target_id=target_id),
-                                 next_attempt_at=utcnow(), last_error="")
-            session.add(row)
-            made.append(row)
+    for event in events:
+        event_type = public_type(event, graded_before=before[event.id])
+        course = (event.payload or {}).get("course")
+        if event_type is None or not course:
+            continue
+        message_id = message_ids.get(event.id) or "msg_" + uuid.uuid4().hex  # one webhook-id per event
+        for source in sources:
+            key = (source.kind, course, event_type)
+            if key not in wanted:
+                wanted[key] = source.targets(session, course=course, event_type=event_type)
+            for target_id in wanted[key]:
+                if (event.id, source.kind, target_id) in have or (only is not None and only != (source.kind, target_id)):
+                    continue
+                made.append(OutboxDelivery(
+                    event_id=event.id, target_kind=source.kind, target_id=target_id, course=course,
+                    event_type=event_type, message_id=message_id, status="pending", attempts=0,
+                    body=source.body(event=event, event_type=event_type, target_id=target_id,
+                                     learner=learners.get(event.submission_id)),
+                    next_attempt_at=utcnow(), last_error=""))
+    session.add_all(made)
     return made
 
 
@@ -109,9 +137,11 @@ def fan_out(session: Session, *, sources: Sequence[TargetSource], limit: int = 5
     if session.get_bind().dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
     events = list(session.scalars(stmt))
-    now = utcnow()
-    for event in events:
-        deliveries_for(session, event=event, sources=sources)
-        event.delivered_at = now  # "dispatched": handed to the per-target deliveries
+    if not events:
+        return 0
+    with session.no_autoflush:
+        deliveries_for(session, events=events, sources=sources, fresh=True)
+    session.execute(update(OutboxEvent).where(OutboxEvent.id.in_([e.id for e in events]))
+                    .values(delivered_at=utcnow()).execution_options(synchronize_session=False))
     session.flush()
     return len(events)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -20,6 +20,7 @@ from service.submissions.schemas import SubmissionAccepted
 from service.timefmt import Timestamp
 
 INTAKE_PATH = "/intake/submissions"
+RowId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the row id")]
 router = APIRouter(tags=["intake"])
 
 
@@ -46,7 +47,8 @@ SIGNED_BODY = {"requestBody": {"required": True, "content": {"application/json":
 
 
 @router.post(INTAKE_PATH, status_code=202, response_model=SubmissionAccepted, openapi_extra=SIGNED_BODY,
-             responses={200: {"model": SubmissionAccepted, "description": "this webhook-id was seen: the first submission"},
+             responses={200: {"model": SubmissionAccepted,
+                              "description": "this webhook-id was seen: the first submission"},
                         **errors(401, 403, 404, 413, 422, 429)})
 async def signed_intake(request: Request, session: SessionDep, settings: SettingsDep, catalogue: CatalogueDep,
                         integration: Annotated[str | None, Query(max_length=100)] = None):
@@ -110,12 +112,14 @@ def _public(row: IntakeIntegration) -> IntegrationPublic:
 
 def _teacher(user, course: str) -> None:
     if not user.can_teach(course):
-        raise Forbidden(f"you are not an instructor of course {clip(course)!r}", zh=f"你不是课程 {clip(course)!r} 的教师")
+        raise Forbidden(f"you are not an instructor of course {clip(course)!r}",
+                        zh=f"你不是课程 {clip(course)!r} 的教师")
 
 
 @router.post("/courses/{course}/intake", status_code=201, response_model=IntegrationWithSecret,
              responses=errors(403, 409, 422))
-def add_integration(course: str, body: IntegrationCreate, user: StaffUser, session: SessionDep) -> IntegrationWithSecret:
+def add_integration(course: str, body: IntegrationCreate, user: StaffUser,
+                    session: SessionDep) -> IntegrationWithSecret:
     """Let an LMS or repository host file submissions into this course; the secret is in the answer, once."""
     _teacher(user, course)
     row = service.create(session, name=body.name, course=course, issuer=body.issuer, by=user.name)
@@ -131,7 +135,7 @@ def list_integrations(course: str, user: StaffUser, session: SessionDep) -> list
 
 @router.post("/courses/{course}/intake/{integration_id}/rotate", response_model=IntegrationWithSecret,
              responses=errors(403, 404))
-def rotate_integration(course: str, integration_id: int, user: StaffUser, session: SessionDep,
+def rotate_integration(course: str, integration_id: RowId, user: StaffUser, session: SessionDep,
                        settings: SettingsDep) -> IntegrationWithSecret:
     """A new secret; requests signed with the old one are accepted until `previous_expires_at`."""
     _teacher(user, course)
@@ -142,7 +146,7 @@ def rotate_integration(course: str, integration_id: int, user: StaffUser, sessio
 
 
 @router.delete("/courses/{course}/intake/{integration_id}", status_code=204, responses=errors(403, 404))
-def remove_integration(course: str, integration_id: int, user: StaffUser, session: SessionDep) -> None:
+def remove_integration(course: str, integration_id: RowId, user: StaffUser, session: SessionDep) -> None:
     _teacher(user, course)
     service.remove(session, integration=service.get(session, course=course, integration_id=integration_id))
     session.commit()

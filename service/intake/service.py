@@ -85,7 +85,8 @@ def parse(raw: bytes) -> tuple[IntakeSubmission, bytes]:
     try:
         body = IntakeSubmission.model_validate_json(raw)
     except ValidationError as exc:
-        raise ServiceError(validation_text(list(exc.errors()), "en"), code="invalid_request", status_code=422) from None
+        raise ServiceError(validation_text([dict(e) for e in exc.errors()], "en"), code="invalid_request",
+                           status_code=422) from None
     notebook = body.notebook.encode() if isinstance(body.notebook, str) else json.dumps(body.notebook).encode()
     return body, notebook
 

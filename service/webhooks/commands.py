@@ -1,4 +1,4 @@
-"""`titangrade webhooks add|list|rotate|remove|deliveries|replay|deliver` and `titangrade intake add|list|rotate|remove`."""
+"""`titangrade webhooks add|list|rotate|remove|replay|deliver` and `titangrade intake add|list|rotate|remove`."""
 from __future__ import annotations
 
 import argparse

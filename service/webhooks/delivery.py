@@ -65,7 +65,7 @@ class RetryPolicy:
     window_s: float
 
     @classmethod
-    def from_settings(cls, settings) -> "RetryPolicy":
+    def from_settings(cls, settings) -> RetryPolicy:
         return cls(base_s=settings.webhook_retry_base_s, max_delay_s=settings.webhook_retry_max_delay_s,
                    window_s=settings.webhook_retry_window_s)
 
@@ -78,6 +78,7 @@ def claim(session: Session, *, limit: int, lease_s: float, senders: Mapping[str,
     """Take up to `limit` due deliveries under a lease; the caller's transaction commits the claim."""
     now = utcnow()
     stmt = (select(OutboxDelivery).where(OutboxDelivery.status == "pending", OutboxDelivery.next_attempt_at <= now,
+                                         OutboxDelivery.target_kind.in_(list(senders)),  # kinds this loop can send
                                          or_(OutboxDelivery.lease_expires_at.is_(None),
                                              OutboxDelivery.lease_expires_at < now))
             .order_by(OutboxDelivery.next_attempt_at, OutboxDelivery.id).limit(limit))
@@ -85,12 +86,12 @@ def claim(session: Session, *, limit: int, lease_s: float, senders: Mapping[str,
         stmt = stmt.with_for_update(skip_locked=True)
     claimed = []
     for row in session.scalars(stmt):
-        sender = senders.get(row.target_kind)
+        sender = senders[row.target_kind]
         row.lease_token = uuid.uuid4().hex
         row.lease_expires_at = now + dt.timedelta(seconds=lease_s)
         if row.window_started_at is None:
             row.window_started_at = now
-        work = sender.prepare(session, row) if sender is not None else None
+        work = sender.prepare(session, row)
         claimed.append(Claimed(delivery_id=row.id, lease_token=row.lease_token, attempt=row.attempts + 1,
                                target_kind=row.target_kind, work=work))
     return claimed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query
 
 from service.db import utcnow
 from service.deps import SessionDep, SettingsDep, StaffUser
@@ -13,16 +13,27 @@ from service.errors import Forbidden, clip
 from service.openapi import errors
 from service.webhooks import service, signing
 from service.webhooks.models import OutboxDelivery, WebhookEndpoint
-from service.webhooks.schemas import (AttemptPublic, DeliveryList, DeliveryPublic, EndpointCreate, EndpointPublic,
-                                      EndpointWithSecret, ReplayAccepted, ReplayRequest, RotateRequest)
+from service.webhooks.schemas import (
+    AttemptPublic,
+    DeliveryList,
+    DeliveryPublic,
+    EndpointCreate,
+    EndpointPublic,
+    EndpointWithSecret,
+    ReplayAccepted,
+    ReplayRequest,
+    RotateRequest,
+)
 from service.webhooks.ssrf import AddressPolicy
 
+RowId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the row id")]
 router = APIRouter(prefix="/courses/{course}/webhooks", tags=["webhooks"])
 
 
 def _teacher(user, course: str) -> None:
     if not user.can_teach(course):
-        raise Forbidden(f"you are not an instructor of course {clip(course)!r}", zh=f"你不是课程 {clip(course)!r} 的教师")
+        raise Forbidden(f"you are not an instructor of course {clip(course)!r}",
+                        zh=f"你不是课程 {clip(course)!r} 的教师")
 
 
 def to_public(row: WebhookEndpoint) -> EndpointPublic:
@@ -60,7 +71,7 @@ def list_endpoints(course: str, user: StaffUser, session: SessionDep) -> list[En
 
 
 @router.post("/{endpoint_id}/rotate", response_model=EndpointWithSecret, responses=errors(403, 404, 422))
-def rotate_secret(course: str, endpoint_id: int, body: RotateRequest, user: StaffUser, session: SessionDep,
+def rotate_secret(course: str, endpoint_id: RowId, body: RotateRequest, user: StaffUser, session: SessionDep,
                   settings: SettingsDep) -> EndpointWithSecret:
     """A new secret; the old one also signs every delivery until `previous_expires_at`."""
     _teacher(user, course)
@@ -71,14 +82,14 @@ def rotate_secret(course: str, endpoint_id: int, body: RotateRequest, user: Staf
 
 
 @router.delete("/{endpoint_id}", status_code=204, responses=errors(403, 404))
-def remove_endpoint(course: str, endpoint_id: int, user: StaffUser, session: SessionDep) -> None:
+def remove_endpoint(course: str, endpoint_id: RowId, user: StaffUser, session: SessionDep) -> None:
     _teacher(user, course)
     service.remove(session, endpoint=service.get(session, course=course, endpoint_id=endpoint_id))
     session.commit()
 
 
 @router.get("/{endpoint_id}/deliveries", response_model=DeliveryList, responses=errors(403, 404))
-def list_deliveries(course: str, endpoint_id: int, user: StaffUser, session: SessionDep,
+def list_deliveries(course: str, endpoint_id: RowId, user: StaffUser, session: SessionDep,
                     status: Literal["pending", "delivered", "dead"] | None = None,
                     limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> DeliveryList:
     """Deliveries to this endpoint, newest first, each with its attempt log (status, latency, error)."""
@@ -90,7 +101,8 @@ def list_deliveries(course: str, endpoint_id: int, user: StaffUser, session: Ses
 
 
 @router.post("/{endpoint_id}/replay", status_code=202, response_model=ReplayAccepted, responses=errors(403, 404, 422))
-def replay(course: str, endpoint_id: int, body: ReplayRequest, user: StaffUser, session: SessionDep) -> ReplayAccepted:
+def replay(course: str, endpoint_id: RowId, body: ReplayRequest, user: StaffUser,
+           session: SessionDep) -> ReplayAccepted:
     """Send one event, or a time range of the course's events, again (same webhook-id, fresh retry window)."""
     _teacher(user, course)
     row = service.get(session, course=course, endpoint_id=endpoint_id)

@@ -69,7 +69,7 @@ class DeliveryList(BaseModel):
 class ReplayRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    event_id: int | None = Field(None, ge=1, description="one event (data.event_id of a delivery)")
+    event_id: int | None = Field(None, ge=1, le=2**31 - 1, description="one event (data.event_id of a delivery)")
     since: dt.datetime | None = Field(None, description="every event of the course created at or after this")
     until: dt.datetime | None = Field(None, description="... and before this (default: now)")
 

@@ -37,7 +37,7 @@ class WebhookSender:
         self.client = client
 
     @classmethod
-    def from_settings(cls, settings) -> "WebhookSender":
+    def from_settings(cls, settings) -> WebhookSender:
         return cls(make_client(AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s,
                                max_connections=settings.webhook_concurrency))
 

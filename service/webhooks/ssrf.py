@@ -29,7 +29,7 @@ class AddressPolicy:
     networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
 
     @classmethod
-    def from_settings(cls, settings) -> "AddressPolicy":
+    def from_settings(cls, settings) -> AddressPolicy:
         hosts, networks = set(), []
         for item in filter(None, (p.strip() for p in settings.webhook_allowed_hosts.split(","))):
             try:
@@ -72,7 +72,8 @@ def check_url(url: str, policy: AddressPolicy, *, resolve: bool = True) -> str:
         try:
             policy.resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
         except OSError as exc:
-            raise EndpointRefused(f"the endpoint host {parts.hostname} does not resolve ({exc.strerror or exc})") from None
+            raise EndpointRefused(f"the endpoint host {parts.hostname} does not resolve "
+                                  f"({exc.strerror or exc})") from None
     return url
 
 

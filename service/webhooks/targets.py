@@ -119,7 +119,8 @@ def deliveries_for(session: Session, *, events: Sequence[OutboxEvent], sources: 
             if key not in wanted:
                 wanted[key] = source.targets(session, course=course, event_type=event_type)
             for target_id in wanted[key]:
-                if (event.id, source.kind, target_id) in have or (only is not None and only != (source.kind, target_id)):
+                skip = only is not None and only != (source.kind, target_id)
+                if skip or (event.id, source.kind, target_id) in have:
                     continue
                 made.append(OutboxDelivery(
                     event_id=event.id, target_kind=source.kind, target_id=target_id, course=course,

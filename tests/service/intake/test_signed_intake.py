@@ -66,7 +66,8 @@ def test_signed_submission_is_filed_for_the_vouched_learner_and_redelivery_is_id
     with live_api.app.state.sessions() as s:
         sub = s.get(Submission, made["id"])
         who = s.get(Identity, sub.identity_id)
-        assert (who.issuer, who.subject, sub.lang, sub.status) == ("https://moodle.example.edu", "s-1001", "zh", "queued")
+        assert (who.issuer, who.subject) == ("https://moodle.example.edu", "s-1001")
+        assert (sub.lang, sub.status) == ("zh", "queued")
         s.commit()
     again = _post(live_api, integration, raw, _signed(integration["secret"], raw, msg_id=headers["webhook-id"]))
     assert again.status_code == 200 and again.json()["id"] == made["id"]

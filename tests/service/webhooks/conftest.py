@@ -31,9 +31,10 @@ class Receiver:
         self.secrets, self.status, self.redirect, self.body_bytes = secrets, status, redirect, body_bytes
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "Receiver":
+    def start(self) -> Receiver:
         args = [sys.executable, str(RECEIVER), str(self.port), str(self.log), ",".join(self.secrets),
-                "--status", str(self.status), "--body-bytes", str(self.body_bytes)] + (["--redirect", self.redirect] if self.redirect else [])
+                "--status", str(self.status), "--body-bytes", str(self.body_bytes)]
+        args += ["--redirect", self.redirect] if self.redirect else []
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert self.proc.stdout.readline().strip() == "ready"
         return self

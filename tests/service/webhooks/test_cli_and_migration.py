@@ -86,7 +86,7 @@ def test_0004_marks_existing_outbox_rows_dispatched_and_downgrades(db_engine):
         conn.execute(text("INSERT INTO submissions (id, identity_id, \"user\", course, exercise_id, lang, attempt, "
                           "run, notebook, status, max_score, message, created_at) VALUES ('s1', :i, 'ann', 'c1', "
                           "'ch05.svc_sum', 'en', 1, 1, :nb, 'graded', 3.0, '', '2026-11-01')"),
-                     dict(i=ident, nb=b"{}"))
+                     {"i": ident, "nb": b"{}"})
         conn.execute(text("INSERT INTO grade_outbox (submission_id, kind, payload, created_at) "
                           "VALUES ('s1', 'grade.stored', '{}', '2026-11-01')"))
     command.upgrade(cfg, "0004")

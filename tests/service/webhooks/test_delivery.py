@@ -3,6 +3,7 @@ retries with an attempt log, dead-lettering after the window, replay, rotation, 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 import pytest
 from sqlalchemy import select
@@ -11,8 +12,8 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _settings(db_url, svc, **kw):
-    values = dict(webhook_retry_base_s=0.05, webhook_retry_max_delay_s=0.2, webhook_retry_window_s=30.0,
-                  webhook_timeout_s=5.0, webhook_poll_s=0.05)
+    values = {"webhook_retry_base_s": 0.05, "webhook_retry_max_delay_s": 0.2, "webhook_retry_window_s": 30.0,
+                  "webhook_timeout_s": 5.0, "webhook_poll_s": 0.05}
     values.update(kw)
     return svc.settings(db_url, **values)
 
@@ -110,7 +111,7 @@ def test_failures_retry_on_a_growing_schedule_then_dead_letter_then_replay(db_ur
         s.commit()
     assert len(log) >= 3 and row.attempts == len(log)
     assert all(a.status_code == 503 and not a.ok and a.error == "HTTP 503" and a.latency_ms > 0 for a in log)
-    gaps = [(b.started_at - a.started_at).total_seconds() for a, b in zip(log, log[1:], strict=False)]
+    gaps = [(b.started_at - a.started_at).total_seconds() for a, b in itertools.pairwise(log)]
     assert gaps[-1] >= 0.05 * 0.5  # the schedule waits between tries
     # every try carried the same webhook-id, each validly signed
     seen = failing.entries()

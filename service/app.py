@@ -15,6 +15,8 @@ from service.exercises.routes import router as exercises_router
 from service.http_errors import install_error_handlers
 from service.intake.routes import INTAKE_PATH
 from service.intake.routes import router as intake_router
+from service.lti.routes import api as lti_api_router
+from service.lti.routes import tool as lti_tool_router
 from service.middleware import RequestGuard
 from service.openapi import build_openapi
 from service.ops import router as ops_router
@@ -54,8 +56,9 @@ def create_app(settings: Settings, *, catalogue: Catalogue | None = None, engine
     app.add_middleware(RequestGuard, api_prefix=API_PREFIX, public_paths=sorted(PUBLIC_PATHS),
                        upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH], authenticators=list(authenticators or default_authenticators()))
     app.include_router(ops_router)
+    app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token
     for router in (submissions_router, exercises_router, courses_router, auth_router, webhooks_router,
-                   intake_router):
+                   intake_router, lti_api_router):
         app.include_router(router, prefix=API_PREFIX)
 
     def openapi() -> dict:

@@ -70,6 +70,19 @@ class Settings(BaseSettings):
     webhook_rotation_overlap_s: float = Field(86400.0, ge=0, description="after a secret rotation the old secret "
                                               "still signs (a second signature) for this long")
 
+    # LTI 1.3 (service/lti): the tool's keys, URLs and session lifetimes
+    lti_tool_url: str = Field("http://127.0.0.1:8000", description="the public base URL of this service, as "
+                              "platforms reach it (login, launch, JWKS and deep-link URLs are built from it)")
+    lti_key_dir: Path = Field(Path("lti-keys"), description="the tool's private keys (0600 files in a 0700 "
+                              "directory), generated at first start")
+    lti_key_retention_s: float = Field(7 * 86400.0, ge=0, description="a rotated-out key stays in the JWKS this long")
+    lti_state_ttl_s: float = Field(600.0, gt=0, description="a login initiation must be answered by a launch "
+                                   "within this long")
+    lti_session_s: float = Field(8 * 3600.0, gt=0, description="lifetime of the bearer token a launch hands out")
+    lti_jwks_cache_s: float = Field(300.0, ge=0, description="a platform's JWKS is fetched again after this long "
+                                    "(and at once when a token names an unknown kid)")
+    lti_clock_skew_s: float = Field(60.0, ge=0, description="leeway for exp/iat of platform id_tokens")
+
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> "Settings":
         if self.mode == "prod":

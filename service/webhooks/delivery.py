@@ -177,9 +177,11 @@ class Deliverer:
 
 
 def build_deliverer(settings, *, sessions: sessionmaker[Session]) -> Deliverer:
+    from service.lti.ags import AgsSender
     from service.webhooks.sender import WebhookSender
 
-    return Deliverer(sessions=sessions, settings=settings, senders=[WebhookSender.from_settings(settings)])
+    return Deliverer(sessions=sessions, settings=settings,
+                     senders=[WebhookSender.from_settings(settings), AgsSender.from_settings(settings)])
 
 
 def wait_until_idle(deliverer: Deliverer, timeout_s: float) -> bool:

@@ -88,7 +88,9 @@ def envelope(*, event: OutboxEvent, event_type: str, learner: dict | None) -> st
 
 
 def default_sources() -> list[TargetSource]:
-    return [WebhookTargets()]
+    from service.lti.ags import LtiTargets  # LTI grade passback: line items as a second kind of target
+
+    return [WebhookTargets(), LtiTargets()]
 
 
 def deliveries_for(session: Session, *, events: Sequence[OutboxEvent], sources: Sequence[TargetSource],
@@ -121,6 +123,10 @@ def deliveries_for(session: Session, *, events: Sequence[OutboxEvent], sources: 
             for target_id in wanted[key]:
                 skip = only is not None and only != (source.kind, target_id)
                 if skip or (event.id, source.kind, target_id) in have:
+                    continue
+                accepts = getattr(source, "accepts", None)  # optional finer filter (LTI: exercise, issuer)
+                if accepts is not None and not accepts(event=event, target_id=target_id,
+                                                       learner=learners.get(event.submission_id)):
                     continue
                 made.append(OutboxDelivery(
                     event_id=event.id, target_kind=source.kind, target_id=target_id, course=course,

@@ -114,3 +114,36 @@ def test_an_unknown_exercise_in_the_link_is_404(lti, counts):
     resp = lti.browser.launch(sub="s-404", exercise_id="ch99.nothing")
     assert resp.status_code == 404 and resp.json()["error"]["code"] == "lti_unknown_exercise"
     assert counts() == before
+
+
+def test_deep_linking_lets_an_instructor_pick_an_exercise_and_the_platform_verifies_the_answer(lti, counts):
+    import html
+    import re
+
+    resp = lti.browser.launch(sub="t-dl", roles=[INSTRUCTOR], message_type="LtiDeepLinkingRequest")
+    assert resp.status_code == 200, resp.text
+    picker = resp.json()
+    assert picker["message_type"] == "LtiDeepLinkingRequest"
+    assert "ch05.svc_sum" in {e["id"] for e in picker["exercises"]}
+    page = httpx.post(lti.url + "/lti/deep-link", data={"pick_token": picker["pick_token"],
+                                                        "exercise_id": "ch05.svc_sum"}, timeout=30)
+    assert page.status_code == 200, page.text
+    action = html.unescape(re.search(r'action="([^"]+)"', page.text).group(1))
+    jwt_ = html.unescape(re.search(r'name="JWT" value="([^"]+)"', page.text).group(1))
+    assert action == lti.platform.url + "/deeplink/return"
+    assert httpx.post(action, data={"JWT": jwt_}, timeout=30).status_code == 200  # the platform verifies it
+    answer = lti.platform.log()["deep_links"][-1]
+    item = answer["https://purl.imsglobal.org/spec/lti-dl/claim/content_items"][0]
+    assert item["custom"] == {"exercise_id": "ch05.svc_sum"} and item["url"] == lti.url + "/lti/launch"
+    assert item["lineItem"]["scoreMaximum"] == 3.0
+    assert answer["https://purl.imsglobal.org/spec/lti-dl/claim/data"] == "opaque-dl-data"
+    tampered = httpx.post(lti.url + "/lti/deep-link", data={"pick_token": picker["pick_token"][:-4] + "AAAA",
+                                                            "exercise_id": "ch05.svc_sum"}, timeout=30)
+    assert tampered.status_code == 400 and tampered.json()["error"]["code"] == "lti_pick_invalid"
+
+
+def test_a_learner_cannot_open_the_deep_linking_picker(lti, counts):
+    before = counts()
+    resp = lti.browser.launch(sub="s-dl", roles=[LEARNER], message_type="LtiDeepLinkingRequest")
+    assert resp.status_code == 403 and resp.json()["error"]["code"] == "lti_forbidden"
+    assert counts()["identities"] == before["identities"]

@@ -122,7 +122,8 @@ class AgsSender:
                                max_connections=settings.webhook_concurrency), key_store(settings))
 
     def prepare(self, session: Session, delivery: OutboxDelivery) -> AgsWork | None:
-        row = session.execute(select(LtiLineItem, LtiPlatform).join(LtiPlatform, LtiPlatform.id == LtiLineItem.platform_id)
+        row = session.execute(select(LtiLineItem, LtiPlatform)
+                              .join(LtiPlatform, LtiPlatform.id == LtiLineItem.platform_id)
                               .where(LtiLineItem.id == delivery.target_id)).first()
         if row is None or row[1].removed_at is not None:
             return None

@@ -108,7 +108,8 @@ def deep_link_request(session: Session, *, platform: LtiPlatform, claims: dict, 
     settings = claims.get(DL)
     if not isinstance(settings, dict) or not isinstance(settings.get("deep_link_return_url"), str):
         raise LtiError("lti_deep_linking", "the deep-linking request has no deep_link_return_url")
-    pick = tokens.sign({"aud": PICK_AUDIENCE, "platform_id": platform.id, "deployment_id": claims[LTI + "deployment_id"],
+    pick = tokens.sign({"aud": PICK_AUDIENCE, "platform_id": platform.id,
+                        "deployment_id": claims[LTI + "deployment_id"],
                         "return_url": settings["deep_link_return_url"], "data": settings.get("data")},
                        keys=keys, lifetime_s=ttl_s)
     return {"message_type": "LtiDeepLinkingRequest", "pick_token": pick, "respond": "/lti/deep-link",
@@ -120,7 +121,8 @@ def deep_link_response(session: Session, *, pick_token: str, exercise_id: str, c
                        keys: KeyStore, launch_url: str) -> tuple[str, str]:
     """The signed LtiDeepLinkingResponse for the picked exercise: (return URL, JWT) for a form post."""
     try:
-        key = next(k for k in keys.keys() if k.kid == jwt.get_unverified_header(pick_token).get("kid"))
+        kid = jwt.get_unverified_header(pick_token).get("kid")
+        key = next(k for k in keys.keys() if k.kid == kid)  # noqa: SIM118 (a KeyStore, not a dict)
         pick = jwt.decode(pick_token, jwt.PyJWK(key.public_jwk()).key, algorithms=["RS256"],
                           audience=PICK_AUDIENCE)
     except (StopIteration, jwt.InvalidTokenError) as exc:

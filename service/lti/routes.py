@@ -93,7 +93,7 @@ def _jwks(request: Request) -> JwksCache:
 
 async def _params(request: Request) -> dict[str, str]:
     """Query and form fields as strings (login may be GET or POST; launch is a form post)."""
-    params = {k: v for k, v in request.query_params.items()}
+    params = dict(request.query_params.items())
     if request.method == "POST":
         form = await request.form()
         params.update({k: v for k, v in form.items() if isinstance(v, str)})

@@ -95,11 +95,11 @@ def login_redirect(session: Session, *, params: dict[str, str], redirect_uri: st
 def consume_state(session: Session, *, state: str) -> LtiLoginState:
     """Spend a login state (once, atomically); unknown, used or expired states are refused."""
     now = utcnow()
-    done = session.execute(update(LtiLoginState)
-                           .where(LtiLoginState.state == state, LtiLoginState.used_at.is_(None),
-                                  LtiLoginState.expires_at > now)
-                           .values(used_at=now).execution_options(synchronize_session=False)).rowcount
-    if done != 1:
+    result = session.execute(update(LtiLoginState)
+                             .where(LtiLoginState.state == state, LtiLoginState.used_at.is_(None),
+                                    LtiLoginState.expires_at > now)
+                             .values(used_at=now).execution_options(synchronize_session=False))
+    if result.rowcount != 1:  # type: ignore[attr-defined]
         raise LtiError("lti_state_invalid", "the launch's state is unknown, already used or expired; "
                        "start the launch again from the LMS")
     row = session.get(LtiLoginState, state)

@@ -45,7 +45,7 @@ class JwksCache:
         with self._lock:
             cached = self._sets.get(url)
         fresh = cached is None or time.monotonic() - cached[0] > self.ttl_s
-        keys = self._fetch(url) if fresh else cached[1]
+        keys = self._fetch(url) if fresh or cached is None else cached[1]
         for attempt in range(2):
             match = [k for k in keys.keys if kid is None or k.key_id == kid]
             if match:
@@ -75,11 +75,12 @@ def verify_id_token(token: str, *, platform: LtiPlatform, jwks: JwksCache, leewa
     except jwt.InvalidIssuerError as exc:
         raise LtiError("lti_wrong_issuer", "the id_token's issuer is not the platform that started the login") from exc
     except jwt.InvalidSignatureError as exc:
-        raise LtiError("lti_bad_signature", "the id_token's signature does not verify with the platform's keys") from exc
+        raise LtiError("lti_bad_signature",
+                       "the id_token's signature does not verify with the platform's keys") from exc
     except jwt.InvalidTokenError as exc:
         raise LtiError("lti_token_invalid", f"the id_token is invalid: {clip(exc)}") from exc
     aud = claims["aud"]
-    if (isinstance(aud, list) and len(aud) > 1 or "azp" in claims) and claims.get("azp") != platform.client_id:
+    if ((isinstance(aud, list) and len(aud) > 1) or "azp" in claims) and claims.get("azp") != platform.client_id:
         raise LtiError("lti_wrong_audience", "the id_token's azp is not this tool's client id")
     return claims
 

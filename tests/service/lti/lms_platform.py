@@ -39,7 +39,7 @@ SCORE_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp", "a
 
 
 def main() -> None:
-    port, tool_jwks, client_id, redirect_uri, deployment = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+    port, tool_jwks, client_id, redirect_uri, deployment = sys.argv[1:6]
     issuer = f"http://127.0.0.1:{port}"
     key, rogue = (rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
     kid = "platform-key-1"
@@ -163,7 +163,8 @@ def main() -> None:
                                                         else key)})
             if url.path == "/token":
                 form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
-                if form.get("grant_type") != "client_credentials" or form.get("client_assertion_type") != ASSERTION_TYPE:
+                if (form.get("grant_type") != "client_credentials"
+                        or form.get("client_assertion_type") != ASSERTION_TYPE):
                     return self.refuse(400, "unsupported grant or assertion type")
                 try:
                     claims = verify_tool_jwt(form.get("client_assertion", ""), audience=f"{issuer}/token")

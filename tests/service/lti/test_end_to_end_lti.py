@@ -51,7 +51,7 @@ def test_launch_submit_grade_and_override_reach_the_platform(module_db_url, e2e,
         if platform is not None:
             platform.stop()
         sessions.kw["bind"].dispose()
-    assert first[0]["userId"] == "s-e2e" and first[0]["scoreGiven"] == 3.0 and first[0]["gradingProgress"] == "FullyGraded"
+    assert (first[0]["userId"], first[0]["scoreGiven"], first[0]["gradingProgress"]) == ("s-e2e", 3.0, "FullyGraded")
     assert [s["scoreGiven"] for s in scores] == [3.0, 1.5] and scores[1]["kept"]
     assert "checks passed" in scores[0]["comment"] and "regraded by hand" in scores[1]["comment"]
     assert len(log["tokens"]) == 1 and not log["refused"]

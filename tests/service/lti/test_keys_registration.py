@@ -10,9 +10,8 @@ import subprocess
 
 import httpx
 from alembic import command
-from sqlalchemy import inspect
-
 from conftest import CLIENT_ID
+from sqlalchemy import inspect
 
 
 def test_keys_are_private_files_and_rotation_keeps_the_old_key_published(tmp_path):
@@ -47,7 +46,8 @@ def test_the_jwks_and_config_endpoints_and_assertions_use_the_active_key(lti):
 def test_platform_registration_api_is_for_admins(lti, svc):
     body = lti.platform.registration("second")
     body["client_id"] = "client-2"
-    learner = httpx.post(lti.url + "/api/v1/lti/platforms", json=body, headers=svc.auth(lti.tokens["alice"]), timeout=30)
+    learner = httpx.post(lti.url + "/api/v1/lti/platforms", json=body, headers=svc.auth(lti.tokens["alice"]),
+                         timeout=30)
     assert learner.status_code == 403
     made = httpx.post(lti.url + "/api/v1/lti/platforms", json=body, headers=svc.auth(lti.tokens["root"]), timeout=30)
     assert made.status_code == 201, made.text

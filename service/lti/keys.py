@@ -60,7 +60,7 @@ class KeyStore:
         os.chmod(self.directory, 0o700)
         pem = rsa.generate_private_key(public_exponent=65537, key_size=KEY_BITS).private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-        now_ns = max(time.time_ns(), *(int(k.kid.split("-")[0]) + 1 for k in self.keys()))  # strictly newest
+        now_ns = max([time.time_ns(), *(int(k.kid.split("-")[0]) + 1 for k in self.keys())])  # strictly newest
         kid = f"{now_ns}-{secrets.token_hex(4)}"
         path = self.directory / f"{kid}.pem"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

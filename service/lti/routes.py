@@ -21,7 +21,8 @@ from service.openapi import errors
 from service.timefmt import Timestamp
 from service.webhooks.ssrf import AddressPolicy, make_client
 
-tool = APIRouter(prefix="/lti", tags=["lti"])
+# Browser-facing (form posts and redirects between the LMS and the tool), not part of the JSON API's schema.
+tool = APIRouter(prefix="/lti", tags=["lti"], include_in_schema=False)
 api = APIRouter(prefix="/lti/platforms", tags=["lti"])
 FORM_FIELD_CHARS = 16 * 1024
 

@@ -5,7 +5,7 @@ import datetime as dt
 import secrets
 from urllib.parse import urlencode, urlsplit
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from service.db import utcnow
@@ -81,6 +81,8 @@ def login_redirect(session: Session, *, params: dict[str, str], redirect_uri: st
         raise LtiError("lti_unknown_deployment", f"deployment {clip(deployment)!r} is not registered for this platform")
     state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     now = utcnow()
+    # logins never answered (or long spent) are dropped here, so the table stays as small as the TTL allows
+    session.execute(delete(LtiLoginState).where(LtiLoginState.expires_at < now - dt.timedelta(seconds=ttl_s)))
     session.add(LtiLoginState(state=state, nonce=nonce, platform_id=platform.id, created_at=now,
                               expires_at=now + dt.timedelta(seconds=ttl_s)))
     query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",

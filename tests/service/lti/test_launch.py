@@ -147,3 +147,24 @@ def test_a_learner_cannot_open_the_deep_linking_picker(lti, counts):
     resp = lti.browser.launch(sub="s-dl", roles=[LEARNER], message_type="LtiDeepLinkingRequest")
     assert resp.status_code == 403 and resp.json()["error"]["code"] == "lti_forbidden"
     assert counts()["identities"] == before["identities"]
+
+
+def test_an_expired_login_state_is_refused_and_old_states_are_pruned(lti, counts):
+    import datetime as dt
+
+    from sqlalchemy import select
+
+    from service.db import transaction, utcnow
+    from service.lti.models import LtiLoginState
+
+    login = lti.browser.login(sub="s-late")
+    form = lti.browser.authorize(login)
+    with transaction(lti.app.state.sessions) as s:
+        s.get(LtiLoginState, login["state"]).expires_at = utcnow() - dt.timedelta(days=1)
+    before = counts()
+    late = lti.browser.post_launch(form["id_token"], form["state"])
+    assert late.status_code == 400 and late.json()["error"]["code"] == "lti_state_invalid"
+    assert counts() == before
+    lti.browser.login(sub="s-next")  # the next login clears states expired for longer than the TTL
+    with lti.app.state.sessions() as s:
+        assert s.scalar(select(LtiLoginState).where(LtiLoginState.state == login["state"])) is None

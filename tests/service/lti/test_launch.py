@@ -168,3 +168,21 @@ def test_an_expired_login_state_is_refused_and_old_states_are_pruned(lti, counts
     lti.browser.login(sub="s-next")  # the next login clears states expired for longer than the TTL
     with lti.app.state.sessions() as s:
         assert s.scalar(select(LtiLoginState).where(LtiLoginState.state == login["state"])) is None
+
+
+def test_login_initiation_by_get_and_its_redirect_parameters(lti):
+    from conftest import CLIENT_ID as client
+
+    resp = httpx.get(lti.url + "/lti/login", params={"iss": lti.platform.url, "login_hint": "u1",
+                                                     "target_link_uri": lti.url + "/lti/launch"}, timeout=30)
+    assert resp.status_code == 302
+    from urllib.parse import parse_qs, urlsplit
+
+    q = {k: v[0] for k, v in parse_qs(urlsplit(resp.headers["location"]).query).items()}
+    assert (q["scope"], q["response_type"], q["response_mode"], q["prompt"]) == ("openid", "id_token", "form_post",
+                                                                                  "none")
+    assert (q["client_id"], q["redirect_uri"], q["login_hint"]) == (client, lti.url + "/lti/launch", "u1")
+    assert len(q["state"]) >= 32 and len(q["nonce"]) >= 32 and q["state"] != q["nonce"]
+    wrong = httpx.get(lti.url + "/lti/login", params={"iss": lti.platform.url, "login_hint": "u1",
+                                                      "target_link_uri": "x", "lti_deployment_id": "nope"}, timeout=30)
+    assert wrong.status_code == 400 and wrong.json()["error"]["code"] == "lti_unknown_deployment"

@@ -7,6 +7,7 @@ from sqlalchemy import (JSON, DateTime, Float, ForeignKey, Integer, LargeBinary,
                         UniqueConstraint, select)
 from sqlalchemy.orm import Mapped, mapped_column
 
+from service.auth.models import Identity  # the FK target must be registered wherever submissions are used
 from service.db import Base, utcnow
 
 
@@ -15,7 +16,7 @@ class Submission(Base):
     __table_args__ = (UniqueConstraint("identity_id", "idempotency_key", name="uq_submission_idempotency"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    identity_id: Mapped[int] = mapped_column(ForeignKey("identities.id"), index=True)
+    identity_id: Mapped[int] = mapped_column(ForeignKey(Identity.id), index=True)
     user: Mapped[str] = mapped_column(String(200), index=True)  # the identity's name when submitted (display)
     course: Mapped[str] = mapped_column(String(200), index=True)
     exercise_id: Mapped[str] = mapped_column(String(100), index=True)

@@ -74,3 +74,32 @@ def test_an_id_from_the_future_does_not_hide_new_events(api, svc):
     _grade(api, 2.0)
     status, frames = _frames(api, svc, sid, token, **{"Last-Event-ID": "99999999"})
     assert status == 204 or frames[-1][1]["event"] == "done"
+
+
+def test_cli_client_resumes_a_timed_out_stream_until_done(live_api, svc):
+    """`titangrade submit` follows through stream time limits (Last-Event-ID) and stops at done or 204."""
+    import threading
+
+    import httpx
+
+    from service.client import _follow
+
+    state = live_api.app.state
+    saved = state.settings
+    state.settings = saved.model_copy(update={"events_max_s": 0.5, "events_poll_s": 0.1})
+    try:
+        headers = {"Authorization": f"Bearer {live_api.tokens['bob']}"}
+        with httpx.Client(base_url=live_api.url, headers=headers, timeout=30) as client:
+            sid = client.post(URL, files={"notebook": ("a.ipynb", svc.notebook())}).json()["id"]
+            grader = threading.Timer(2.0, _grade, args=(type("A", (), {"app_state": state})(), 3.0))
+            grader.start()
+            started = time.monotonic()
+            _follow(client, sid)
+            took = time.monotonic() - started
+            grader.join()
+            assert 1.9 < took < 15 and client.get(f"{URL}/{sid}").json()["status"] == "graded"
+            started = time.monotonic()
+            _follow(client, sid)  # already done: replays the run and returns at once
+            assert time.monotonic() - started < 3
+    finally:
+        state.settings = saved

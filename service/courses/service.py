@@ -11,7 +11,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.auth.models import Identity
-
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import (JSON, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text,
-                        UniqueConstraint, select)
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.auth.models import Identity  # the FK target must be registered wherever submissions are used

@@ -11,8 +11,14 @@ from service.errors import ServiceError
 from service.openapi import errors
 from service.queue.service import SINGLE_REGRADE_PRIORITY
 from service.submissions import events, service
-from service.submissions.schemas import (OverrideCreate, OverridePublic, RegradeAccepted, SubmissionAccepted,
-                                         SubmissionList, SubmissionPublic)
+from service.submissions.schemas import (
+    OverrideCreate,
+    OverridePublic,
+    RegradeAccepted,
+    SubmissionAccepted,
+    SubmissionList,
+    SubmissionPublic,
+)
 
 router = APIRouter(prefix="/submissions", tags=["submissions"])
 SSE_EVENT = {  # one server-sent event; `data` is a JSON object whose `event` repeats the event name

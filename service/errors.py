@@ -8,8 +8,8 @@ ECHO_CHARS = 80  # longest piece of client input repeated in a message
 
 
 def clip(value: object, limit: int = ECHO_CHARS) -> str:
-    """Client input as it may appear in a message: one line, at most `limit` characters."""
-    text = " ".join(str(value).split())
+    """Client input as it may appear in a message: one printable line, at most `limit` characters."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in " ".join(str(value)[: limit * 4].split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

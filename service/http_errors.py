@@ -61,6 +61,9 @@ def validation_text(errors: list[dict], lang: str) -> str:
         kind = str(err.get("type", ""))
         if kind == "missing":
             what = "is required" if lang == "en" else "为必填项"
+        elif loc.endswith("notebook"):
+            what = ("must be an uploaded file (multipart/form-data: -F notebook=@file.ipynb)" if lang == "en"
+                    else "必须是上传的文件（multipart/form-data：-F notebook=@file.ipynb）")
         elif kind in _READABLE:
             what = clip(err.get("msg", "is not valid"), 200)
         else:

@@ -1,7 +1,9 @@
 """Who am I, and the token API: admins create and revoke tokens; everyone lists and revokes their own."""
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Path
 from sqlalchemy import select
 
 from service.auth import service
@@ -58,7 +60,8 @@ def create_token(body: TokenCreate, _: AdminUser, session: SessionDep) -> TokenC
 
 
 @router.delete("/tokens/{token_id}", response_model=TokenPublic, responses=errors(404))
-def revoke_token(token_id: int, user: CurrentUser, session: SessionDep) -> TokenPublic:
+def revoke_token(token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], user: CurrentUser,
+                 session: SessionDep) -> TokenPublic:
     """Revoke a token (admins: any; others: their own). Revoking twice is harmless."""
     token = session.get(Token, token_id)
     if token is None or not (user.is_admin or token.identity_id == user.identity_id):

@@ -1,9 +1,9 @@
 """Instructor views of a course."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path
 from fastapi.responses import PlainTextResponse
 
 from service.courses import service
@@ -16,7 +16,8 @@ router = APIRouter(prefix="/courses", tags=["courses"])
 
 @router.get("/{course}/gradebook", responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}},
                                               **errors(403)})
-def gradebook(course: str, user: StaffUser, session: SessionDep, policy: Literal["best", "latest"] = "best",
+def gradebook(course: Annotated[str, Path(max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")], user: StaffUser,
+              session: SessionDep, policy: Literal["best", "latest"] = "best",
               format: Literal["json", "csv"] = "json"):
     """Scores per learner and exercise under the best- or latest-attempt policy; `?format=csv` for a sheet."""
     if not user.can_teach(course):

@@ -21,6 +21,7 @@ from service.submissions.schemas import (
 )
 
 router = APIRouter(prefix="/submissions", tags=["submissions"])
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"  # no control characters (PostgreSQL refuses NUL; headers and logs break on CR/LF)
 SSE_EVENT = {  # one server-sent event; `data` is a JSON object whose `event` repeats the event name
     "type": "object", "required": ["data"],
     "properties": {"id": {"type": "string", "pattern": "^[0-9]+$"},
@@ -40,8 +41,10 @@ IDEMPOTENCY_KEY = Header(max_length=200, pattern=r"^[\x21-\x7e]+$",
 def submit(request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep,
            catalogue: CatalogueDep, lang: LangDep,
            notebook: Annotated[UploadFile | None, File(description="the .ipynb file")] = None,
-           exercise_id: Annotated[str | None, Form(max_length=200, description="defaults to the notebook's metadata")] = None,
-           course: Annotated[str | None, Form(max_length=200, description="defaults to the token's (or your only) course")] = None,
+           exercise_id: Annotated[str | None, Form(max_length=200, pattern=PRINTABLE,
+                                                   description="defaults to the notebook's metadata")] = None,
+           course: Annotated[str | None, Form(max_length=200, pattern=PRINTABLE,
+                                              description="defaults to the token's (or your only) course")] = None,
            idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None):
     """Validate the notebook now (4xx on bad input), then store it and its job; grading happens on a worker."""
     from grading.pipeline import load_submission
@@ -74,8 +77,8 @@ def _accepted(sub, *, status: int) -> JSONResponse:
 
 @router.get("", response_model=SubmissionList)
 def list_submissions(user: CurrentUser, session: SessionDep,
-                     exercise_id: Annotated[str | None, Query(max_length=200)] = None,
-                     course: Annotated[str | None, Query(max_length=200)] = None,
+                     exercise_id: Annotated[str | None, Query(max_length=200, pattern=PRINTABLE)] = None,
+                     course: Annotated[str | None, Query(max_length=200, pattern=PRINTABLE)] = None,
                      limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> SubmissionList:
     """Learners see their own submissions; instructors their courses'; admins all."""
     subs = service.list_visible(session, user=user, exercise_id=exercise_id, course=course, limit=limit)
@@ -98,7 +101,8 @@ def submission_events(request: Request, submission_id: str, user: CurrentUser, s
                       last_event_id: Annotated[str | None, Header(max_length=40)] = None) -> Response:
     """Server-sent progress events of the current grading run, from its start (or after Last-Event-ID)."""
     sub = service.get(session, user=user, submission_id=submission_id)
-    after = int(last_event_id) if (last_event_id or "").strip().isdigit() else None
+    raw_id = (last_event_id or "").strip()
+    after = int(raw_id) if raw_id.isascii() and raw_id.isdigit() else None
     start = events.plan(session, sub=sub, last_event_id=after)
     session.commit()
     if start is None:

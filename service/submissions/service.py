@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 import uuid
 from collections.abc import Callable
 
@@ -25,6 +26,9 @@ from service.queue.models import Job
 from service.submissions.models import Submission
 from service.submissions.schemas import CheckPublic, RegradeSkipped, SubmissionPublic
 from service.timefmt import rfc3339
+
+
+SUBMISSION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex; anything else cannot exist (and never reaches the DB)
 
 
 def to_public(sub: Submission) -> SubmissionPublic:
@@ -146,7 +150,7 @@ def _not_found(submission_id: str) -> NotFound:
 
 def get(session: Session, *, user: Principal, submission_id: str) -> Submission:
     """A submission the caller may read; someone else's looks exactly like a missing one."""
-    sub = session.get(Submission, submission_id) if len(submission_id) <= 32 else None
+    sub = session.get(Submission, submission_id) if SUBMISSION_ID.fullmatch(submission_id) else None
     if sub is None or not ((sub.identity_id == user.identity_id and user.in_scope(sub.course))
                            or user.can_teach(sub.course)):
         raise _not_found(submission_id)

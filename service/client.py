@@ -51,7 +51,8 @@ def submit_and_follow(*, url: str, token: str, notebook: str, exercise_id: str |
         resp = client.post("/api/v1/submissions", files={"notebook": (path.name, path.read_bytes())}, data=data)
         if resp.status_code >= 400:
             err = resp.json().get("error", {}) if "json" in resp.headers.get("content-type", "") else {}
-            sys.exit(f"titangrade: rejected ({resp.status_code} {err.get('code', '')}): {err.get('message', resp.text)}")
+            sys.exit(f"titangrade: rejected ({resp.status_code} {err.get('code', '')}): "
+                     f"{err.get('message', resp.text)}")
         sub_id = resp.json()["id"]
         print(f"submitted {path.name} as {sub_id}", file=sys.stderr)
         _follow(client, sub_id)

@@ -36,7 +36,8 @@ def gradebook(session: Session, *, course: str, policy: Policy) -> list[dict]:
         if policy == "latest" or held_score is None or sub.effective_score > held_score:
             chosen[key] = sub
     return [{"user": s.user, "issuer": key[0], "subject": key[1], "exercise_id": s.exercise_id,
-             "score": s.effective_score, "max_score": s.max_score, "status": s.status, "attempts": attempts[key], "submission_id": s.id,
+             "score": s.effective_score, "max_score": s.max_score, "status": s.status, "attempts": attempts[key],
+             "submission_id": s.id,
              "graded_at": rfc3339(s.graded_at)}
             for key, s in sorted(chosen.items())]
 

@@ -27,7 +27,6 @@ from service.submissions.models import Submission
 from service.submissions.schemas import CheckPublic, RegradeSkipped, SubmissionPublic
 from service.timefmt import rfc3339
 
-
 SUBMISSION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex; anything else cannot exist (and never reaches the DB)
 
 
@@ -89,8 +88,8 @@ def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_wo
         raise Unsatisfiable(f"exercise {exercise.id} needs {res.devices} accelerator(s) but the largest worker "
                             f"offers {offered}; ask an administrator to start a worker whose "
                             f"TITANGRADE_WORKER_DEVICES lists at least {res.devices} (e.g. npu:0-{res.devices - 1})",
-                            zh=f"练习 {exercise.id} 需要 {res.devices} 个加速卡，但目前最大的评分节点只有 {offered} 个；"
-                               "请联系管理员")
+                            zh=f"练习 {exercise.id} 需要 {res.devices} 个加速卡，"
+                               f"但目前最大的评分节点只有 {offered} 个；请联系管理员")
     if res.world_size > max_world_size:
         raise Unsatisfiable(f"exercise {exercise.id} launches {res.world_size} ranks but workers run at most "
                             f"{max_world_size}; raise TITANGRADE_WORKER_MAX_WORLD_SIZE on a larger host",
@@ -106,10 +105,12 @@ def _check_limits(session: Session, *, user: Principal, exercise_id: str, settin
     if recent >= settings.submissions_per_minute and not user.is_staff:
         wait_s = 60 - (now - oldest).total_seconds() if oldest else 60
         raise TooMany(f"more than {settings.submissions_per_minute} submissions in the last minute; "
-                      f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again", retry_after_s=wait_s + 1,
-                      zh=f"一分钟内提交超过 {settings.submissions_per_minute} 次；请等待 {max(1, round(wait_s))} 秒后再提交")
+                      f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again",
+                      retry_after_s=int(wait_s) + 1,
+                      zh=f"一分钟内提交超过 {settings.submissions_per_minute} 次；"
+                         f"请等待 {max(1, round(wait_s))} 秒后再提交")
     done = session.scalar(select(func.count()).select_from(Submission)
-                          .where(mine, Submission.exercise_id == exercise_id))
+                          .where(mine, Submission.exercise_id == exercise_id)) or 0
     limit = settings.max_attempts_per_exercise
     if limit and done >= limit and not user.is_staff:
         raise Forbidden(f"you have used all {limit} attempts for {exercise_id}; ask an instructor if you need more",

@@ -46,7 +46,7 @@ def set_membership(session: Session, *, identity: Identity, course: str, role: s
 
 def memberships(session: Session, *, identity_id: int) -> dict[str, str]:
     rows = session.execute(select(Membership.course, Membership.role).where(Membership.identity_id == identity_id))
-    return dict(rows.tuples().all())
+    return {course: role for course, role in rows.all()}  # noqa: C416 (Row pairs, not tuples, for mypy)
 
 
 def create_token(session: Session, *, user: str, role: str, course: str | None = None,

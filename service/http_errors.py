@@ -81,7 +81,7 @@ def allowed_methods(request: Request) -> list[str]:
     """Every method some route accepts at this path (Starlette's own 405 names only the first route's)."""
     allowed = [m for m in ("GET", "POST", "PUT", "PATCH", "DELETE")
                if any(route.matches({**request.scope, "method": m})[0] is Match.FULL for route in request.app.routes)]
-    return allowed + (["HEAD"] if "GET" in allowed else [])
+    return allowed
 
 
 def install_error_handlers(app: FastAPI) -> None:

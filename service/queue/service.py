@@ -1,5 +1,7 @@
 """The job queue on the database: enqueue, claim with a lease, renew, fenced finish, reap expired leases.
 
+The queue only claims, fences and requeues; what a finished job stores is service.grades.record_grade.
+
 PostgreSQL claims with `FOR UPDATE SKIP LOCKED`; SQLite runs the same single `UPDATE ... WHERE id =
 (SELECT ...) RETURNING` inside `BEGIN IMMEDIATE` (see service.db), which is atomic because SQLite has one
 writer. Every write of a job's outcome checks the lease token (fencing), so a worker whose lease expired
@@ -17,7 +19,6 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from service.db import utcnow
-from service.grades.models import OutboxEvent
 from service.queue.models import Job, WorkerBeat
 from service.submissions.models import ProgressEvent, Submission
 
@@ -97,41 +98,15 @@ def _fence(session: Session, job: ClaimedJob, **values: Any) -> bool:
     return result.rowcount == 1
 
 
-def _store_outcome(session: Session, *, submission_id: str, status: str, score: float | None,
-                   result: dict | None, message: str, grading_s: float | None) -> None:
-    """Score, final progress event and outbox row: always written together, in the caller's transaction."""
-    now = utcnow()
-    sub = session.get(Submission, submission_id)
-    kind = "grade.stored"
-    if status == "not_gradable" and sub.result and sub.score is not None:
-        # A failed regrade never destroys the grade an earlier run stored.
-        status, score, kind = sub.result["status"], sub.score, "grade.regrade_failed"
-        sub.message = f"a regrade could not run, the previous grade stands: {message}"
-    else:
-        sub.score, sub.result, sub.message = score, result, message
-        sub.graded_at, sub.grading_s = now, grading_s
-    sub.status = status
-    session.add(ProgressEvent(submission_id=submission_id, event="done",
-                              data={"status": status, "score": score, "max_score": sub.max_score}))
-    session.add(OutboxEvent(submission_id=submission_id, kind=kind, payload={
-        "submission_id": submission_id, "user": sub.user, "course": sub.course, "exercise_id": sub.exercise_id,
-        "status": status, "score": score, "manual_score": sub.manual_score, "max_score": sub.max_score,
-        "attempt": sub.attempt, "timestamp": now.isoformat() + "Z"}))
+def complete(session: Session, *, job: ClaimedJob) -> bool:
+    """Mark the job done if (and only if) the lease still holds; False means another worker owns it now.
+    The caller stores the grade (service.grades.record_grade) in the same transaction when this is True."""
+    return _fence(session, job, status="done", finished_at=utcnow(), lease_expires_at=None)
 
 
-def complete(session: Session, *, job: ClaimedJob, result: dict) -> bool:
-    """Store a grade if (and only if) the lease still holds; False means another worker owns the job now."""
-    if not _fence(session, job, status="done", finished_at=utcnow(), lease_expires_at=None):
-        return False
-    _store_outcome(session, submission_id=job.submission_id, status=result["status"], score=result["score"],
-                   result=result, message=result.get("message", ""), grading_s=result.get("duration_s"))
-    return True
-
-
-def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, backoff_s: float,
-          final: dict | None = None) -> str:
-    """A grader fault: requeue while attempts remain, else not_gradable (storing the engine's `final`
-    result if it produced one). Returns the new job status, or "lost" if the lease is gone."""
+def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, backoff_s: float) -> str:
+    """A grader fault: requeue while attempts remain, else mark the job failed. Returns "queued", "failed"
+    (the caller then records the submission as not_gradable) or "lost" (the lease is gone)."""
     current = session.get(Job, job.job_id)
     if retryable and current is not None and current.attempts < current.max_attempts:
         if _fence(session, job, status="queued", lease_token=None, worker_id=None, lease_expires_at=None,
@@ -142,9 +117,6 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
     if not _fence(session, job, status="failed", finished_at=utcnow(), last_error=error[:2000],
                   lease_expires_at=None):
         return "lost"
-    _store_outcome(session, submission_id=job.submission_id, status="not_gradable", score=None, result=final,
-                   message=_not_gradable_message(error),
-                   grading_s=final.get("duration_s") if final else None)
     return "failed"
 
 
@@ -157,35 +129,39 @@ def release(session: Session, *, job: ClaimedJob, reason: str) -> bool:
     return True
 
 
-def _not_gradable_message(error: str) -> str:
-    return ("the grader failed on its side, so this attempt was not scored (it does not count against you): "
-            f"{error[:500]}. Resubmit later or ask an instructor to regrade.")
-
-
 def _requeued(session: Session, submission_id: str, reason: str) -> None:
     session.execute(update(Submission).where(Submission.id == submission_id)
                     .values(status="queued").execution_options(synchronize_session=False))
     session.add(ProgressEvent(submission_id=submission_id, event="requeued", data={"reason": reason[:500]}))
 
 
-def reap_expired(session: Session) -> int:
-    """Requeue jobs whose lease ran out (their worker died), or give up after max attempts."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expired:
+    """A job whose lease ran out: requeued, or (`gave_up`) failed after its last attempt."""
+
+    submission_id: str
+    reason: str
+    gave_up: bool
+
+
+def reap_expired(session: Session) -> list[Expired]:
+    """Requeue jobs whose lease ran out (their worker died), or give up after max attempts; the caller
+    records a not_gradable grade for each job given up, in the same transaction."""
     now = utcnow()
     stmt = select(Job).where(Job.status == "running", Job.lease_expires_at < now).limit(50)
     if session.get_bind().dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
-    reaped = 0
+    reaped = []
     for job in session.scalars(stmt):
         reason = f"lease expired on worker {job.worker_id} (attempt {job.attempts})"
         job.lease_token, job.worker_id, job.lease_expires_at, job.last_error = None, None, None, reason
-        if job.attempts >= job.max_attempts:
+        gave_up = job.attempts >= job.max_attempts
+        if gave_up:
             job.status, job.finished_at = "failed", now
-            _store_outcome(session, submission_id=job.submission_id, status="not_gradable", score=None,
-                           result=None, message=_not_gradable_message(reason), grading_s=None)
         else:
             job.status, job.available_at = "queued", now
             _requeued(session, job.submission_id, reason)
-        reaped += 1
+        reaped.append(Expired(submission_id=job.submission_id, reason=reason, gave_up=gave_up))
     return reaped
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from grading.sandbox import DeviceGrant
 from service.config import Settings
 from service.db import transaction
+from service.grades import service as grades
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
 from service.workers.executor import Executor, GradingTicket
@@ -144,15 +145,18 @@ class Worker:
         with transaction(self.sessions) as s:
             result = outcome.get("result")
             if result is not None and result["status"] != "not_gradable":
-                stored = queue.complete(s, job=flight.job, result=result)
+                stored = queue.complete(s, job=flight.job)
+                if stored:
+                    grades.record_grade(s, submission_id=flight.job.submission_id, result=result)
                 state = "stored" if stored else "discarded (lease lost)"
                 self.stored += stored
-            elif result is not None:  # the engine caught a grader fault itself: same retry policy
-                state = queue.fault(s, job=flight.job, error=result.get("message") or "not gradable",
-                                    retryable=True, backoff_s=self.settings.retry_backoff_s, final=result)
-            else:
-                state = queue.fault(s, job=flight.job, error=outcome["fault"], retryable=outcome["retryable"],
+            else:  # a grader fault (caught by the engine, or the executor's own): one retry policy
+                error = (result.get("message") or "not gradable") if result is not None else outcome["fault"]
+                retryable = True if result is not None else outcome["retryable"]
+                state = queue.fault(s, job=flight.job, error=error, retryable=retryable,
                                     backoff_s=self.settings.retry_backoff_s)
+                if state == "failed":
+                    grades.record_grade(s, submission_id=flight.job.submission_id, result=result, fault=error)
         log.info("worker %s job %s: %s", self.id, job_id, state)
 
     def _queue_empty(self) -> bool:
@@ -167,9 +171,12 @@ class Worker:
             return
         self._last_reap = now
         with transaction(self.sessions) as s:
-            n = queue.reap_expired(s)
-        if n:
-            log.warning("worker %s requeued %d job(s) whose lease expired", self.id, n)
+            expired = queue.reap_expired(s)
+            for job in expired:
+                if job.gave_up:
+                    grades.record_grade(s, submission_id=job.submission_id, result=None, fault=job.reason)
+        if expired:
+            log.warning("worker %s reaped %d job(s) whose lease expired", self.id, len(expired))
 
     def _renew(self) -> None:
         with self._lock:

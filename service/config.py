@@ -41,6 +41,16 @@ class Settings(BaseSettings):
     poll_s: float = Field(0.5, gt=0, description="idle workers look for jobs this often")
     shutdown_grace_s: float = Field(10.0, ge=0, description="on SIGTERM, running jobs get this long before "
                                     "they are handed back to the queue")
+    queue_policy: Literal["fair", "fifo"] = Field("fair", description="fair: within a lane and priority the next "
+                                                  "job goes to the learner with the least work running, then the "
+                                                  "one granted longest ago; fifo: oldest job first")
+    max_running_per_learner: int = Field(0, ge=0, description="jobs of one learner running at once, all workers "
+                                         "together; 0 = no cap")
+    supersede_queued: Literal["off", "training", "all"] = Field(
+        "training", description="course default: a new attempt supersedes the same learner's still-queued "
+        "attempts at that exercise (training = long-lane exercises only); instructors override it per course")
+    estimate_recent_runs: int = Field(20, ge=1, description="waiting-time estimates use the median grading "
+                                      "time of this many recent runs of the exercise")
     max_attempts: int = Field(3, ge=1, description="grader-fault retries before a submission is not_gradable")
     retry_backoff_s: float = Field(2.0, ge=0, description="delay before a retried job may run again")
 

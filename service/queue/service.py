@@ -2,9 +2,10 @@
 
 The queue only claims, fences and requeues; what a finished job stores is service.grades.record_grade.
 
-PostgreSQL claims with `FOR UPDATE SKIP LOCKED`; SQLite runs the same single `UPDATE ... WHERE id =
-(SELECT ...) RETURNING` inside `BEGIN IMMEDIATE` (see service.db), which is atomic because SQLite has one
-writer. Every write of a job's outcome checks the lease token (fencing), so a worker whose lease expired
+The claim is fair share: within a lane and priority, the next job goes to the learner with the fewest
+jobs running, then to the one granted a job longest ago (per-learner round robin), so one learner's burst
+delays each other learner by about one job. PostgreSQL locks the chosen row `FOR UPDATE SKIP LOCKED`;
+SQLite runs inside `BEGIN IMMEDIATE` (see service.db), which is atomic because SQLite has one writer. Every write of a job's outcome checks the lease token (fencing), so a worker whose lease expired
 can never overwrite the grade stored by the worker that reclaimed the job.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from service.db import utcnow
 from service.queue.models import Job, WorkerBeat
@@ -25,7 +26,8 @@ from service.submissions.models import ProgressEvent, Submission
 INTERACTIVE_PRIORITY = 0
 SINGLE_REGRADE_PRIORITY = 10
 BULK_REGRADE_PRIORITY = 100
-TERMINAL_STATUSES = ("graded", "error", "not_gradable")
+TERMINAL_STATUSES = ("graded", "error", "not_gradable", "superseded")
+CLAIM_TRIES = 4  # PostgreSQL with a per-learner cap: learners skipped because a concurrent claim filled them
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,29 +44,89 @@ class ClaimedJob:
 
 
 def enqueue(session: Session, *, submission_id: str, lane: str, priority: int, devices: int,
-            world_size: int, max_attempts: int) -> Job:
-    job = Job(submission_id=submission_id, lane=lane, priority=priority, devices=devices,
+            world_size: int, max_attempts: int, learner: str | None = None) -> Job:
+    """Add a job for a submission (its learner is looked up when not given: fair share is per learner)."""
+    if learner is None:
+        learner = session.get(Submission, submission_id).user
+    job = Job(submission_id=submission_id, learner=learner, lane=lane, priority=priority, devices=devices,
               world_size=world_size, max_attempts=max_attempts, available_at=utcnow())
     session.add(job)
     session.add(ProgressEvent(submission_id=submission_id, event="queued", data={"priority": priority}))
     return job
 
 
+def _learner_running(lane: bool = False):
+    """Correlated: how many jobs of the candidate's learner are running (in the candidate's lane if `lane`)."""
+    other = aliased(Job)
+    stmt = select(func.count()).where(other.learner == Job.learner, other.status == "running")
+    if lane:
+        stmt = stmt.where(other.lane == Job.lane)
+    return stmt.correlate(Job).scalar_subquery()
+
+
+def _learner_last_grant():
+    """Correlated: when the candidate's learner was last granted a job in the candidate's lane (None: never)."""
+    other = aliased(Job)
+    return (select(func.max(other.claimed_at)).where(other.learner == Job.learner, other.lane == Job.lane)
+            .correlate(Job).scalar_subquery())
+
+
+def _candidate(*, now: dt.datetime, lanes: Sequence[str], free_devices: int, max_world_size: int, policy: str,
+               max_running_per_learner: int, skip_learners: set[str], postgres: bool):
+    stmt = (select(Job.id, Job.learner)
+            .where(Job.status == "queued", Job.lane.in_(list(lanes)), Job.devices <= free_devices,
+                   Job.world_size <= max_world_size, Job.available_at <= now))
+    if max_running_per_learner:
+        stmt = stmt.where(_learner_running() < max_running_per_learner)
+    if skip_learners:
+        stmt = stmt.where(Job.learner.not_in(sorted(skip_learners)))
+    if policy == "fair":  # round robin over learners within a priority: least running, then longest unserved
+        stmt = stmt.order_by(Job.priority, _learner_running(lane=True), _learner_last_grant().nulls_first(), Job.id)
+    else:
+        stmt = stmt.order_by(Job.priority, Job.id)
+    stmt = stmt.limit(1)
+    return stmt.with_for_update(of=Job, skip_locked=True) if postgres else stmt
+
+
+def _learner_has_room(session: Session, *, learner: str, cap: int) -> bool:
+    """PostgreSQL only: serialise claims per learner, then recount, so concurrent workers respect the cap
+    (under READ COMMITTED the count taken after the lock sees every claim committed before it)."""
+    session.execute(select(func.pg_advisory_xact_lock(func.hashtext("titangrade.learner:" + learner))))
+    running = session.scalar(select(func.count()).select_from(Job)
+                             .where(Job.learner == learner, Job.status == "running"))
+    return running < cap
+
+
 def claim(session: Session, *, worker_id: str, lanes: Sequence[str], free_devices: int,
-          max_world_size: int, lease_s: float) -> ClaimedJob | None:
-    """Atomically take the next job this worker can run, or None."""
+          max_world_size: int, lease_s: float, policy: str = "fair",
+          max_running_per_learner: int = 0) -> ClaimedJob | None:
+    """Atomically take the next job this worker can run, or None.
+
+    SQLite: the whole transaction holds the single writer lock (BEGIN IMMEDIATE), so choosing and taking
+    are one step. PostgreSQL: the chosen row is locked FOR UPDATE SKIP LOCKED, so concurrent workers never
+    take the same job; with a per-learner cap the learner's running count is re-checked under an advisory
+    lock, and a learner who reached the cap meanwhile is skipped.
+    """
     now = utcnow()
-    candidate = (select(Job.id)
-                 .where(Job.status == "queued", Job.lane.in_(list(lanes)), Job.devices <= free_devices,
-                        Job.world_size <= max_world_size, Job.available_at <= now)
-                 .order_by(Job.priority, Job.id).limit(1))
-    if session.get_bind().dialect.name == "postgresql":
-        candidate = candidate.with_for_update(skip_locked=True)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    skip: set[str] = set()
+    for _ in range(CLAIM_TRIES):
+        picked = session.execute(_candidate(
+            now=now, lanes=lanes, free_devices=free_devices, max_world_size=max_world_size, policy=policy,
+            max_running_per_learner=max_running_per_learner, skip_learners=skip, postgres=postgres)).first()
+        if picked is None:
+            return None
+        if not (postgres and max_running_per_learner) or _learner_has_room(
+                session, learner=picked.learner, cap=max_running_per_learner):
+            break
+        skip.add(picked.learner)
+    else:
+        return None
     token = uuid.uuid4().hex
     row = session.execute(
-        update(Job).where(Job.id == candidate.scalar_subquery())
+        update(Job).where(Job.id == picked.id, Job.status == "queued")
         .values(status="running", lease_token=token, worker_id=worker_id, attempts=Job.attempts + 1,
-                lease_expires_at=now + dt.timedelta(seconds=lease_s))
+                lease_expires_at=now + dt.timedelta(seconds=lease_s), claimed_at=now)
         .returning(Job.id, Job.submission_id, Job.attempts, Job.lane, Job.devices, Job.world_size)
         .execution_options(synchronize_session=False)).first()
     if row is None:
@@ -166,12 +228,12 @@ def reap_expired(session: Session) -> list[Expired]:
 
 
 def beat(session: Session, *, worker_id: str, host: str, pid: int, slots: int, devices: int,
-         device_kind: str) -> None:
-    """Record that a worker is alive (and what it offers)."""
+         device_kind: str, long_slots: int | None = None) -> None:
+    """Record that a worker is alive (and what it offers: `long_slots` of its slots take long-lane jobs)."""
     row = session.get(WorkerBeat, worker_id)
     if row is None:
         session.add(WorkerBeat(id=worker_id, host=host, pid=pid, slots=slots, devices=devices,
-                               device_kind=device_kind))
+                               device_kind=device_kind, long_slots=long_slots))
     else:
         row.heartbeat_at = utcnow()
 

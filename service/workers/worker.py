@@ -89,20 +89,24 @@ class Worker:
     # -- scheduling --------------------------------------------------------------------------------
     def _lanes_open(self) -> tuple[str, ...] | None:
         """Lanes a free slot may take now (None = no free slot); reserved slots never take long jobs."""
-        slots, reserved = self.settings.worker_slots, self.settings.short_reserved_slots
         busy = len(self._inflight)
-        if busy >= slots:
+        if busy >= self.settings.worker_slots:
             return None
         long_busy = sum(1 for f in self._inflight.values() if f.job.lane == "long")
-        long_cap = slots - reserved if slots > 1 else 1
-        return ("short", "long") if long_busy < long_cap else ("short",)
+        return ("short", "long") if long_busy < self._long_cap() else ("short",)
+
+    def _long_cap(self) -> int:
+        slots, reserved = self.settings.worker_slots, self.settings.short_reserved_slots
+        return slots - reserved if slots > 1 else 1
 
     def _fill_slots(self) -> int:
         claimed = 0
         while (lanes := self._lanes_open()) is not None:
             with transaction(self.sessions) as s:
                 job = queue.claim(s, worker_id=self.id, lanes=lanes, free_devices=self.devices.free,
-                                  max_world_size=self.settings.worker_max_world_size, lease_s=self.settings.lease_s)
+                                  max_world_size=self.settings.worker_max_world_size, lease_s=self.settings.lease_s,
+                                  policy=self.settings.queue_policy,
+                                  max_running_per_learner=self.settings.max_running_per_learner)
             if job is None:
                 return claimed
             self._start(job)
@@ -191,7 +195,7 @@ class Worker:
         with transaction(self.sessions) as s:
             queue.beat(s, worker_id=self.id, host=socket.gethostname(), pid=os.getpid(),
                        slots=self.settings.worker_slots, devices=self.devices.count,
-                       device_kind=self.devices.kind)
+                       device_kind=self.devices.kind, long_slots=self._long_cap())
 
     def _heartbeat_loop(self) -> None:
         while not self.stop.wait(self.settings.heartbeat_s):

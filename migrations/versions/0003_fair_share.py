@@ -1,0 +1,58 @@
+"""fair share, superseded attempts, waiting-time estimates
+
+jobs.learner and jobs.claimed_at let the claim give the next job to the learner with the least work
+running or recently granted; submissions.superseded_by records which later attempt replaced a queued one;
+course_settings holds the per-course supersede policy; worker_heartbeats.long_slots tells the waiting-time
+estimate how many slots take long-lane jobs.
+
+Revision ID: 0003
+Revises: 0001
+Create Date: 2026-11-30
+"""
+from alembic import op
+import sqlalchemy as sa
+
+
+revision = '0003'
+down_revision = '0001'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table('jobs', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('learner', sa.String(length=200), nullable=False, server_default=''))
+        batch_op.add_column(sa.Column('claimed_at', sa.DateTime(), nullable=True))
+    # Existing jobs take their submission's learner (quoted: "user" is reserved in PostgreSQL).
+    op.execute('UPDATE jobs SET learner = (SELECT submissions."user" FROM submissions '
+               'WHERE submissions.id = jobs.submission_id)')
+    with op.batch_alter_table('jobs', schema=None) as batch_op:
+        batch_op.create_index('ix_jobs_learner_status', ['learner', 'status'], unique=False)
+        batch_op.create_index('ix_jobs_learner_claimed', ['learner', 'claimed_at'], unique=False)
+
+    with op.batch_alter_table('submissions', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('superseded_by', sa.String(length=32), nullable=True))
+
+    with op.batch_alter_table('worker_heartbeats', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('long_slots', sa.Integer(), nullable=True))
+
+    op.create_table('course_settings',
+    sa.Column('course', sa.String(length=200), nullable=False),
+    sa.Column('supersede', sa.String(length=10), nullable=True),
+    sa.Column('updated_by', sa.String(length=200), nullable=False),
+    sa.Column('updated_at', sa.DateTime(), nullable=False),
+    sa.PrimaryKeyConstraint('course')
+    )
+
+
+def downgrade() -> None:
+    op.drop_table('course_settings')
+    with op.batch_alter_table('worker_heartbeats', schema=None) as batch_op:
+        batch_op.drop_column('long_slots')
+    with op.batch_alter_table('submissions', schema=None) as batch_op:
+        batch_op.drop_column('superseded_by')
+    with op.batch_alter_table('jobs', schema=None) as batch_op:
+        batch_op.drop_index('ix_jobs_learner_claimed')
+        batch_op.drop_index('ix_jobs_learner_status')
+        batch_op.drop_column('claimed_at')
+        batch_op.drop_column('learner')

@@ -139,6 +139,20 @@ def claim(session: Session, *, worker_id: str, lanes: Sequence[str], free_device
                       lane=row.lane, devices=row.devices, world_size=row.world_size)
 
 
+def cancel_queued(session: Session, *, submission_ids: Sequence[str], reason: str) -> list[str]:
+    """Cancel the still-queued interactive jobs of these submissions; returns the submissions cancelled.
+    A job a worker holds (running, or locked by a claim in flight on PostgreSQL) is never touched: the
+    `status = 'queued'` condition is re-checked on the locked row."""
+    if not submission_ids:
+        return []
+    rows = session.execute(
+        update(Job).where(Job.submission_id.in_(list(submission_ids)), Job.status == "queued",
+                          Job.priority == INTERACTIVE_PRIORITY)
+        .values(status="cancelled", finished_at=utcnow(), last_error=reason[:2000])
+        .returning(Job.submission_id).execution_options(synchronize_session=False))
+    return sorted({r.submission_id for r in rows})
+
+
 def renew(session: Session, *, held: Sequence[ClaimedJob], lease_s: float) -> set[int]:
     """Extend the leases this worker holds; returns the job ids whose lease was lost."""
     expires = utcnow() + dt.timedelta(seconds=lease_s)

@@ -28,7 +28,7 @@ def upgrade() -> None:
                'WHERE submissions.id = jobs.submission_id)')
     with op.batch_alter_table('jobs', schema=None) as batch_op:
         batch_op.create_index('ix_jobs_learner_status', ['learner', 'status'], unique=False)
-        batch_op.create_index('ix_jobs_learner_claimed', ['learner', 'claimed_at'], unique=False)
+        batch_op.create_index('ix_jobs_recent_grants', ['claimed_at', 'learner', 'lane'], unique=False)
 
     with op.batch_alter_table('submissions', schema=None) as batch_op:
         batch_op.add_column(sa.Column('superseded_by', sa.String(length=32), nullable=True))
@@ -52,7 +52,7 @@ def downgrade() -> None:
     with op.batch_alter_table('submissions', schema=None) as batch_op:
         batch_op.drop_column('superseded_by')
     with op.batch_alter_table('jobs', schema=None) as batch_op:
-        batch_op.drop_index('ix_jobs_learner_claimed')
+        batch_op.drop_index('ix_jobs_recent_grants')
         batch_op.drop_index('ix_jobs_learner_status')
         batch_op.drop_column('claimed_at')
         batch_op.drop_column('learner')

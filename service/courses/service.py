@@ -37,7 +37,8 @@ def gradebook(session: Session, *, course: str, policy: Policy) -> list[dict]:
             chosen[key] = sub
     return [{"user": s.user, "exercise_id": s.exercise_id, "score": s.effective_score,
              "max_score": s.max_score, "status": s.status, "attempts": attempts[key],
-             "superseded": superseded[key], "submission_id": s.id, "graded_at": s.graded_at.isoformat() if s.graded_at else None}
+             "superseded": superseded[key], "submission_id": s.id,
+             "graded_at": s.graded_at.isoformat() if s.graded_at else None}
             for key, s in sorted(chosen.items())]
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from service.db import utcnow
 from service.queue.models import Job, WorkerBeat
+from service.queue.service import FAIR_SHARE_MEMORY_S
 from service.submissions.models import Submission
 
 
@@ -132,7 +133,8 @@ def for_submission(session: Session, *, submission_id: str, policy: str, recent_
         if r.lane == own.lane:
             running[r.learner] += 1
     last_grant = dict(session.execute(select(Job.learner, func.max(Job.claimed_at))
-                                      .where(Job.lane == own.lane, Job.claimed_at.is_not(None))
+                                      .where(Job.lane == own.lane, Job.claimed_at >= now - dt.timedelta(
+                                          seconds=FAIR_SHARE_MEMORY_S))
                                       .group_by(Job.learner)).all())
     order = claim_order(queued, policy=policy, running=running, last_grant=last_grant)
     position = next(i for i, j in enumerate(order) if j.id == own.id)

@@ -13,7 +13,7 @@ class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (Index("ix_jobs_claim", "status", "lane", "priority", "id"),
                       Index("ix_jobs_learner_status", "learner", "status"),
-                      Index("ix_jobs_learner_claimed", "learner", "claimed_at"))
+                      Index("ix_jobs_recent_grants", "claimed_at", "learner", "lane"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)

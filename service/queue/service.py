@@ -5,8 +5,9 @@ The queue only claims, fences and requeues; what a finished job stores is servic
 The claim is fair share: within a lane and priority, the next job goes to the learner with the fewest
 jobs running, then to the one granted a job longest ago (per-learner round robin), so one learner's burst
 delays each other learner by about one job. PostgreSQL locks the chosen row `FOR UPDATE SKIP LOCKED`;
-SQLite runs inside `BEGIN IMMEDIATE` (see service.db), which is atomic because SQLite has one writer. Every write of a job's outcome checks the lease token (fencing), so a worker whose lease expired
-can never overwrite the grade stored by the worker that reclaimed the job.
+SQLite runs inside `BEGIN IMMEDIATE` (see service.db), which is atomic because SQLite has one writer.
+Every write of a job's outcome checks the lease token (fencing), so a worker whose lease expired can never
+overwrite the grade stored by the worker that reclaimed the job.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from service.db import utcnow
@@ -27,6 +28,7 @@ INTERACTIVE_PRIORITY = 0
 SINGLE_REGRADE_PRIORITY = 10
 BULK_REGRADE_PRIORITY = 100
 TERMINAL_STATUSES = ("graded", "error", "not_gradable", "superseded")
+FAIR_SHARE_MEMORY_S = 3600.0  # grants older than this no longer count against a learner
 CLAIM_TRIES = 4  # PostgreSQL with a per-learner cap: learners skipped because a concurrent claim filled them
 
 
@@ -55,19 +57,10 @@ def enqueue(session: Session, *, submission_id: str, lane: str, priority: int, d
     return job
 
 
-def _learner_running(lane: bool = False):
-    """Correlated: how many jobs of the candidate's learner are running (in the candidate's lane if `lane`)."""
+def _learner_running():
+    """Correlated: how many jobs of the candidate's learner are running (for the per-learner cap)."""
     other = aliased(Job)
-    stmt = select(func.count()).where(other.learner == Job.learner, other.status == "running")
-    if lane:
-        stmt = stmt.where(other.lane == Job.lane)
-    return stmt.correlate(Job).scalar_subquery()
-
-
-def _learner_last_grant():
-    """Correlated: when the candidate's learner was last granted a job in the candidate's lane (None: never)."""
-    other = aliased(Job)
-    return (select(func.max(other.claimed_at)).where(other.learner == Job.learner, other.lane == Job.lane)
+    return (select(func.count()).where(other.learner == Job.learner, other.status == "running")
             .correlate(Job).scalar_subquery())
 
 
@@ -80,8 +73,17 @@ def _candidate(*, now: dt.datetime, lanes: Sequence[str], free_devices: int, max
         stmt = stmt.where(_learner_running() < max_running_per_learner)
     if skip_learners:
         stmt = stmt.where(Job.learner.not_in(sorted(skip_learners)))
-    if policy == "fair":  # round robin over learners within a priority: least running, then longest unserved
-        stmt = stmt.order_by(Job.priority, _learner_running(lane=True), _learner_last_grant().nulls_first(), Job.id)
+    if policy == "fair":
+        # Round robin over learners within a priority: fewest jobs running in the lane, then the learner
+        # granted a job in the lane longest ago (never: first). Aggregated once per claim, not per row.
+        running = (select(Job.learner, Job.lane, func.count().label("n")).where(Job.status == "running")
+                   .group_by(Job.learner, Job.lane).subquery("running"))
+        granted = (select(Job.learner, Job.lane, func.max(Job.claimed_at).label("at"))
+                   .where(Job.claimed_at >= now - dt.timedelta(seconds=FAIR_SHARE_MEMORY_S))
+                   .group_by(Job.learner, Job.lane).subquery("granted"))
+        stmt = (stmt.outerjoin(running, and_(running.c.learner == Job.learner, running.c.lane == Job.lane))
+                .outerjoin(granted, and_(granted.c.learner == Job.learner, granted.c.lane == Job.lane))
+                .order_by(Job.priority, func.coalesce(running.c.n, 0), granted.c.at.nulls_first(), Job.id))
     else:
         stmt = stmt.order_by(Job.priority, Job.id)
     stmt = stmt.limit(1)

@@ -77,7 +77,8 @@ def list_submissions(user: CurrentUser, session: SessionDep, exercise_id: str | 
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic)
-def get_submission(submission_id: str, user: CurrentUser, session: SessionDep, settings: SettingsDep) -> SubmissionPublic:
+def get_submission(submission_id: str, user: CurrentUser, session: SessionDep,
+                   settings: SettingsDep) -> SubmissionPublic:
     """The submission; while it waits, `queue` has its position and estimated start and finish."""
     sub = service.get(session, user=user, submission_id=submission_id)
     return service.to_public(sub, queue_estimate=service.wait_estimate(session, sub=sub, settings=settings))

@@ -46,13 +46,12 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # Plain ALTER TABLE ... DROP COLUMN (SQLite >= 3.35 and PostgreSQL): a batch rebuild of `submissions` on
+    # SQLite would drop the table, and foreign-key cascades would then delete every job and event row.
     op.drop_table('course_settings')
-    with op.batch_alter_table('worker_heartbeats', schema=None) as batch_op:
-        batch_op.drop_column('long_slots')
-    with op.batch_alter_table('submissions', schema=None) as batch_op:
-        batch_op.drop_column('superseded_by')
-    with op.batch_alter_table('jobs', schema=None) as batch_op:
-        batch_op.drop_index('ix_jobs_recent_grants')
-        batch_op.drop_index('ix_jobs_learner_status')
-        batch_op.drop_column('claimed_at')
-        batch_op.drop_column('learner')
+    op.execute('ALTER TABLE worker_heartbeats DROP COLUMN long_slots')
+    op.execute('ALTER TABLE submissions DROP COLUMN superseded_by')
+    op.drop_index('ix_jobs_recent_grants', table_name='jobs')
+    op.drop_index('ix_jobs_learner_status', table_name='jobs')
+    op.execute('ALTER TABLE jobs DROP COLUMN claimed_at')
+    op.execute('ALTER TABLE jobs DROP COLUMN learner')

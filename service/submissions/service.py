@@ -172,7 +172,7 @@ def regrade(session: Session, *, subs: list[Submission], priority: int, max_atte
         queue.enqueue(session, submission_id=sub.id, lane=manifest.lane, priority=priority,
                       devices=manifest.resources.devices, world_size=manifest.resources.world_size,
                       max_attempts=max_attempts)
-        sub.status = "queued"
+        sub.status, sub.superseded_by = "queued", None  # an instructor may grade a superseded attempt after all
         queued.append(sub.id)
     session.commit()
     return queued

@@ -131,3 +131,13 @@ def test_superseded_attempts_do_not_use_up_the_attempt_limit(api, svc):
     ids = [_submit(api, svc) for _ in range(3)]  # two superseded, so the third is allowed
     assert [_get(api, svc, s)["status"] for s in ids] == ["superseded", "superseded", "queued"]
     assert [_get(api, svc, s)["attempt"] for s in ids] == [1, 2, 3]
+
+
+def test_an_instructor_can_still_grade_a_superseded_attempt(api, svc):
+    first = _submit(api, svc)
+    _submit(api, svc)
+    assert _get(api, svc, first)["superseded_by"] is not None
+    regrade = api.post(f"{URL}/{first}/regrade", headers=svc.auth(api.tokens["teacher"]))
+    assert regrade.status_code == 202 and regrade.json()["submission_ids"] == [first]
+    again = _get(api, svc, first)
+    assert (again["status"], again["superseded_by"]) == ("queued", None)

@@ -1,4 +1,5 @@
 """Per-course settings an instructor may change (a missing row means the service-wide defaults)."""
+
 from __future__ import annotations
 
 import datetime as dt

@@ -1,4 +1,5 @@
 """What the course settings API sends and receives."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -9,8 +10,10 @@ Supersede = Literal["off", "training", "all"]
 
 
 class CourseSettingsUpdate(BaseModel):
-    supersede: Supersede | None = Field(description="off | training (long-lane exercises) | all: whether a new "
-                                        "attempt supersedes the learner's still-queued ones; null = the default")
+    supersede: Supersede | None = Field(
+        description="off | training (long-lane exercises) | all: whether a new "
+        "attempt supersedes the learner's still-queued ones; null = the default"
+    )
 
 
 class CourseSettingsPublic(BaseModel):

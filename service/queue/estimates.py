@@ -6,6 +6,7 @@ the live workers that can run this lane, after the running jobs' remaining time.
 known (jobs that arrive later and jump ahead under fair share, retries, a per-learner cap), so it is a
 forecast, re-computed on every read; docs/service.md states its measured error.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -52,14 +53,21 @@ class WaitEstimate:
         def rounded(x: float | None) -> float | None:
             return round(x, 1) if x is not None else None
 
-        return {"position": self.position, "worker_slots": self.workers_slots, "typical_s": rounded(self.typical_s),
-                "basis_runs": self.basis_runs, "start_in_s": rounded(self.start_in_s),
-                "finish_in_s": rounded(self.finish_in_s), "start_at": iso(self.start_at),
-                "finish_at": iso(self.finish_at)}
+        return {
+            "position": self.position,
+            "worker_slots": self.workers_slots,
+            "typical_s": rounded(self.typical_s),
+            "basis_runs": self.basis_runs,
+            "start_in_s": rounded(self.start_in_s),
+            "finish_in_s": rounded(self.finish_in_s),
+            "start_at": iso(self.start_at),
+            "finish_at": iso(self.finish_at),
+        }
 
 
-def claim_order(jobs: Iterable[QueuedJob], *, policy: str, running: dict[str, int],
-                last_grant: dict[str, dt.datetime]) -> list[QueuedJob]:
+def claim_order(
+    jobs: Iterable[QueuedJob], *, policy: str, running: dict[str, int], last_grant: dict[str, dt.datetime]
+) -> list[QueuedJob]:
     """The order the claim would take these jobs if nothing else arrived: FIFO, or per-learner rounds
     (a learner's k-th waiting job goes in round k + jobs already running), oldest-served learner first."""
     jobs = sorted(jobs, key=lambda j: (j.priority, j.id))
@@ -71,13 +79,18 @@ def claim_order(jobs: Iterable[QueuedJob], *, policy: str, running: dict[str, in
         rank = seen[(job.learner, job.priority)]
         seen[(job.learner, job.priority)] += 1
         grant = last_grant.get(job.learner)
-        keyed.append(((job.priority, running.get(job.learner, 0) + rank, grant is not None,
-                       grant or dt.datetime.min, job.id), job))
+        keyed.append(
+            (
+                (job.priority, running.get(job.learner, 0) + rank, grant is not None, grant or dt.datetime.min, job.id),
+                job,
+            )
+        )
     return [job for _, job in sorted(keyed, key=lambda kv: kv[0])]
 
 
-def schedule(*, ahead_s: Sequence[float], running_left_s: Sequence[float], slots: int,
-             own_s: float) -> tuple[float, float]:
+def schedule(
+    *, ahead_s: Sequence[float], running_left_s: Sequence[float], slots: int, own_s: float
+) -> tuple[float, float]:
     """List scheduling: when would a job of `own_s` start and end after `ahead_s` on `slots` slots?"""
     free = sorted(running_left_s)[:slots] + [0.0] * max(0, slots - len(running_left_s))
     heapq.heapify(free)
@@ -91,11 +104,15 @@ def median_grading_s(session: Session, *, exercise_ids: Iterable[str], recent: i
     """Median grading time (and the number of runs behind it) over each exercise's `recent` latest runs."""
     out = {}
     for exercise_id in set(exercise_ids):
-        times = session.scalars(select(Submission.grading_s)
-                                .where(Submission.exercise_id == exercise_id, Submission.grading_s.is_not(None))
-                                .order_by(Submission.graded_at.desc()).limit(recent)).all()
-        if times:
-            out[exercise_id] = (float(statistics.median(times)), len(times))
+        times = session.scalars(
+            select(Submission.grading_s)
+            .where(Submission.exercise_id == exercise_id, Submission.grading_s.is_not(None))
+            .order_by(Submission.graded_at.desc())
+            .limit(recent)
+        ).all()
+        known = [float(t) for t in times if t is not None]
+        if known:
+            out[exercise_id] = (statistics.median(known), len(known))
     return out
 
 
@@ -110,51 +127,85 @@ def lane_slots(workers: Sequence[WorkerBeat], *, lane: str, devices: int) -> int
     return total
 
 
-def for_submission(session: Session, *, submission_id: str, policy: str, recent_runs: int,
-                   live_within_s: float) -> WaitEstimate | None:
+def for_submission(
+    session: Session, *, submission_id: str, policy: str, recent_runs: int, live_within_s: float
+) -> WaitEstimate | None:
     """The estimate for a submission whose job is queued (None when it is not waiting)."""
-    own = session.scalar(select(Job).where(Job.submission_id == submission_id, Job.status == "queued")
-                         .order_by(Job.id.desc()).limit(1))
+    own = session.scalar(
+        select(Job).where(Job.submission_id == submission_id, Job.status == "queued").order_by(Job.id.desc()).limit(1)
+    )
     if own is None:
         return None
     now = utcnow()
-    queued = [QueuedJob(id=r.id, learner=r.learner, priority=r.priority, exercise_id=r.exercise_id)
-              for r in session.execute(select(Job.id, Job.learner, Job.priority, Submission.exercise_id)
-                                       .join(Submission, Submission.id == Job.submission_id)
-                                       .where(Job.status == "queued", Job.lane == own.lane))]
+    queued = [
+        QueuedJob(id=r.id, learner=r.learner, priority=r.priority, exercise_id=r.exercise_id)
+        for r in session.execute(
+            select(Job.id, Job.learner, Job.priority, Submission.exercise_id)
+            .join(Submission, Submission.id == Job.submission_id)
+            .where(Job.status == "queued", Job.lane == own.lane)
+        )
+    ]
     # Running jobs hold slots: in the long lane only long jobs compete; short jobs can use any slot.
-    running_stmt = (select(Job.learner, Job.lane, Job.claimed_at, Submission.exercise_id)
-                    .join(Submission, Submission.id == Job.submission_id).where(Job.status == "running"))
+    running_stmt = (
+        select(Job.learner, Job.lane, Job.claimed_at, Submission.exercise_id)
+        .join(Submission, Submission.id == Job.submission_id)
+        .where(Job.status == "running")
+    )
     if own.lane == "long":
         running_stmt = running_stmt.where(Job.lane == "long")
     running_rows = session.execute(running_stmt).all()
-    running = defaultdict(int)
+    running: dict[str, int] = defaultdict(int)
     for r in running_rows:
         if r.lane == own.lane:
             running[r.learner] += 1
-    last_grant = dict(session.execute(select(Job.learner, func.max(Job.claimed_at))
-                                      .where(Job.lane == own.lane, Job.claimed_at >= now - dt.timedelta(
-                                          seconds=FAIR_SHARE_MEMORY_S))
-                                      .group_by(Job.learner)).all())
+    last_grant = {
+        learner: at
+        for learner, at in session.execute(
+            select(Job.learner, func.max(Job.claimed_at))
+            .where(Job.lane == own.lane, Job.claimed_at >= now - dt.timedelta(seconds=FAIR_SHARE_MEMORY_S))
+            .group_by(Job.learner)
+        )
+        if at is not None
+    }
     order = claim_order(queued, policy=policy, running=running, last_grant=last_grant)
     position = next(i for i, j in enumerate(order) if j.id == own.id)
-    medians = median_grading_s(session, exercise_ids={j.exercise_id for j in order[:position + 1]}
-                               | {r.exercise_id for r in running_rows}, recent=recent_runs)
+    medians = median_grading_s(
+        session,
+        exercise_ids={j.exercise_id for j in order[: position + 1]} | {r.exercise_id for r in running_rows},
+        recent=recent_runs,
+    )
     own_exercise = order[position].exercise_id
     fallback = statistics.median([m for m, _ in medians.values()]) if medians else None
     typical, runs = medians.get(own_exercise, (fallback, 0))
     since = now - dt.timedelta(seconds=live_within_s)
     workers = list(session.scalars(select(WorkerBeat).where(WorkerBeat.heartbeat_at >= since)))
     slots = lane_slots(workers, lane=own.lane, devices=own.devices)
-    estimate = dict(position=position + 1, workers_slots=slots, typical_s=typical, basis_runs=runs)
     if typical is None or slots == 0:
-        return WaitEstimate(**estimate, start_in_s=None, finish_in_s=None, start_at=None, finish_at=None)
+        return WaitEstimate(
+            position=position + 1,
+            workers_slots=slots,
+            typical_s=typical,
+            basis_runs=runs,
+            start_in_s=None,
+            finish_in_s=None,
+            start_at=None,
+            finish_at=None,
+        )
 
     def duration(exercise_id: str) -> float:
         return medians.get(exercise_id, (typical, 0))[0]
 
     left = [max(0.0, duration(r.exercise_id) - (now - (r.claimed_at or now)).total_seconds()) for r in running_rows]
-    start, finish = schedule(ahead_s=[duration(j.exercise_id) for j in order[:position]], running_left_s=left,
-                             slots=slots, own_s=typical)
-    return WaitEstimate(**estimate, start_in_s=start, finish_in_s=finish,
-                        start_at=now + dt.timedelta(seconds=start), finish_at=now + dt.timedelta(seconds=finish))
+    start, finish = schedule(
+        ahead_s=[duration(j.exercise_id) for j in order[:position]], running_left_s=left, slots=slots, own_s=typical
+    )
+    return WaitEstimate(
+        position=position + 1,
+        workers_slots=slots,
+        typical_s=typical,
+        basis_runs=runs,
+        start_in_s=start,
+        finish_in_s=finish,
+        start_at=now + dt.timedelta(seconds=start),
+        finish_at=now + dt.timedelta(seconds=finish),
+    )

@@ -49,7 +49,7 @@ def enqueue(session: Session, *, submission_id: str, lane: str, priority: int, d
             world_size: int, max_attempts: int, learner: str | None = None) -> Job:
     """Add a job for a submission (its learner is looked up when not given: fair share is per learner)."""
     if learner is None:
-        learner = session.get(Submission, submission_id).user
+        learner = session.get_one(Submission, submission_id).user
     job = Job(submission_id=submission_id, learner=learner, lane=lane, priority=priority, devices=devices,
               world_size=world_size, max_attempts=max_attempts, available_at=utcnow())
     session.add(job)

@@ -61,9 +61,9 @@ def _check_limits(session: Session, *, user: Principal, exercise_id: str, settin
                           .where(Submission.user == user.user, Submission.exercise_id == exercise_id))
     superseded = session.scalar(select(func.count()).select_from(Submission)
                                 .where(Submission.user == user.user, Submission.exercise_id == exercise_id,
-                                       Submission.status == "superseded"))
+                                       Submission.status == "superseded")) or 0
     limit = settings.max_attempts_per_exercise
-    if limit and done - superseded >= limit and not user.is_staff:  # a superseded attempt was never graded
+    if limit and (done or 0) - superseded >= limit and not user.is_staff:  # a superseded attempt was never graded
         raise TooMany(f"you have used all {limit} attempts for {exercise_id}; ask an instructor if you need more",
                       code="attempt_limit")
     return done + 1

@@ -16,6 +16,7 @@ for all 100 (where fair share rightly makes the bursting learners wait for their
 utilisation (busy slot-seconds / slots x time to drain), the superseded count, when the queue drained, and
 the mean claim transaction time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,12 +34,25 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 # Measured CPU run time of one solution, seconds (README exercise table, quiet 2-core machine).
-RUN_S = {"ch05.flavor_derivation": 1.2, "ch05.fsdp_to_torchtitan": 1.1, "ch05.per_tensor_param": 10.0,
-         "ch05.state_dict_names": 1.1, "ch06.context_parallel": 8.8, "ch06.mesh_shapes": 1.1,
-         "ch06.npu_converter": 5.5, "ch06.offload_memory": 1.1, "ch06.varlen_metadata": 2.5,
-         "ch07.agent_loop": 1.3, "ch07.dry_run_config": 1.4, "ch07.grpo_math": 1.1,
-         "ch07.three_step_training": 20.0, "ch07.wordle_reward": 1.3, "ch08.lr_schedule": 1.1,
-         "ch08.perf_comparison": 1.3, "ch08.troubleshooting": 1.1}
+RUN_S = {
+    "ch05.flavor_derivation": 1.2,
+    "ch05.fsdp_to_torchtitan": 1.1,
+    "ch05.per_tensor_param": 10.0,
+    "ch05.state_dict_names": 1.1,
+    "ch06.context_parallel": 8.8,
+    "ch06.mesh_shapes": 1.1,
+    "ch06.npu_converter": 5.5,
+    "ch06.offload_memory": 1.1,
+    "ch06.varlen_metadata": 2.5,
+    "ch07.agent_loop": 1.3,
+    "ch07.dry_run_config": 1.4,
+    "ch07.grpo_math": 1.1,
+    "ch07.three_step_training": 20.0,
+    "ch07.wordle_reward": 1.3,
+    "ch08.lr_schedule": 1.1,
+    "ch08.perf_comparison": 1.3,
+    "ch08.troubleshooting": 1.1,
+}
 HOUR_S = 3600.0
 
 
@@ -65,8 +79,9 @@ def workload(*, learners: int, bursters: int, seed: int, catalogue) -> list[Arri
     return sorted(out)
 
 
-def simulate(arrivals: list[Arrival], *, slots: int, policy: str, supersede: bool, url: str, catalogue,
-             seed: int) -> dict:
+def simulate(
+    arrivals: list[Arrival], *, slots: int, policy: str, supersede: bool, url: str, catalogue, seed: int
+) -> dict:
     from service.db import make_engine, make_sessionmaker, transaction, upgrade
     from service.queue import service as queue
     from service.submissions.models import Submission
@@ -94,13 +109,30 @@ def simulate(arrivals: list[Arrival], *, slots: int, policy: str, supersede: boo
             key = (a.learner, a.exercise_id)
             attempts[key] = attempts.get(key, 0) + 1
             with transaction(sessions) as s:
-                sub = Submission(id=uuid.uuid4().hex, user=a.learner, course="bench", exercise_id=a.exercise_id,
-                                 lang="en", attempt=attempts[key], notebook=b"{}", status="queued",
-                                 max_score=10.0, message="")
+                sub = Submission(
+                    id=uuid.uuid4().hex,
+                    user=a.learner,
+                    course="bench",
+                    exercise_id=a.exercise_id,
+                    lang="en",
+                    attempt=attempts[key],
+                    notebook=b"{}",
+                    status="queued",
+                    max_score=10.0,
+                    message="",
+                )
                 s.add(sub)
                 s.flush()
-                queue.enqueue(s, submission_id=sub.id, lane=exercise.manifest.lane, priority=0, devices=0,
-                              world_size=1, max_attempts=3, learner=a.learner)
+                queue.enqueue(
+                    s,
+                    submission_id=sub.id,
+                    lane=exercise.manifest.lane,
+                    priority=0,
+                    devices=0,
+                    world_size=1,
+                    max_attempts=3,
+                    learner=a.learner,
+                )
                 if supersede:
                     _supersede_earlier(s, sub=sub, exercise=exercise, default="training")
             submitted[sub.id], lane_of[sub.id], learner_of[sub.id] = a.t, exercise.manifest.lane, a.learner
@@ -110,8 +142,9 @@ def simulate(arrivals: list[Arrival], *, slots: int, policy: str, supersede: boo
             lanes = ("short", "long") if long_busy < long_cap else ("short",)
             tick = time.perf_counter()
             with transaction(sessions) as s:
-                job = queue.claim(s, worker_id="sim", lanes=lanes, free_devices=0, max_world_size=8,
-                                  lease_s=10 ** 6, policy=policy)
+                job = queue.claim(
+                    s, worker_id="sim", lanes=lanes, free_devices=0, max_world_size=8, lease_s=10**6, policy=policy
+                )
             claim_s, claims = claim_s + time.perf_counter() - tick, claims + 1
             if job is None:
                 break
@@ -131,10 +164,18 @@ def simulate(arrivals: list[Arrival], *, slots: int, policy: str, supersede: boo
     means = sorted(statistics.fmean(w) for w in waits_by_learner.values())
     steady = [statistics.fmean(w) for who, w in waits_by_learner.items() if who not in bursters]
     span = max(ended.values()) - min(submitted.values())
-    return {"p50": pct(means, 0.5), "p95": pct(means, 0.95), "victim_p95": pct(sorted(victims), 0.95),
-            "jain": jain_index(steady), "jain_all": jain_index(means), "util": busy_s / (slots * span),
-            "superseded": len(submitted) - len(started),
-            "jobs": len(submitted), "drain_s": max(ended.values()), "claim_ms": 1000 * claim_s / max(claims, 1)}
+    return {
+        "p50": pct(means, 0.5),
+        "p95": pct(means, 0.95),
+        "victim_p95": pct(sorted(victims), 0.95),
+        "jain": jain_index(steady),
+        "jain_all": jain_index(means),
+        "util": busy_s / (slots * span),
+        "superseded": len(submitted) - len(started),
+        "jobs": len(submitted),
+        "drain_s": max(ended.values()),
+        "claim_ms": 1000 * claim_s / max(claims, 1),
+    }
 
 
 def jain_index(values: list[float]) -> float:
@@ -155,8 +196,12 @@ def main() -> None:
     parser.add_argument("--bursters", type=int, default=10)
     parser.add_argument("--slots", type=int, nargs="+", default=[2, 8])
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--training-scale", type=float, default=1.0,
-                        help="multiply training run times (e.g. 3 for longer accelerator runs)")
+    parser.add_argument(
+        "--training-scale",
+        type=float,
+        default=1.0,
+        help="multiply training run times (e.g. 3 for longer accelerator runs)",
+    )
     args = parser.parse_args()
     catalogue = Catalogue()
     for exercise_id in RUN_S:
@@ -164,21 +209,29 @@ def main() -> None:
             RUN_S[exercise_id] *= args.training_scale
     arrivals = workload(learners=args.learners, bursters=args.bursters, seed=args.seed, catalogue=catalogue)
     workdir = Path(tempfile.mkdtemp(prefix="tg-fair-"))
-    print(f"{len(arrivals)} submissions from {args.learners} learners ({args.bursters} bursting) in the last hour; "
-          f"training run times x{args.training_scale}")
-    print("| slots | policy | learner mean wait p50 | p95 | p95 training wait, non-bursting learners | "
-          "Jain, equal-demand learners | Jain, all | utilisation | superseded | drained at | claim |")
+    print(
+        f"{len(arrivals)} submissions from {args.learners} learners ({args.bursters} bursting) in the last hour; "
+        f"training run times x{args.training_scale}"
+    )
+    print(
+        "| slots | policy | learner mean wait p50 | p95 | p95 training wait, non-bursting learners | "
+        "Jain, equal-demand learners | Jain, all | utilisation | superseded | drained at | claim |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for slots in args.slots:
         for policy, supersede in (("fifo", False), ("fair", False), ("fair", True)):
             url = f"sqlite:///{workdir / f'sim-{uuid.uuid4().hex[:6]}.db'}"
-            r = simulate(arrivals, slots=slots, policy=policy, supersede=supersede, url=url, catalogue=catalogue,
-                         seed=args.seed)
+            r = simulate(
+                arrivals, slots=slots, policy=policy, supersede=supersede, url=url, catalogue=catalogue, seed=args.seed
+            )
             name = policy + (" + supersede" if supersede else "")
-            print(f"| {slots} | {name} | {r['p50']:.0f} s | {r['p95']:.0f} s | {r['victim_p95']:.0f} s | "
-                  f"{r['jain']:.2f} | {r['jain_all']:.2f} | {r['util']:.0%} | {r['superseded']} | "
-                  f"{r['drain_s'] / 60:.0f} min | "
-                  f"{r['claim_ms']:.1f} ms |", flush=True)
+            print(
+                f"| {slots} | {name} | {r['p50']:.0f} s | {r['p95']:.0f} s | {r['victim_p95']:.0f} s | "
+                f"{r['jain']:.2f} | {r['jain_all']:.2f} | {r['util']:.0%} | {r['superseded']} | "
+                f"{r['drain_s'] / 60:.0f} min | "
+                f"{r['claim_ms']:.1f} ms |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """Storing a grade (service.grades.record_grade): score, events and outbox row together; faults never zero."""
+
 from __future__ import annotations
 
 from sqlalchemy import select
@@ -14,8 +15,7 @@ RESULT = {"status": "graded", "score": 3.0, "max_score": 3.0, "checks": [], "mes
 
 def _claim(sessions):
     with transaction(sessions) as s:
-        return queue.claim(s, worker_id="w1", lanes=("short", "long"), free_devices=0, max_world_size=8,
-                           lease_s=30)
+        return queue.claim(s, worker_id="w1", lanes=("short", "long"), free_devices=0, max_world_size=8, lease_s=30)
 
 
 def test_a_grade_stores_score_done_event_and_outbox_row_together(sessions, add_submission):
@@ -46,12 +46,20 @@ def test_a_fault_is_not_gradable_never_a_zero(sessions, add_submission):
 def test_a_failed_regrade_keeps_the_previous_grade(sessions, add_submission):
     with transaction(sessions) as s:
         sub, _ = add_submission(s, max_attempts=1)
+    held = _claim(sessions)
     with transaction(sessions) as s:
-        assert queue.complete(s, job=(held := _claim(sessions)))
+        assert queue.complete(s, job=held)
         record_grade(s, submission_id=held.submission_id, result=RESULT)
     with transaction(sessions) as s:
-        queue.enqueue(s, submission_id=sub.id, lane="short", priority=queue.BULK_REGRADE_PRIORITY, devices=0,
-                      world_size=1, max_attempts=1)
+        queue.enqueue(
+            s,
+            submission_id=sub.id,
+            lane="short",
+            priority=queue.BULK_REGRADE_PRIORITY,
+            devices=0,
+            world_size=1,
+            max_attempts=1,
+        )
     regrade = _claim(sessions)
     with transaction(sessions) as s:
         assert queue.fault(s, job=regrade, error="kernel did not start", retryable=True, backoff_s=0) == "failed"

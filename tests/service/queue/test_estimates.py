@@ -1,5 +1,6 @@
 """Waiting-time estimates: the pure scheduling parts, and estimates checked against a replayed queue that the
 real claim drains (SQLite and PostgreSQL)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -26,8 +27,10 @@ def test_schedule_fills_the_earliest_free_slot():
 
 
 def test_claim_order_is_round_robin_over_learners():
-    jobs = [estimates.QueuedJob(id=i, learner=who, priority=0, exercise_id="x")
-            for i, who in enumerate(["a", "a", "a", "b", "c", "c"], start=1)]
+    jobs = [
+        estimates.QueuedJob(id=i, learner=who, priority=0, exercise_id="x")
+        for i, who in enumerate(["a", "a", "a", "b", "c", "c"], start=1)
+    ]
     then = dt.datetime(2026, 1, 1)
     fair = estimates.claim_order(jobs, policy="fair", running={"c": 1}, last_grant={"a": then, "c": then})
     assert [j.learner for j in fair] == ["b", "a", "a", "c", "a", "c"]
@@ -38,10 +41,22 @@ def _history(session):
     rng = random.Random(7)
     for exercise_id, median in MEDIANS.items():
         for i in range(7):
-            session.add(Submission(id=uuid.uuid4().hex, user=f"past{i}", course="c1", exercise_id=exercise_id,
-                                   lang="en", attempt=1, notebook=b"{}", status="graded", max_score=3.0,
-                                   message="", grading_s=median * (1 + rng.uniform(-0.1, 0.1)) if i != 3 else median,
-                                   graded_at=utcnow() - dt.timedelta(minutes=i)))
+            session.add(
+                Submission(
+                    id=uuid.uuid4().hex,
+                    user=f"past{i}",
+                    course="c1",
+                    exercise_id=exercise_id,
+                    lang="en",
+                    attempt=1,
+                    notebook=b"{}",
+                    status="graded",
+                    max_score=3.0,
+                    message="",
+                    grading_s=median * (1 + rng.uniform(-0.1, 0.1)) if i != 3 else median,
+                    graded_at=utcnow() - dt.timedelta(minutes=i),
+                )
+            )
 
 
 def _replay(sessions, *, slots, policy, durations) -> dict[str, float]:
@@ -50,8 +65,9 @@ def _replay(sessions, *, slots, policy, durations) -> dict[str, float]:
     while True:
         while len(running) < slots:
             with transaction(sessions) as s:
-                job = queue.claim(s, worker_id="w", lanes=("short",), free_devices=0, max_world_size=8,
-                                  lease_s=600, policy=policy)
+                job = queue.claim(
+                    s, worker_id="w", lanes=("short",), free_devices=0, max_world_size=8, lease_s=600, policy=policy
+                )
             if job is None:
                 break
             started[job.submission_id] = t
@@ -74,8 +90,10 @@ def test_estimates_hold_on_a_replayed_queue(sessions, add_submission, policy):
         subs = [add_submission(s, user=who, exercise_id=rng.choice(sorted(MEDIANS)))[0] for who in burst]
     durations = {sub.id: MEDIANS[sub.exercise_id] * (1 + rng.uniform(-JITTER, JITTER)) for sub in subs}
     with sessions() as s:
-        forecast = {sub.id: estimates.for_submission(s, submission_id=sub.id, policy=policy, recent_runs=20,
-                                                     live_within_s=60) for sub in subs}
+        forecast = {
+            sub.id: estimates.for_submission(s, submission_id=sub.id, policy=policy, recent_runs=20, live_within_s=60)
+            for sub in subs
+        }
     assert sorted(f.position for f in forecast.values()) == list(range(1, len(subs) + 1))
     assert {f.workers_slots for f in forecast.values()} == {3}
     actual = _replay(sessions, slots=3, policy=policy, durations=durations)
@@ -91,15 +109,15 @@ def test_estimates_hold_on_a_replayed_queue(sessions, add_submission, policy):
 def test_no_live_worker_means_no_estimate_but_a_position(sessions, add_submission):
     with transaction(sessions) as s:
         _history(s)
-        first, _ = add_submission(s, lane="long")
+        add_submission(s, lane="long")
         second, _ = add_submission(s, user="ben", lane="long")
         queue.beat(s, worker_id="w", host="h", pid=1, slots=1, devices=0, device_kind="cpu", long_slots=1)
     with sessions() as s:
-        found = estimates.for_submission(s, submission_id=second.id, policy="fair", recent_runs=20,
-                                         live_within_s=60)
+        found = estimates.for_submission(s, submission_id=second.id, policy="fair", recent_runs=20, live_within_s=60)
         assert (found.position, found.workers_slots, found.start_in_s) == (2, 1, pytest.approx(2.0, abs=0.3))
-        stale = estimates.for_submission(s, submission_id=second.id, policy="fair", recent_runs=20,
-                                         live_within_s=-60)  # the beat is "too old": nobody can run it
+        stale = estimates.for_submission(
+            s, submission_id=second.id, policy="fair", recent_runs=20, live_within_s=-60
+        )  # the beat is "too old": nobody can run it
         assert (stale.position, stale.workers_slots, stale.start_in_s, stale.finish_in_s) == (2, 0, None, None)
 
 
@@ -109,5 +127,4 @@ def test_a_running_or_finished_submission_has_no_estimate(sessions, add_submissi
     with transaction(sessions) as s:
         queue.claim(s, worker_id="w", lanes=("short",), free_devices=0, max_world_size=8, lease_s=30)
     with sessions() as s:
-        assert estimates.for_submission(s, submission_id=sub.id, policy="fair", recent_runs=5,
-                                        live_within_s=60) is None
+        assert estimates.for_submission(s, submission_id=sub.id, policy="fair", recent_runs=5, live_within_s=60) is None

@@ -1,5 +1,6 @@
 """Fair share in the claim (SQLite and PostgreSQL): a burst delays others by about one job, priorities still
 win, the per-learner cap holds under concurrent workers, and `fifo` keeps the old order."""
+
 from __future__ import annotations
 
 import threading
@@ -13,8 +14,16 @@ from service.queue.models import Job
 
 def _claim(sessions, *, worker="w1", lanes=("short", "long"), policy="fair", cap=0):
     with transaction(sessions) as s:
-        return queue.claim(s, worker_id=worker, lanes=lanes, free_devices=0, max_world_size=8, lease_s=30,
-                           policy=policy, max_running_per_learner=cap)
+        return queue.claim(
+            s,
+            worker_id=worker,
+            lanes=lanes,
+            free_devices=0,
+            max_world_size=8,
+            lease_s=30,
+            policy=policy,
+            max_running_per_learner=cap,
+        )
 
 
 def _finish(sessions, job):
@@ -100,7 +109,7 @@ def test_concurrent_workers_respect_the_cap_and_never_share_a_job(sessions, add_
         barrier = threading.Barrier(6)
         got, lock = [], threading.Lock()
 
-        def grab(name):
+        def grab(name, barrier=barrier, got=got, lock=lock):
             barrier.wait()
             job = _claim(sessions, worker=name, cap=1)
             if job is not None:
@@ -113,9 +122,10 @@ def test_concurrent_workers_respect_the_cap_and_never_share_a_job(sessions, add_
         for t in threads:
             t.join()
         with sessions() as s:
-            running = dict(s.execute(select(Job.learner, func.count()).where(Job.status == "running")
-                                     .group_by(Job.learner)).all())
-        assert running == {name: 1 for name in learners}, running  # one each: the cap held, nobody starved
+            running = dict(
+                s.execute(select(Job.learner, func.count()).where(Job.status == "running").group_by(Job.learner)).all()
+            )
+        assert running == dict.fromkeys(learners, 1), running  # one each: the cap held, nobody starved
         assert len({j.job_id for j in got}) == len(got) == 3
         for job in got:
             _finish(sessions, job)

@@ -1,5 +1,6 @@
 """Superseded attempts: a new attempt replaces the learner's still-queued ones (course setting, on by default
 for training exercises), never a running one or the latest, and shows as `superseded` in API and gradebook."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,11 @@ URL = "/api/v1/submissions"
 
 
 def _submit(api, svc, user="alice", exercise="ch05.svc_long"):
-    resp = api.post(URL, files={"notebook": ("s.ipynb", svc.notebook(exercise), "application/x-ipynb+json")},
-                    headers=svc.auth(api.tokens[user]))
+    resp = api.post(
+        URL,
+        files={"notebook": ("s.ipynb", svc.notebook(exercise), "application/x-ipynb+json")},
+        headers=svc.auth(api.tokens[user]),
+    )
     assert resp.status_code == 202, resp.text
     return resp.json()["id"]
 
@@ -41,7 +45,11 @@ def test_a_new_training_attempt_supersedes_the_queued_ones_but_never_the_latest(
     with api.app_state.sessions() as s:
         statuses = {j.submission_id: j.status for j in s.query(Job)}
     assert (statuses[first], statuses[second], statuses[third], statuses[bob]) == (
-        "cancelled", "cancelled", "queued", "queued")
+        "cancelled",
+        "cancelled",
+        "queued",
+        "queued",
+    )
     # the SSE stream of a superseded attempt ends with done/superseded
     with api.stream("GET", f"{URL}/{first}/events", headers=svc.auth(api.tokens["alice"])) as resp:
         frames = [json.loads(line[6:]) for line in resp.iter_lines() if line.startswith("data: ")]
@@ -95,7 +103,10 @@ def test_a_claim_in_flight_wins_over_a_concurrent_supersede(sessions, add_submis
 def test_light_exercises_are_kept_unless_the_course_says_all(api, svc):
     teacher = svc.auth(api.tokens["teacher"])
     assert api.get("/api/v1/courses/c1/settings", headers=teacher).json() == {
-        "course": "c1", "supersede": "training", "supersede_is_default": True}
+        "course": "c1",
+        "supersede": "training",
+        "supersede_is_default": True,
+    }
     first = _submit(api, svc, exercise="ch05.svc_sum")
     _submit(api, svc, exercise="ch05.svc_sum")
     assert _get(api, svc, first)["status"] == "queued"

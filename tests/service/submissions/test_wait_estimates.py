@@ -1,4 +1,5 @@
 """Waiting times where learners see them: GET /submissions/{id} (`queue`), the SSE `estimate` frame, the CLI."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,14 +18,30 @@ URL = "/api/v1/submissions"
 def _setup(api, svc, *, n=3):
     with transaction(api.app_state.sessions) as s:
         for i, took in enumerate((4.0, 5.0, 6.0)):
-            s.add(Submission(id=uuid.uuid4().hex, user=f"past{i}", course="c1", exercise_id="ch05.svc_sum",
-                             lang="en", attempt=1, notebook=b"{}", status="graded", max_score=3.0, message="",
-                             grading_s=took, graded_at=utcnow() - dt.timedelta(minutes=i)))
+            s.add(
+                Submission(
+                    id=uuid.uuid4().hex,
+                    user=f"past{i}",
+                    course="c1",
+                    exercise_id="ch05.svc_sum",
+                    lang="en",
+                    attempt=1,
+                    notebook=b"{}",
+                    status="graded",
+                    max_score=3.0,
+                    message="",
+                    grading_s=took,
+                    graded_at=utcnow() - dt.timedelta(minutes=i),
+                )
+            )
         queue.beat(s, worker_id="w", host="h", pid=1, slots=1, devices=0, device_kind="cpu", long_slots=1)
     ids = []
     for _ in range(n):
-        resp = api.post(URL, files={"notebook": ("s.ipynb", svc.notebook(), "application/x-ipynb+json")},
-                        headers=svc.auth(api.tokens["alice"]))
+        resp = api.post(
+            URL,
+            files={"notebook": ("s.ipynb", svc.notebook(), "application/x-ipynb+json")},
+            headers=svc.auth(api.tokens["alice"]),
+        )
         ids.append(resp.json()["id"])
     return ids
 
@@ -77,10 +94,21 @@ def test_estimate_frames_are_sent_when_they_change():
 def test_cli_lines_for_estimates_and_superseded_attempts():
     from service.client import _describe
 
-    line = _describe({"event": "estimate", "position": 4, "worker_slots": 2, "typical_s": 20.0,
-                      "start_in_s": 45.0, "finish_in_s": 130.0})
-    assert line == ("  queued: position 4, starts in about 45 s, result in about 2 min (2 slot(s); this "
-                    "exercise usually takes 20 s)")
+    line = _describe(
+        {
+            "event": "estimate",
+            "position": 4,
+            "worker_slots": 2,
+            "typical_s": 20.0,
+            "start_in_s": 45.0,
+            "finish_in_s": 130.0,
+        }
+    )
+    assert line == (
+        "  queued: position 4, starts in about 45 s, result in about 2 min (2 slot(s); this "
+        "exercise usually takes 20 s)"
+    )
     assert "no worker" in _describe({"event": "estimate", "position": 1, "worker_slots": 0, "start_in_s": None})
-    assert "superseded by your newer attempt abc" in _describe({"event": "done", "status": "superseded",
-                                                                 "superseded_by": "abc"})
+    assert "superseded by your newer attempt abc" in _describe(
+        {"event": "done", "status": "superseded", "superseded_by": "abc"}
+    )

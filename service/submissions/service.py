@@ -103,12 +103,13 @@ def create(session: Session, *, user: Principal, exercise: Exercise, notebook: b
 
 
 def wait_estimate(session: Session, *, sub: Submission, settings: Settings) -> dict | None:
-    """Position and estimated start/finish while the submission waits (None once it runs or ends)."""
+    """Position and estimated start/finish while the submission waits (None once it runs or ends). A worker
+    counts as live until its jobs' leases would expire, so a heartbeat delayed by load does not hide it."""
     if sub.status != "queued":
         return None
     found = estimates.for_submission(session, submission_id=sub.id, policy=settings.queue_policy,
                                      recent_runs=settings.estimate_recent_runs,
-                                     live_within_s=3 * settings.heartbeat_s)
+                                     live_within_s=max(3 * settings.heartbeat_s, settings.lease_s))
     return found.public() if found is not None else None
 
 

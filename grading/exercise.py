@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from grading.errors import UnknownExercise
 
@@ -161,8 +161,15 @@ class Exercise:
 
 
 def load_manifest(path: Path) -> Manifest:
-    with path.open("rb") as fh:
-        return Manifest.model_validate(tomllib.load(fh))
+    """Parse and validate one exercise.toml; errors name the file and each bad field."""
+    try:
+        with path.open("rb") as fh:
+            return Manifest.model_validate(tomllib.load(fh))
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML ({exc})") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'manifest'}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"{path}: {problems}") from None
 
 
 class Catalogue:

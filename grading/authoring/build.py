@@ -14,7 +14,7 @@ from typing import Any
 import nbformat
 from nbformat import v4
 
-from grading.authoring.master import AuthoringError, Cell, Master, Mistake, read_master
+from grading.authoring.master import AuthoringError, Master, Mistake, read_master
 from grading.exercise import REPO_ROOT, Exercise
 
 DEFAULT_FIXTURES_ROOT = REPO_ROOT / "tests" / "fixtures" / "notebooks"
@@ -181,6 +181,9 @@ def check_consistency(ex: Exercise, master: Master) -> None:
                                      "a check of this exercise", f"use one of {sorted(declared)}")
     seen: set[str] = set()
     for m in master.mistakes:
+        if all(p["find"] == p["replace"] for p in m.patch):
+            raise AuthoringError(master.path, m.line, f"mistake {m.name!r}: its patch replaces the text with itself",
+                                 "write the typical mistake into `replace`")
         if m.name in seen:
             raise AuthoringError(master.path, m.line, f"mistake {m.name!r} is declared twice", "rename one")
         seen.add(m.name)
@@ -191,7 +194,3 @@ def _toml_line(path: Path, needle: str) -> int:
         if needle in line:
             return i
     return 1
-
-
-def learner_cells(master: Master) -> list[Cell]:
-    return master.learner_cells

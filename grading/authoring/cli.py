@@ -49,7 +49,8 @@ def _selected(args: argparse.Namespace) -> tuple[Catalogue, list[Exercise]] | No
     try:
         catalogue = Catalogue(args.exercises_root, args.reference_root)
     except ValueError as exc:
-        print(f"error: the catalogue does not load: {exc}\n    fix: correct that exercise.toml", file=sys.stderr)
+        print(f"error: the catalogue does not load: {exc}\n    fix: correct that exercise.toml (docs/exercise-format.md)",
+              file=sys.stderr)
         return None
     unknown = [i for i in args.ids if i not in catalogue]
     if unknown:

@@ -237,8 +237,10 @@ def _first_nonblank(lines: list[str], marker_line: int) -> int:
 
 
 def _line_of(source: str, offset: int, needle: str, default: int) -> int:
+    """The line holding a quoted name (either quote style), else `default`."""
+    other = needle.replace("'", '"') if needle.startswith("'") else needle.replace('"', "'")
     for k, ln in enumerate(source.split("\n")):
-        if needle in ln:
+        if needle in ln or other in ln:
             return offset + k
     return default
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 CELL_MARKER = re.compile(r"^# %%(?P<rest>(?:[ \t].*)?)$")
 BEGIN, STUB, END = "### BEGIN SOLUTION", "### STUB", "### END SOLUTION"
@@ -99,6 +98,8 @@ def _header(path: Path, lines: list[str]) -> tuple[dict[str, Any], int]:
         return {}, 0
     for end in range(1, len(lines)):
         if lines[end] == "# ---":
+            import yaml  # jupytext's own dependency; only authors need it (the dev extra)
+
             body = "\n".join(COMMENTED.sub(lambda m: m.group("rest") or "", ln) for ln in lines[1:end])
             try:
                 meta = (yaml.safe_load(body) or {}).get("jupyter", {})

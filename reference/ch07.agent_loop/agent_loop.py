@@ -153,16 +153,7 @@ def build_response(segments, response_length=RESPONSE_LENGTH):
 # ## Self-check (public cases only)
 
 # %% tags=["self-check"]
-def _show(label, fn, want):
-    try:
-        got = fn()
-    except NotImplementedError:
-        return print("…", label, "- not implemented yet")
-    except Exception as exc:
-        return print("✗", label, "- raised", type(exc).__name__, exc)
-    ok = (list(got) == list(want)) if isinstance(want, tuple) else got == want
-    print("✓" if ok else "✗", label, "" if ok else f"- got {got!r}, want {want!r}")
-
+from exercises.lab.selfcheck import show as _show
 
 _show("format: one canonical tag", lambda: has_canonical_format("I think <guess>[crane]</guess>"), True)
 _show("format: no brackets", lambda: has_canonical_format("<guess>crane</guess>"), False)

@@ -116,15 +116,7 @@ def check_dry_run(line, total_training_steps=None):
 # ## Self-check (public cases only)
 
 # %% tags=["self-check"]
-def _show(label, fn, want):
-    try:
-        got = fn()
-    except NotImplementedError:
-        return print("…", label, "- not implemented yet")
-    except Exception as exc:
-        return print("✗", label, "- raised", type(exc).__name__, exc)
-    print("✓" if got == want else "✗", label, "" if got == want else f"- got {got!r}")
-
+from exercises.lab.selfcheck import show as _show
 
 _show("no variables set", lambda: trainer_overrides({}), {"trainer.save_freq": "25", "trainer.test_freq": "5"})
 _show("the chapter's 3-step run", lambda: trainer_overrides({"TOTAL_TRAINING_STEPS": "3", "SAVE_FREQ": "-1",

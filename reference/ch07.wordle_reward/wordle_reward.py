@@ -157,19 +157,7 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
 # ## Self-check (public cases only; grading also uses hidden cases)
 
 # %% tags=["self-check"]
-def _show(label, got_fn, want):
-    """Print one public example: ✓ when it matches, otherwise what came back."""
-    try:
-        got = got_fn()
-    except NotImplementedError:
-        print("…", label, "- not implemented yet")
-        return
-    except Exception as exc:  # show the learner their own error
-        print("✗", label, "- raised", type(exc).__name__, exc)
-        return
-    ok = abs(got - want) < 1e-9 if isinstance(want, float) else got == want
-    print("✓" if ok else "✗", label, "" if ok else f"- got {got!r}, want {want!r}")
-
+from exercises.lab.selfcheck import show as _show
 
 G = lambda *words: " ".join(f"<guess>[{w}]</guess>" for w in words)
 _show("1: apple, crane -> crane (2/2) score", lambda: compute_score("wordle", G("apple", "crane"), "crane",

@@ -108,16 +108,7 @@ def lr_factor(step, total_steps=75, warmup_steps=5, min_lr_factor=0.1, decay_typ
 # ## Self-check (public cases only)
 
 # %% tags=["self-check"]
-def _show(label, fn, want, tol=0.0):
-    try:
-        got = fn()
-    except NotImplementedError:
-        return print("…", label, "- not implemented yet")
-    except Exception as exc:
-        return print("✗", label, "- raised", type(exc).__name__, exc)
-    ok = got == want if isinstance(want, dict) else abs(got - want) <= tol
-    print("✓" if ok else "✗", label, "" if ok else f"- got {got!r}")
-
+from exercises.lab.selfcheck import show as _show
 
 _show("TorchTitan run: 15 steps/epoch, 75 total", lambda: {k: step_arithmetic()[k] for k in
       ("steps_per_epoch", "total_steps", "samples_per_step", "optimizer_steps_per_step",

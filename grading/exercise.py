@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from grading.errors import UnknownExercise
+from grading.errors import GraderFault, UnknownExercise
 
 EXERCISE_ID = re.compile(r"^ch(\d{2})\.[a-z][a-z0-9_]*$")  # chapters are data: any two-digit chapter
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -138,10 +138,14 @@ class Exercise:
 
     @cached_property
     def _reference(self) -> dict[str, Any]:
-        return json.loads(self.answer_path.read_text(encoding="utf-8"))
+        try:
+            return json.loads(self.answer_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # a broken reference is our fault, never the learner's zero
+            raise GraderFault(f"reference answers for {self.id} unreadable: {exc}", retryable=False) from exc
 
     def reference(self) -> dict[str, Any]:
-        """The hidden answer file: {"checks": {check_name: {...}}}. Never sent to a kernel."""
+        """The hidden answer file: {"checks": {check_name: {...}}}, read once. Never sent to a kernel.
+        Raises GraderFault (not retryable) when it is missing or not JSON."""
         return self._reference
 
     def summary(self) -> dict[str, Any]:

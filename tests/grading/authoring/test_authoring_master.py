@@ -1,6 +1,7 @@
 """The master format: cells, solution regions and stubs, grader-only data, and errors with file, line, fix."""
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import jupytext
@@ -109,6 +110,12 @@ def test_jupytext_reads_every_master_as_we_do(path):
         assert tuple(j.metadata.get("tags", ())) == c.tags, f"{path}:{c.line}"
         if c.kind == "markdown" or not c.has_solution:
             assert j.source == c.solution, f"{path}:{c.line}"
+
+
+@pytest.mark.parametrize("path", MASTERS, ids=[p.parent.name for p in MASTERS])
+def test_every_master_is_valid_python_and_runs_as_the_solution(path):
+    """Stubs are comments and magics are commented out, so the file parses as Python (linters work on it)."""
+    ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
 def test_every_exercise_has_one_master():

@@ -37,7 +37,7 @@ def worker_main(rank: int, config_dict: dict, port: int) -> None:
     import torch
     import torch.distributed as dist
 
-    from exercises.lab.train import TrainConfig
+    from exercises.lab.train_config import TrainConfig
 
     config = TrainConfig(**{f.name: config_dict[f.name] for f in fields(TrainConfig)})
     torch.set_num_threads(config.threads_per_rank)
@@ -73,7 +73,7 @@ class Trainer:
         from exercises.lab import checkpoint, data, parallel
         from exercises.lab.rollout import make_rollout_engine
         from exercises.lab.tokenizer import load_tokenizer
-        from exercises.lab.train import lr_scheduler_config
+        from exercises.lab.train_config import lr_scheduler_config
         from exercises.lab.wordle import WordleAgentLoop
 
         self.cfg, self.rank, self.device_type = config, rank, device_type

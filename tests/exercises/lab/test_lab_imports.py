@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from exercises.lab.train import _cli_defaults, _normalise
+import pytest
 
 LAB = Path(__file__).resolve().parents[3] / "exercises" / "lab"
 
@@ -52,7 +52,10 @@ def test_no_import_cycles():
     assert not cycles, f"import cycles: {cycles}"
 
 
+@pytest.mark.slow  # the first torch import alone takes seconds on 2 busy cores
 def test_cli_flags_override_the_profile():
+    from exercises.lab.train import _cli_defaults, _normalise  # imports torch (via the checkpoint module)
+
     args = _normalise(["--profile", "cpu-long", "--steps", "3", "--out", "/tmp/x", "--console", "false"])
     assert args == ["--profile", "cpu-long", "--steps", "3", "--out-dir", "/tmp/x", "--console", "False"]
     import tyro

@@ -154,7 +154,7 @@ def _cell(path: Path, line: int, rest: str, body: list[str]) -> Cell:
         return Cell("markdown", text, text, line, tags)
     template: list[str] = []
     solution: list[str] = []
-    state, begin_line = "common", 0
+    state, begin_line, stub_given, indent = "common", 0, False, ""
     for j, raw in enumerate(body, start=line + 1 + lead):
         m = REGION_MARKER.match(raw)
         marker = m.group(1) if m else None
@@ -188,7 +188,7 @@ def _cell(path: Path, line: int, rest: str, body: list[str]) -> Cell:
                 raise AuthoringError(path, j, "a stub line is not commented out",
                                      f"prefix each line between `{STUB}` and `{END}` with `# ` so the master "
                                      "still runs as the solution")
-            template.append(c.group("indent") + (c.group("rest") or "") if c.group("rest") is not None else "")
+            template.append("" if c.group("rest") is None else c.group("indent") + c.group("rest"))
     if state != "common":
         raise AuthoringError(path, begin_line, "the solution region opened here is never closed",
                              f"add `{END}` after the solution's last line (before the next `# %%`)")

@@ -2,10 +2,12 @@
 
 Learner-facing only: grading never reads what it prints. One copy here instead of one per notebook.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def close(got: Any, want: Any, tol: float = 1e-9) -> bool:
@@ -15,7 +17,7 @@ def close(got: Any, want: Any, tol: float = 1e-9) -> bool:
     if isinstance(want, (int, float)) and isinstance(got, (int, float)):
         return math.isclose(got, want, rel_tol=0.0, abs_tol=tol) or got == want
     if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
-        return len(got) == len(want) and all(close(g, w, tol) for g, w in zip(got, want))
+        return len(got) == len(want) and all(close(g, w, tol) for g, w in zip(got, want, strict=True))
     if isinstance(want, dict) and isinstance(got, dict):
         return got.keys() == want.keys() and all(close(got[k], want[k], tol) for k in want)
     if hasattr(got, "tolist") and not isinstance(got, (str, bytes)):  # numpy arrays and torch tensors

@@ -1,15 +1,16 @@
-"""The lab's GRPO Wordle trainer on TorchTitan: the launcher and its CLI.
+"""Launch the lab's GRPO Wordle trainer on TorchTitan: `run()` for notebooks, `main()` for the CLI.
 
     python -m exercises.lab.train --profile cpu-tiny --steps 3 --out DIR
     exercises.lab.train.run({"profile": "cpu-tiny", "steps": 3, "out_dir": DIR})  # from a notebook
 
-`run()` launches the ranks itself (torch.multiprocessing, start method "spawn", rendezvous on
-127.0.0.1 at a free port). The config and profiles live in `exercises.lab.train_config`, the per-rank
-loop in `exercises.lab.train_worker` (torchtitan's split: config, trainer, entry point).
+`run()` spawns the ranks itself (torch.multiprocessing, start method "spawn", rendezvous on 127.0.0.1 at a
+free port). What a run is lives in `exercises.lab.config`, what one rank does in `exercises.lab.trainer`;
+their public names are re-exported here because notebooks and tests import them from this module.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import os
@@ -18,9 +19,21 @@ import sys
 import time
 from pathlib import Path
 
-from exercises.lab.train_config import PROFILES, TrainConfig, lr_scheduler_config, resolve_config
+from exercises.lab.config import LOSS_AGG_MODES, PROFILES, TrainConfig, lr_scheduler_config, resolve_config
 
-__all__ = ["PROFILES", "TrainConfig", "free_port", "lr_scheduler_config", "main", "resolve_config", "run"]
+__all__ = [
+    "LOSS_AGG_MODES",
+    "PROFILES",
+    "TrainConfig",
+    "free_port",
+    "lr_scheduler_config",
+    "main",
+    "parse_cli",
+    "resolve_config",
+    "run",
+]
+PROG = "python -m exercises.lab.train"
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
 def free_port() -> int:
@@ -34,51 +47,83 @@ def run(config_or_kwargs: TrainConfig | dict | None = None, **overrides) -> dict
     """Train with `world_size` spawned ranks; returns {"out_dir", "metrics", "run", "wall_s"}."""
     import torch.multiprocessing as mp
 
-    from exercises.lab import train_worker
+    from exercises.lab.trainer import worker_main
 
     config = resolve_config(config_or_kwargs, **overrides)
     out_dir = Path(config.out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     config = dataclasses.replace(config, out_dir=str(out_dir))
     start = time.perf_counter()
-    mp.start_processes(train_worker.worker_main, args=(dataclasses.asdict(config), free_port()),
-                       nprocs=config.world_size, join=True, start_method="spawn")
+    mp.start_processes(
+        worker_main,
+        args=(dataclasses.asdict(config), free_port()),
+        nprocs=config.world_size,
+        join=True,
+        start_method="spawn",
+    )
     wall_s = time.perf_counter() - start
     metrics = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     run_info = json.loads((out_dir / "run.json").read_text())
     return {"out_dir": str(out_dir), "metrics": metrics, "run": run_info, "wall_s": wall_s}
 
 
-def _cli_defaults(argv: list[str]) -> TrainConfig:
-    """The chosen profile's values, so that flags override the profile and the profile the field defaults."""
-    profile = "cpu-tiny"
-    for i, arg in enumerate(argv):
-        if arg == "--profile" and i + 1 < len(argv):
-            profile = argv[i + 1]
-        elif arg.startswith("--profile="):
-            profile = arg.split("=", 1)[1]
-    return resolve_config({"profile": profile})
+def parse_cli(argv: list[str] | None = None) -> TrainConfig:
+    """The validated TrainConfig a command line asks for: `--profile` picks the defaults, every other
+    TrainConfig field is a --flag over them (tyro, help text from the field docstrings)."""
+    import tyro
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # The profile decides the defaults the other flags override, so it is read before tyro parses the rest.
+    pre = argparse.ArgumentParser(prog=PROG, add_help=False, allow_abbrev=False)
+    pre.add_argument("--profile", default="cpu-tiny", choices=sorted(PROFILES))
+    profile = pre.parse_known_args(argv)[0].profile
+    config = tyro.cli(
+        TrainConfig,
+        args=argv,
+        default=resolve_config({"profile": profile}),
+        prog=PROG,
+        description="GRPO Wordle on TorchTitan (the course runtime's trainer).",
+        registry=_cli_registry(),
+        config=(tyro.conf.FlagConversionOff,),
+    )
+    try:
+        return resolve_config(config)
+    except ValueError as exc:  # a combination no single flag's type rules out, e.g. batch vs. world size
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
 
 
-def _normalise(args: list[str]) -> list[str]:
-    """Keep the docs' short `--out` alias and accept true/false/1/0 for booleans (tyro wants True/False)."""
-    bools = {"--" + f.name.replace("_", "-") for f in dataclasses.fields(TrainConfig) if f.type in ("bool", bool)}
-    out = []
-    for i, arg in enumerate(args):
-        if i and args[i - 1] in bools and arg.lower() in ("true", "false", "1", "0", "yes", "no"):
-            arg = "True" if arg.lower() in ("true", "1", "yes") else "False"
-        out.append("--out-dir" if arg == "--out" else arg)
-    return out
+def _cli_registry():
+    """Booleans take a value (`--console false`), as scripts and docs already write them."""
+    from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec, PrimitiveTypeInfo
+
+    registry = ConstructorRegistry()
+
+    @registry.primitive_rule
+    def _bool(info: PrimitiveTypeInfo) -> PrimitiveConstructorSpec | None:
+        if info.type is not bool:
+            return None
+        return PrimitiveConstructorSpec(
+            nargs=1,
+            metavar="{true,false}",
+            instance_from_str=_parse_bool,
+            is_instance=lambda value: isinstance(value, bool),
+            str_from_instance=lambda value: [str(value).lower()],
+        )
+
+    return registry
+
+
+def _parse_bool(args: list[str]) -> bool:
+    word = args[0].lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise ValueError(f"expected true or false, got {args[0]!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI (tyro, from TrainConfig's fields and docstrings): --steps 3 --out DIR --lr 1e-5 --console False."""
-    import tyro
-
-    args = _normalise(list(sys.argv[1:] if argv is None else argv))
-    config = tyro.cli(TrainConfig, args=args, default=_cli_defaults(args), prog="python -m exercises.lab.train",
-                      description="GRPO Wordle on TorchTitan", config=(tyro.conf.FlagConversionOff,))
-    result = run(config)
+    """CLI: every TrainConfig field is a --flag (e.g. --steps 3 --out DIR --lr 1e-5 --console false)."""
+    result = run(parse_cli(argv))
     print(f"wrote {result['out_dir']} in {result['wall_s']:.1f}s", flush=True)
     return 0
 

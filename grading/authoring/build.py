@@ -3,6 +3,7 @@
 Generated files are outputs: `--check` rebuilds in memory and lists every file that differs from what
 is on disk (stale, missing or no longer declared), so CI catches a hand edit or a forgotten build.
 """
+
 from __future__ import annotations
 
 import ast
@@ -92,10 +93,13 @@ def _sources(master: Master, variant: str, mistake: Mistake | None) -> list[tupl
         count = sum(cells[i][1].count(p["find"]) for i in hits)
         if count != 1:
             where = "nowhere in" if count == 0 else f"{count} times in"
-            raise AuthoringError(master.path, mistake.line,
-                                 f"mistake {mistake.name!r}: its patch text {_short(p['find'])} occurs {where} the "
-                                 "solution's code cells", "quote solution text that occurs exactly once (add a "
-                                 "neighbouring line to make it unique)")
+            raise AuthoringError(
+                master.path,
+                mistake.line,
+                f"mistake {mistake.name!r}: its patch text {_short(p['find'])} occurs {where} the "
+                "solution's code cells",
+                "quote solution text that occurs exactly once (add a neighbouring line to make it unique)",
+            )
         kind, src = cells[hits[0]]
         cells[hits[0]] = (kind, src.replace(p["find"], p["replace"]))
     return cells
@@ -131,8 +135,12 @@ def defined_names(master: Master) -> set[str]:
         try:
             tree = ast.parse(src)
         except SyntaxError as exc:
-            raise AuthoringError(master.path, cell.line + (exc.lineno or 1),
-                                 f"the solution cell does not parse: {exc.msg}", "fix the Python syntax") from None
+            raise AuthoringError(
+                master.path,
+                cell.line + (exc.lineno or 1),
+                f"the solution cell does not parse: {exc.msg}",
+                "fix the Python syntax",
+            ) from None
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(node.name)
@@ -149,41 +157,63 @@ def check_consistency(ex: Exercise, master: Master) -> None:
     names = defined_names(master)
     for answer in ex.manifest.answers:
         if answer.name not in names:
-            raise AuthoringError(toml, _toml_line(toml, f'"{answer.name}"'),
-                                 f"answer {answer.name!r} is never defined by the master's solution",
-                                 f"define `{answer.name}` in a solution cell of {master.path.name}, or fix the "
-                                 "answer's name here")
+            raise AuthoringError(
+                toml,
+                _toml_line(toml, f'"{answer.name}"'),
+                f"answer {answer.name!r} is never defined by the master's solution",
+                f"define `{answer.name}` in a solution cell of {master.path.name}, or fix the answer's name here",
+            )
     declared = {c.name for c in ex.manifest.checks}
     for check in ex.manifest.checks:
         if check.name not in master.checks:
-            raise AuthoringError(master.path, master.grader_line or 1,
-                                 f"check {check.name!r} (exercise.toml) has no entry in CHECKS",
-                                 f'add "{check.name}": {{"feedback": {{"en": ..., "zh": ...}}, ...}} to CHECKS '
-                                 'in the `# %% tags=["grader"]` cell')
+            raise AuthoringError(
+                master.path,
+                master.grader_line or 1,
+                f"check {check.name!r} (exercise.toml) has no entry in CHECKS",
+                f'add "{check.name}": {{"feedback": {{"en": ..., "zh": ...}}, ...}} to CHECKS '
+                'in the `# %% tags=["grader"]` cell',
+            )
         data = master.checks[check.name]
         if check.kind == "function" and not data.get("calls"):
-            raise AuthoringError(master.path, master.check_lines[check.name],
-                                 f"function check {check.name!r} has no calls",
-                                 'give it "calls": [{"args": [...], "expect": ..., "public": True}]')
+            raise AuthoringError(
+                master.path,
+                master.check_lines[check.name],
+                f"function check {check.name!r} has no calls",
+                'give it "calls": [{"args": [...], "expect": ..., "public": True}]',
+            )
         if check.kind not in ("function", "metric_trace") and "expected" not in data:
-            raise AuthoringError(master.path, master.check_lines[check.name],
-                                 f"{check.kind} check {check.name!r} has no expected value",
-                                 'add "expected": <the value the solution produces>')
+            raise AuthoringError(
+                master.path,
+                master.check_lines[check.name],
+                f"{check.kind} check {check.name!r} has no expected value",
+                'add "expected": <the value the solution produces>',
+            )
     for name in master.checks:
         if name not in declared:
-            raise AuthoringError(master.path, master.check_lines[name],
-                                 f"CHECKS declares {name!r}, which exercise.toml does not list",
-                                 "add a [[checks]] entry for it to exercise.toml, or delete it here")
+            raise AuthoringError(
+                master.path,
+                master.check_lines[name],
+                f"CHECKS declares {name!r}, which exercise.toml does not list",
+                "add a [[checks]] entry for it to exercise.toml, or delete it here",
+            )
     for m in master.mistakes:
-        for check in m.fails:
-            if check not in declared:
-                raise AuthoringError(master.path, m.line, f"mistake {m.name!r} must fail {check!r}, which is not "
-                                     "a check of this exercise", f"use one of {sorted(declared)}")
+        for failing in m.fails:
+            if failing not in declared:
+                raise AuthoringError(
+                    master.path,
+                    m.line,
+                    f"mistake {m.name!r} must fail {failing!r}, which is not a check of this exercise",
+                    f"use one of {sorted(declared)}",
+                )
     seen: set[str] = set()
     for m in master.mistakes:
         if all(p["find"] == p["replace"] for p in m.patch):
-            raise AuthoringError(master.path, m.line, f"mistake {m.name!r}: its patch replaces the text with itself",
-                                 "write the typical mistake into `replace`")
+            raise AuthoringError(
+                master.path,
+                m.line,
+                f"mistake {m.name!r}: its patch replaces the text with itself",
+                "write the typical mistake into `replace`",
+            )
         if m.name in seen:
             raise AuthoringError(master.path, m.line, f"mistake {m.name!r} is declared twice", "rename one")
         seen.add(m.name)

@@ -3,12 +3,13 @@
 Exit codes: 0 all good, 1 an authoring error or a stale/failed exercise (each reported with file,
 line and fix), 2 bad command-line input.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from grading.authoring.build import DEFAULT_FIXTURES_ROOT, Outputs, master_path, render
 from grading.authoring.master import AuthoringError
@@ -16,15 +17,20 @@ from grading.exercise import Catalogue, Exercise
 
 
 def register(ex_sub: argparse._SubParsersAction, catalogue_args: Callable[[argparse.ArgumentParser], None]) -> None:
-    build = ex_sub.add_parser("build", help="write templates, solutions, answer files and mistake fixtures "
-                              "from the masters in reference/<id>/")
+    build = ex_sub.add_parser(
+        "build",
+        help="write templates, solutions, answer files and mistake fixtures from the masters in reference/<id>/",
+    )
     build.add_argument("ids", nargs="*", metavar="ID", help="exercise ids (default: all)")
     build.add_argument("--check", action="store_true", help="write nothing; fail if any generated file is stale")
     _common(build, catalogue_args)
     build.set_defaults(func=cmd_build)
 
-    val = ex_sub.add_parser("validate", help="build, then grade each solution (full marks), template (0) "
-                            "and declared mistake (its score) in real kernels")
+    val = ex_sub.add_parser(
+        "validate",
+        help="build, then grade each solution (full marks), template (0) "
+        "and declared mistake (its score) in real kernels",
+    )
     val.add_argument("ids", nargs="*", metavar="ID", help="exercise ids (default: all)")
     val.add_argument("--sandbox", default="auto", help="auto | bwrap | unsafe-local")
     _common(val, catalogue_args)
@@ -49,13 +55,18 @@ def _selected(args: argparse.Namespace) -> tuple[Catalogue, list[Exercise]] | No
     try:
         catalogue = Catalogue(args.exercises_root, args.reference_root)
     except ValueError as exc:
-        print(f"error: the catalogue does not load: {exc}\n    fix: correct that exercise.toml (docs/exercise-format.md)",
-              file=sys.stderr)
+        print(
+            f"error: the catalogue does not load: {exc}\n    fix: correct that exercise.toml (docs/exercise-format.md)",
+            file=sys.stderr,
+        )
         return None
     unknown = [i for i in args.ids if i not in catalogue]
     if unknown:
-        print(f"error: unknown exercise {unknown[0]!r}\n    fix: `titangrade exercises list` shows the ids, "
-              f"`titangrade exercises new {unknown[0]}` starts one", file=sys.stderr)
+        print(
+            f"error: unknown exercise {unknown[0]!r}\n    fix: `titangrade exercises list` shows the ids, "
+            f"`titangrade exercises new {unknown[0]}` starts one",
+            file=sys.stderr,
+        )
         return None
     return catalogue, [catalogue.get(i) for i in args.ids] if args.ids else list(catalogue)
 
@@ -63,7 +74,7 @@ def _selected(args: argparse.Namespace) -> tuple[Catalogue, list[Exercise]] | No
 def _table(header: tuple[str, ...], rows: list[tuple]) -> str:
     cells = [tuple(str(x) for x in r) for r in [header, *rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 
 
@@ -74,10 +85,13 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def build_all(exercises: list[Exercise], *, fixtures_root: Path, check: bool,
-              say: Callable[[str], None] = _say) -> tuple[list[tuple], list[Outputs], list[str]]:
+def build_all(
+    exercises: list[Exercise], *, fixtures_root: Path, check: bool, say: Callable[[str], None] = _say
+) -> tuple[list[tuple], list[Outputs], list[str]]:
     """Render (and unless `check`, write) each exercise; returns summary rows, outputs, error texts."""
-    rows, outputs, errors = [], [], []
+    rows: list[tuple[object, ...]] = []
+    outputs: list[Outputs] = []
+    errors: list[str] = []
     for i, ex in enumerate(exercises, start=1):
         say(f"[{i}/{len(exercises)}] {ex.id}: {_rel(master_path(ex))}")
         try:
@@ -90,8 +104,13 @@ def build_all(exercises: list[Exercise], *, fixtures_root: Path, check: bool,
         outputs.append(out)
         stale = out.stale()
         for path, why in stale:
-            say(f"    {why}: {_rel(path)}" if check else f"    wrote {_rel(path)}" if why != "not declared in "
-                "the master" else f"    deleted {_rel(path)} ({why})")
+            say(
+                f"    {why}: {_rel(path)}"
+                if check
+                else f"    wrote {_rel(path)}"
+                if why != "not declared in the master"
+                else f"    deleted {_rel(path)} ({why})"
+            )
         if not check:
             out.write()
         result = "up to date" if not stale else (f"STALE ({len(stale)} files)" if check else f"{len(stale)} written")
@@ -114,8 +133,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         for e in errors:
             print(e, file=sys.stderr)
         if args.check:
-            print("fix: run `titangrade exercises build` and commit the generated files (never edit them by hand)",
-                  file=sys.stderr)
+            print(
+                "fix: run `titangrade exercises build` and commit the generated files (never edit them by hand)",
+                file=sys.stderr,
+            )
         return 1
     return 0
 
@@ -143,8 +164,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"[{i}/{len(outputs)}] validating {out.exercise.id}", flush=True)
         row = validate(out, catalogue=catalogue, sandbox=sandbox)
         problems += row.problems
-        rows.append((row.exercise_id, f"{row.solution:g}/{row.max_score:g}", f"{row.template:g}",
-                     f"{row.mistakes_ok}/{row.mistakes}", "ok" if row.ok else f"FAILED ({len(row.problems)})"))
+        rows.append(
+            (
+                row.exercise_id,
+                f"{row.solution:g}/{row.max_score:g}",
+                f"{row.template:g}",
+                f"{row.mistakes_ok}/{row.mistakes}",
+                "ok" if row.ok else f"FAILED ({len(row.problems)})",
+            )
+        )
     print("\n" + _table(("exercise", "solution", "template", "mistakes as declared", "result"), rows))
     if problems:
         print(f"\n{len(problems)} problem(s):", file=sys.stderr)

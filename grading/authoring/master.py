@@ -5,6 +5,7 @@ template's stub beside them), the public self-check, and grader-only cells that 
 cases, expected values and typical mistakes as literal data. Format: docs/exercise-format.md.
 Every error names the file, the line and the fix (`AuthoringError`).
 """
+
 from __future__ import annotations
 
 import ast
@@ -13,7 +14,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
 
 CELL_MARKER = re.compile(r"^# %%(?P<rest>(?:[ \t].*)?)$")
 BEGIN, STUB, END = "### BEGIN SOLUTION", "### STUB", "### END SOLUTION"
@@ -81,8 +81,12 @@ def read_master(path: Path, sidecar: Path | None = None) -> Master:
         elif chunks:
             chunks[-1][2].append(lines[i])
         elif lines[i].strip():
-            raise AuthoringError(path, i + 1, "text before the first `# %%` cell marker",
-                                 "start every cell with a `# %%` line (`# %% [markdown]` for text)")
+            raise AuthoringError(
+                path,
+                i + 1,
+                "text before the first `# %%` cell marker",
+                "start every cell with a `# %%` line (`# %% [markdown]` for text)",
+            )
     master = Master(path=path, metadata=metadata, cells=[_cell(path, *c) for c in chunks])
     if not master.cells:
         raise AuthoringError(path, 1, "the master has no cells", "add `# %%` cells (see docs/exercise-format.md)")
@@ -104,8 +108,12 @@ def _header(path: Path, lines: list[str]) -> tuple[dict[str, Any], int]:
             try:
                 meta = (yaml.safe_load(body) or {}).get("jupyter", {})
             except yaml.YAMLError as exc:
-                raise AuthoringError(path, 1, f"the header is not valid YAML ({exc})",
-                                     "keep the header as jupytext writes it: `# ---`, `# jupyter:`, ..., `# ---`")
+                raise AuthoringError(
+                    path,
+                    1,
+                    f"the header is not valid YAML ({exc})",
+                    "keep the header as jupytext writes it: `# ---`, `# jupyter:`, ..., `# ---`",
+                ) from None
             meta.pop("jupytext", None)
             return meta, end + 1
     raise AuthoringError(path, 1, "the `# ---` header is never closed", "end the header with a `# ---` line")
@@ -114,19 +122,21 @@ def _header(path: Path, lines: list[str]) -> tuple[dict[str, Any], int]:
 def _marker_meta(path: Path, line: int, rest: str) -> tuple[str, tuple[str, ...]]:
     kind = "code"
     if rest.startswith("[markdown]"):
-        kind, rest = "markdown", rest[len("[markdown]"):].strip()
+        kind, rest = "markdown", rest[len("[markdown]") :].strip()
     tags: tuple[str, ...] = ()
     for m in re.finditer(r"(\w+)=(\[[^\]]*\]|\"[^\"]*\"|\S+)", rest):
         if m.group(1) == "tags":
             try:
                 tags = tuple(json.loads(m.group(2)))
             except json.JSONDecodeError:
-                raise AuthoringError(path, line, f"cell tags {m.group(2)} are not a JSON list",
-                                     'write tags as `# %% tags=["grader"]`') from None
+                raise AuthoringError(
+                    path, line, f"cell tags {m.group(2)} are not a JSON list", 'write tags as `# %% tags=["grader"]`'
+                ) from None
     unknown = set(tags) - KNOWN_TAGS
     if unknown:
-        raise AuthoringError(path, line, f"unknown cell tag {sorted(unknown)[0]!r}",
-                             f"use one of {sorted(KNOWN_TAGS)} (or no tag)")
+        raise AuthoringError(
+            path, line, f"unknown cell tag {sorted(unknown)[0]!r}", f"use one of {sorted(KNOWN_TAGS)} (or no tag)"
+        )
     return kind, tags
 
 
@@ -140,15 +150,19 @@ def _strip_blank(lines: list[str]) -> list[str]:
 
 def _cell(path: Path, line: int, rest: str, body: list[str]) -> Cell:
     kind, tags = _marker_meta(path, line, rest)
-    lead = len(body) - len(_strip_blank(body + ["x"])) + 1  # blank lines right after the marker
+    lead = len(body) - len(_strip_blank([*body, "x"])) + 1  # blank lines right after the marker
     body = _strip_blank(body)
     if kind == "markdown":
         out = []
         for j, ln in enumerate(body):
             m = COMMENTED.match(ln)
             if not m or m.group("indent"):
-                raise AuthoringError(path, line + 1 + lead + j, "a markdown line is not a `# ` comment",
-                                     "prefix every line of a markdown cell with `# ` (an empty line with `#`)")
+                raise AuthoringError(
+                    path,
+                    line + 1 + lead + j,
+                    "a markdown line is not a `# ` comment",
+                    "prefix every line of a markdown cell with `# ` (an empty line with `#`)",
+                )
             out.append(m.group("rest") or "")
         text = "\n".join(out)
         return Cell("markdown", text, text, line, tags)
@@ -160,19 +174,28 @@ def _cell(path: Path, line: int, rest: str, body: list[str]) -> Cell:
         marker = m.group(1) if m else None
         if marker == BEGIN:
             if state != "common":
-                raise AuthoringError(path, j, f"`{BEGIN}` inside the solution region opened on line {begin_line}",
-                                     f"close that region with `{END}` first")
+                raise AuthoringError(
+                    path,
+                    j,
+                    f"`{BEGIN}` inside the solution region opened on line {begin_line}",
+                    f"close that region with `{END}` first",
+                )
             state, begin_line, stub_given = "solution", j, False
             indent = raw[: len(raw) - len(raw.lstrip())]
         elif marker == STUB:
             if state != "solution":
-                raise AuthoringError(path, j, f"`{STUB}` outside a solution region",
-                                     f"put `{STUB}` between `{BEGIN}` and `{END}`")
+                raise AuthoringError(
+                    path, j, f"`{STUB}` outside a solution region", f"put `{STUB}` between `{BEGIN}` and `{END}`"
+                )
             state, stub_given = "stub", True
         elif marker == END:
             if state == "common":
-                raise AuthoringError(path, j, f"`{END}` without a matching `{BEGIN}`",
-                                     f"add `{BEGIN}` before the solution lines, or delete this line")
+                raise AuthoringError(
+                    path,
+                    j,
+                    f"`{END}` without a matching `{BEGIN}`",
+                    f"add `{BEGIN}` before the solution lines, or delete this line",
+                )
             if not stub_given:  # nbgrader's default stub
                 template.append(f"{indent}raise NotImplementedError()")
             state = "common"
@@ -185,16 +208,22 @@ def _cell(path: Path, line: int, rest: str, body: list[str]) -> Cell:
         else:
             c = COMMENTED.match(raw)
             if not c:
-                raise AuthoringError(path, j, "a stub line is not commented out",
-                                     f"prefix each line between `{STUB}` and `{END}` with `# ` so the master "
-                                     "still runs as the solution")
+                raise AuthoringError(
+                    path,
+                    j,
+                    "a stub line is not commented out",
+                    f"prefix each line between `{STUB}` and `{END}` with `# ` so the master still runs as the solution",
+                )
             template.append("" if c.group("rest") is None else c.group("indent") + c.group("rest"))
     if state != "common":
-        raise AuthoringError(path, begin_line, "the solution region opened here is never closed",
-                             f"add `{END}` after the solution's last line (before the next `# %%`)")
+        raise AuthoringError(
+            path,
+            begin_line,
+            "the solution region opened here is never closed",
+            f"add `{END}` after the solution's last line (before the next `# %%`)",
+        )
     has_solution = any(REGION_MARKER.match(r) for r in body)
-    return Cell("code", "\n".join(_strip_blank(template)), "\n".join(_strip_blank(solution)), line, tags,
-                has_solution)
+    return Cell("code", "\n".join(_strip_blank(template)), "\n".join(_strip_blank(solution)), line, tags, has_solution)
 
 
 def _grader_data(master: Master, lines: list[str]) -> None:
@@ -203,31 +232,53 @@ def _grader_data(master: Master, lines: list[str]) -> None:
         if GRADER_TAG not in cell.tags:
             continue
         if cell.kind != "code":
-            raise AuthoringError(master.path, cell.line, "a grader cell must be a code cell",
-                                 'write it as `# %% tags=["grader"]` holding `CHECKS = {...}`')
+            raise AuthoringError(
+                master.path,
+                cell.line,
+                "a grader cell must be a code cell",
+                'write it as `# %% tags=["grader"]` holding `CHECKS = {...}`',
+            )
         master.grader_line = master.grader_line or cell.line
         offset = cell.line + 1 + _first_nonblank(lines, cell.line)
         try:
             tree = ast.parse(cell.solution)
         except SyntaxError as exc:
-            raise AuthoringError(master.path, offset + (exc.lineno or 1) - 1, f"grader cell: {exc.msg}",
-                                 "the grader cell holds Python literals: `CHECKS = {...}` and `MISTAKES = [...]`")
+            raise AuthoringError(
+                master.path,
+                offset + (exc.lineno or 1) - 1,
+                f"grader cell: {exc.msg}",
+                "the grader cell holds Python literals: `CHECKS = {...}` and `MISTAKES = [...]`",
+            ) from None
         for node in tree.body:
             at = offset + node.lineno - 1
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id in GRADER_NAMES):
-                raise AuthoringError(master.path, at, "a grader cell may only assign CHECKS and MISTAKES",
-                                     "move code to a normal cell; the grader cell is data (literals), not code")
+            if not (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in GRADER_NAMES
+            ):
+                raise AuthoringError(
+                    master.path,
+                    at,
+                    "a grader cell may only assign CHECKS and MISTAKES",
+                    "move code to a normal cell; the grader cell is data (literals), not code",
+                )
             try:
                 value = ast.literal_eval(node.value)
             except ValueError:
-                raise AuthoringError(master.path, at, f"{node.targets[0].id} is not a literal",
-                                     "write the values out (dicts, lists, strings, numbers, True/False/None)")
+                raise AuthoringError(
+                    master.path,
+                    at,
+                    f"{node.targets[0].id} is not a literal",
+                    "write the values out (dicts, lists, strings, numbers, True/False/None)",
+                ) from None
             if node.targets[0].id == "CHECKS":
                 _add_checks(master, value, at, cell.solution, offset)
             else:
-                master.mistakes += [_mistake(master.path, m, _line_of(cell.solution, offset, repr(m.get("name")), at))
-                                    for m in _list_of_dicts(master.path, value, at)]
+                master.mistakes += [
+                    _mistake(master.path, m, _line_of(cell.solution, offset, repr(m.get("name")), at))
+                    for m in _list_of_dicts(master.path, value, at)
+                ]
 
 
 def _first_nonblank(lines: list[str], marker_line: int) -> int:
@@ -248,8 +299,12 @@ def _line_of(source: str, offset: int, needle: str, default: int) -> int:
 
 def _add_checks(master: Master, value: Any, at: int, source: str, offset: int) -> None:
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-        raise AuthoringError(master.path, at, "CHECKS must be a dict of check name -> dict",
-                             'write CHECKS = {"check_name": {"feedback": {...}, ...}}')
+        raise AuthoringError(
+            master.path,
+            at,
+            "CHECKS must be a dict of check name -> dict",
+            'write CHECKS = {"check_name": {"feedback": {...}, ...}}',
+        )
     for name, data in value.items():
         if name in master.checks:
             raise AuthoringError(master.path, at, f"check {name!r} is declared twice", "keep one entry")
@@ -259,8 +314,12 @@ def _add_checks(master: Master, value: Any, at: int, source: str, offset: int) -
 
 def _list_of_dicts(path: Path, value: Any, at: int) -> list[dict]:
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise AuthoringError(path, at, "MISTAKES must be a list of dicts",
-                             'write MISTAKES = [{"name": ..., "score": ..., "fails": {...}, "patch": [...]}]')
+        raise AuthoringError(
+            path,
+            at,
+            "MISTAKES must be a list of dicts",
+            'write MISTAKES = [{"name": ..., "score": ..., "fails": {...}, "patch": [...]}]',
+        )
     return value
 
 
@@ -269,20 +328,35 @@ def _mistake(path: Path, m: dict, line: int) -> Mistake:
     missing = required - m.keys()
     extra = m.keys() - required - {"status"}
     if missing or extra:
-        raise AuthoringError(path, line, f"mistake {m.get('name')!r}: "
-                             + (f"missing {sorted(missing)}" if missing else f"unknown keys {sorted(extra)}"),
-                             "a mistake has name, score, fails {check: feedback substring}, patch "
-                             "[{find, replace}] and optionally status")
+        raise AuthoringError(
+            path,
+            line,
+            f"mistake {m.get('name')!r}: "
+            + (f"missing {sorted(missing)}" if missing else f"unknown keys {sorted(extra)}"),
+            "a mistake has name, score, fails {check: feedback substring}, patch "
+            "[{find, replace}] and optionally status",
+        )
     if not re.fullmatch(r"[a-z][a-z0-9_]*", str(m["name"])):
         raise AuthoringError(path, line, f"mistake name {m['name']!r} is not snake case", "use e.g. 'first_guess'")
     patch = m["patch"]
-    if not isinstance(patch, list) or not patch or not all(
-            isinstance(p, dict) and set(p) == {"find", "replace"} for p in patch):
-        raise AuthoringError(path, line, f"mistake {m['name']!r}: patch must be a non-empty list of "
-                             "{'find': ..., 'replace': ...}", "give the solution text to find and its replacement")
+    if (
+        not isinstance(patch, list)
+        or not patch
+        or not all(isinstance(p, dict) and set(p) == {"find", "replace"} for p in patch)
+    ):
+        raise AuthoringError(
+            path,
+            line,
+            f"mistake {m['name']!r}: patch must be a non-empty list of {{'find': ..., 'replace': ...}}",
+            "give the solution text to find and its replacement",
+        )
     if not isinstance(m["fails"], dict) or not m["fails"]:
-        raise AuthoringError(path, line, f"mistake {m['name']!r} names no check it must fail",
-                             "set fails = {check_name: 'a phrase its feedback must contain'}")
+        raise AuthoringError(
+            path,
+            line,
+            f"mistake {m['name']!r} names no check it must fail",
+            "set fails = {check_name: 'a phrase its feedback must contain'}",
+        )
     return Mistake(m["name"], m.get("status", "graded"), m["score"], m["fails"], patch, line)
 
 
@@ -293,7 +367,8 @@ def _merge_sidecar(master: Master, sidecar: Path) -> None:
         raise AuthoringError(sidecar, exc.lineno, f"not valid JSON ({exc.msg})", "fix the JSON syntax") from None
     for name, entry in data.get("checks", {}).items():
         if name in master.checks:
-            raise AuthoringError(sidecar, 1, f"check {name!r} is declared both here and in the master",
-                                 "keep it in one place")
+            raise AuthoringError(
+                sidecar, 1, f"check {name!r} is declared both here and in the master", "keep it in one place"
+            )
         master.checks[name] = entry
         master.check_lines[name] = 1

@@ -3,6 +3,7 @@
 The scaffold builds and validates as it is (a sum-of-squares function with one public and two hidden
 cases and one typical mistake), so an author starts from a green `validate` and edits from there.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 from grading.authoring.master import AuthoringError
 from grading.exercise import EXERCISE_ID
 
-MANIFEST = '''\
+MANIFEST = """\
 # Hand-written source: the manifest of {id} (docs/exercise-format.md). The master with the solution,
 # the stubs and the hidden cases is reference/{id}/{name}.py; `titangrade exercises build` writes the rest.
 id = "{id}"
@@ -51,7 +52,7 @@ answer = "solve"
 kind = "function"
 points = 6
 title = {{ en = "Hidden cases", zh = "隐藏用例" }}
-'''
+"""
 
 MASTER = '''\
 # ---
@@ -123,15 +124,20 @@ MISTAKES = [
 def scaffold(exercise_id: str, *, exercises_root: Path, reference_root: Path) -> list[Path]:
     """Write exercises/chNN/<name>/exercise.toml and reference/<id>/<name>.py; refuse to overwrite."""
     if not EXERCISE_ID.match(exercise_id):
-        raise AuthoringError("<command line>", 1, f"{exercise_id!r} is not an exercise id",
-                             "use chNN.snake_name, e.g. ch09.reward_shaping")
+        raise AuthoringError(
+            "<command line>",
+            1,
+            f"{exercise_id!r} is not an exercise id",
+            "use chNN.snake_name, e.g. ch09.reward_shaping",
+        )
     chapter_dir, name = exercise_id.split(".", 1)
     manifest = exercises_root / chapter_dir / name / "exercise.toml"
     master = reference_root / exercise_id / f"{name}.py"
     for path in (manifest, master):
         if path.exists():
-            raise AuthoringError(path, 1, f"{exercise_id} already exists",
-                                 "pick another name, or edit the existing files")
+            raise AuthoringError(
+                path, 1, f"{exercise_id} already exists", "pick another name, or edit the existing files"
+            )
     fields = {"id": exercise_id, "name": name, "chapter": int(chapter_dir[2:])}
     for path, text in ((manifest, MANIFEST), (master, MASTER)):
         path.parent.mkdir(parents=True, exist_ok=True)

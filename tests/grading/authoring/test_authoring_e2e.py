@@ -1,4 +1,5 @@
 """End to end, as an author: scaffold a ch09 exercise in a temp catalogue, build it, validate it in real kernels."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,14 @@ SANDBOX = os.environ.get("TITANGRADE_TEST_SANDBOX", "unsafe-local")
 
 @pytest.mark.slow
 def test_new_build_validate_a_ch09_exercise(tmp_path: Path, capsys):
-    roots = ["--exercises-root", str(tmp_path / "exercises"), "--reference-root", str(tmp_path / "reference"),
-             "--fixtures-root", str(tmp_path / "fixtures")]
+    roots = [
+        "--exercises-root",
+        str(tmp_path / "exercises"),
+        "--reference-root",
+        str(tmp_path / "reference"),
+        "--fixtures-root",
+        str(tmp_path / "fixtures"),
+    ]
     assert main(["exercises", "new", "ch09.squares", *roots]) == 0
     assert main(["exercises", "build", "ch09.squares", *roots]) == 0
     assert main(["exercises", "validate", "ch09.squares", "--sandbox", SANDBOX, *roots]) == 0

@@ -1,4 +1,5 @@
 """The master format: cells, solution regions and stubs, grader-only data, and errors with file, line, fix."""
+
 from __future__ import annotations
 
 import ast
@@ -11,7 +12,9 @@ from grading.authoring.master import AuthoringError, read_master
 from grading.exercise import REPO_ROOT
 
 HEADER = "# ---\n# jupyter:\n#   kernelspec:\n#     name: python3\n#     display_name: Python 3\n# ---\n"
-GOOD = HEADER + '''
+GOOD = (
+    HEADER
+    + """
 # %% [markdown]
 # # Title
 #
@@ -41,7 +44,8 @@ print(f(4))
 CHECKS = {"c": {"expected": 42, "feedback": {"en": "e", "zh": "z"}}}
 MISTAKES = [{"name": "off", "score": 0.5, "fails": {"c": "e"},
              "patch": [{"find": "ANSWER = 42", "replace": "ANSWER = 41"}]}]
-'''
+"""
+)
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -55,8 +59,10 @@ def test_regions_become_template_stub_and_solution(tmp_path):
     assert m.metadata == {"kernelspec": {"name": "python3", "display_name": "Python 3"}}
     md, code, selfcheck = m.learner_cells
     assert md.kind == "markdown" and md.solution == "# Title\n\ntext"
-    assert code.template == ("%%writefile worker.py\nimport math\nANSWER = None  # your value\n\n"
-                             "# a comment in the stub\n\n\ndef f(x):\n    raise NotImplementedError()")
+    assert code.template == (
+        "%%writefile worker.py\nimport math\nANSWER = None  # your value\n\n"
+        "# a comment in the stub\n\n\ndef f(x):\n    raise NotImplementedError()"
+    )
     assert code.solution == "%%writefile worker.py\nimport math\nANSWER = 42\n\n\ndef f(x):\n    return math.sqrt(x)"
     assert selfcheck.tags == ("self-check",) and selfcheck.template == selfcheck.solution == "print(f(4))"
     assert m.checks == {"c": {"expected": 42, "feedback": {"en": "e", "zh": "z"}}}
@@ -65,24 +71,62 @@ def test_regions_become_template_stub_and_solution(tmp_path):
     assert mistake.line == GOOD.split("\n").index('MISTAKES = [{"name": "off", "score": 0.5, "fails": {"c": "e"},') + 1
 
 
-@pytest.mark.parametrize(("old", "new", "at", "problem", "fix"), [
-    ("    ### END SOLUTION\n\n# %%", "\n# %%", ("    ### BEGIN SOLUTION", 0), "never closed",
-     "add `### END SOLUTION`"),
-    ("    ### BEGIN SOLUTION\n    return", "    return", ("    ### END SOLUTION", 0), "without a matching",
-     "add `### BEGIN"),
-    ("# ANSWER = None", "ANSWER = None", ("ANSWER = None  # your value", 0), "stub line is not commented",
-     "prefix each line"),
-    ("    return math", "    ### STUB\n    ### BEGIN SOLUTION\n    return math", ("    ### BEGIN SOLUTION", 1),
-     "inside the solution region", "close that region"),
-    ('tags=["self-check"]', 'tags=["selfcheck"]', ('# %% tags=["selfcheck"]', 0), "unknown cell tag", "use one of"),
-    ("# text", "text", ("text", 0), "not a `# ` comment", "prefix every line"),
-    ('CHECKS = {"c"', 'print("hi")\nCHECKS = {"c"', ('print("hi")', 0), "may only assign CHECKS and MISTAKES",
-     "data (literals), not code"),
-    ('"score": 0.5,', '"score": 0.5 + 0,', ('MISTAKES = [{"name": "off", "score": 0.5 + 0, "fails": {"c": "e"},', 0),
-     "not a literal", "write the values out"),
-    ('"fails": {"c": "e"},', "", ('MISTAKES = [{"name": "off", "score": 0.5, ', 0), "missing ['fails']",
-     "a mistake has name"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "at", "problem", "fix"),
+    [
+        (
+            "    ### END SOLUTION\n\n# %%",
+            "\n# %%",
+            ("    ### BEGIN SOLUTION", 0),
+            "never closed",
+            "add `### END SOLUTION`",
+        ),
+        (
+            "    ### BEGIN SOLUTION\n    return",
+            "    return",
+            ("    ### END SOLUTION", 0),
+            "without a matching",
+            "add `### BEGIN",
+        ),
+        (
+            "# ANSWER = None",
+            "ANSWER = None",
+            ("ANSWER = None  # your value", 0),
+            "stub line is not commented",
+            "prefix each line",
+        ),
+        (
+            "    return math",
+            "    ### STUB\n    ### BEGIN SOLUTION\n    return math",
+            ("    ### BEGIN SOLUTION", 1),
+            "inside the solution region",
+            "close that region",
+        ),
+        ('tags=["self-check"]', 'tags=["selfcheck"]', ('# %% tags=["selfcheck"]', 0), "unknown cell tag", "use one of"),
+        ("# text", "text", ("text", 0), "not a `# ` comment", "prefix every line"),
+        (
+            'CHECKS = {"c"',
+            'print("hi")\nCHECKS = {"c"',
+            ('print("hi")', 0),
+            "may only assign CHECKS and MISTAKES",
+            "data (literals), not code",
+        ),
+        (
+            '"score": 0.5,',
+            '"score": 0.5 + 0,',
+            ('MISTAKES = [{"name": "off", "score": 0.5 + 0, "fails": {"c": "e"},', 0),
+            "not a literal",
+            "write the values out",
+        ),
+        (
+            '"fails": {"c": "e"},',
+            "",
+            ('MISTAKES = [{"name": "off", "score": 0.5, ', 0),
+            "missing ['fails']",
+            "a mistake has name",
+        ),
+    ],
+)
 def test_authoring_errors_name_file_line_and_fix(tmp_path, old, new, at, problem, fix):
     assert old in GOOD
     text = GOOD.replace(old, new, 1)
@@ -105,7 +149,7 @@ def test_jupytext_reads_every_master_as_we_do(path):
     ours = read_master(path)
     theirs = jupytext.read(path, fmt="py:percent")
     assert len(theirs.cells) == len(ours.cells)
-    for j, c in zip(theirs.cells, ours.cells):
+    for j, c in zip(theirs.cells, ours.cells, strict=True):
         assert j.cell_type == c.kind, f"{path}:{c.line}"
         assert tuple(j.metadata.get("tags", ())) == c.tags, f"{path}:{c.line}"
         if c.kind == "markdown" or not c.has_solution:

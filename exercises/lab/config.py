@@ -1,14 +1,18 @@
-"""The lab trainer's configuration: TrainConfig (one field per knob of the course's run script), its
-profiles, and the LR schedule built from it. Imported by the launcher (train.py) and by each rank
-(train_worker.py); it imports neither, so the three form a line, not a cycle.
+"""What one lab training run is: `TrainConfig` (one knob per field), the named profiles, and their validation.
+
+The launcher (`exercises.lab.train`) and each rank (`exercises.lab.trainer`) import this module; it
+imports neither. Field docstrings double as the CLI's --help text.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Annotated
+
+import tyro
 
 from exercises.lab.checkpoint import SHIPPED_CHECKPOINT
-from exercises.lab.parallel import RESHARD_POLICIES
+from exercises.lab.parallel import RESHARD_POLICIES, SPMD_BACKENDS, validate_parallel_sizes
 
 LOSS_AGG_MODES = ("token-mean",)
 
@@ -19,8 +23,8 @@ class TrainConfig:
 
     profile: str = "cpu-tiny"
     """Name of the profile these values came from (recorded in run.json)."""
-    out_dir: str = "runs/lab"
-    """Where metrics.jsonl, run.json and checkpoints/ go."""
+    out_dir: Annotated[str, tyro.conf.arg(aliases=("--out",))] = "runs/lab"
+    """Where metrics.jsonl, run.json and checkpoints/ go (CLI: --out)."""
     model_path: str = str(SHIPPED_CHECKPOINT)
     """HF checkpoint directory (config.json, model.safetensors, tokenizer files) for actor and ref."""
     device: str = "cpu"
@@ -105,26 +109,44 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the bad knob and the fix, before any rank starts."""
-        from exercises.lab.parallel import SPMD_BACKENDS, validate_parallel_sizes
-
-        positive = ("steps", "total_epochs", "train_batch_size", "n", "ppo_mini_batch_size", "max_seq_len",
-                    "max_response_length", "max_tokens_per_turn", "max_turns", "world_size", "threads_per_rank")
+        positive = (
+            "steps",
+            "total_epochs",
+            "train_batch_size",
+            "n",
+            "ppo_mini_batch_size",
+            "max_seq_len",
+            "max_response_length",
+            "max_tokens_per_turn",
+            "max_turns",
+            "world_size",
+            "threads_per_rank",
+        )
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-        validate_parallel_sizes(data_parallel_shard_size=self.data_parallel_shard_size,
-                                context_parallel_size=self.context_parallel_size, world_size=self.world_size)
+        validate_parallel_sizes(
+            data_parallel_shard_size=self.data_parallel_shard_size,
+            context_parallel_size=self.context_parallel_size,
+            world_size=self.world_size,
+        )
         if self.context_parallel_size != 1:
             raise ValueError("context_parallel_size > 1 needs NPU varlen/Ulysses attention; use 1 here.")
         if self.train_batch_size % self.ppo_mini_batch_size:
-            raise ValueError(f"train_batch_size ({self.train_batch_size}) must be a multiple of "
-                             f"ppo_mini_batch_size ({self.ppo_mini_batch_size}).")
+            raise ValueError(
+                f"train_batch_size ({self.train_batch_size}) must be a multiple of "
+                f"ppo_mini_batch_size ({self.ppo_mini_batch_size})."
+            )
         if self.ppo_mini_batch_size % self.world_size:
-            raise ValueError(f"ppo_mini_batch_size ({self.ppo_mini_batch_size}) must split evenly over "
-                             f"{self.world_size} ranks; use a multiple of the world size.")
+            raise ValueError(
+                f"ppo_mini_batch_size ({self.ppo_mini_batch_size}) must split evenly over "
+                f"{self.world_size} ranks; use a multiple of the world size."
+            )
         if self.reshard_after_forward not in RESHARD_POLICIES:
-            raise ValueError(f"reshard_after_forward must be one of {RESHARD_POLICIES}, got {self.reshard_after_forward!r}.")
+            raise ValueError(
+                f"reshard_after_forward must be one of {RESHARD_POLICIES}, got {self.reshard_after_forward!r}."
+            )
         if self.spmd_backend not in SPMD_BACKENDS:
             raise ValueError(f"spmd_backend must be one of {SPMD_BACKENDS}, got {self.spmd_backend!r}.")
         if self.loss_agg_mode not in LOSS_AGG_MODES:
@@ -136,8 +158,10 @@ class TrainConfig:
         if self.warmup_steps < 0 or self.kl_loss_coef < 0 or self.entropy_coeff < 0:
             raise ValueError("warmup_steps, kl_loss_coef and entropy_coeff must be >= 0.")
         if self.max_response_length >= self.max_seq_len:
-            raise ValueError(f"max_response_length ({self.max_response_length}) must leave room for the prompt "
-                             f"inside max_seq_len ({self.max_seq_len}).")
+            raise ValueError(
+                f"max_response_length ({self.max_response_length}) must leave room for the prompt "
+                f"inside max_seq_len ({self.max_seq_len})."
+            )
         if self.save_freq == 0 or self.save_freq < -1 or self.test_freq == 0 or self.test_freq < -1:
             raise ValueError("save_freq and test_freq are -1 (never) or a positive number of steps.")
         if self.device not in ("cpu", "cuda", "npu", "auto") or self.rollout not in ("torch", "vllm"):
@@ -150,8 +174,14 @@ PROFILES: dict[str, dict] = {
     # The longer CPU run behind docs/lab-training.md (reward curve).
     "cpu-long": {"steps": 50, "train_batch_size": 8, "n": 8, "ppo_mini_batch_size": 4, "warmup_steps": 5, "lr": 1e-4},
     # The lab trainer on CUDA (nccl), bigger batches. UNVERIFIED: no GPU on the build machines.
-    "cuda-small": {"device": "cuda", "steps": 20, "train_batch_size": 32, "n": 8, "ppo_mini_batch_size": 8,
-                   "threads_per_rank": 4},
+    "cuda-small": {
+        "device": "cuda",
+        "steps": 20,
+        "train_batch_size": 32,
+        "n": 8,
+        "ppo_mini_batch_size": 8,
+        "threads_per_rank": 4,
+    },
 }
 
 
@@ -179,5 +209,9 @@ def lr_scheduler_config(config: TrainConfig):
     """torchtitan's own LR schedule (linear warmup, cosine decay to min_lr_factor; warmup clamped to the total)."""
     from torchtitan.components.optimizer import LRSchedulersContainer
 
-    return LRSchedulersContainer.Config(warmup_steps=config.warmup_steps, decay_type=config.decay_type,
-                                        min_lr_factor=config.min_lr_factor, total_steps=config.lr_total_steps)
+    return LRSchedulersContainer.Config(
+        warmup_steps=config.warmup_steps,
+        decay_type=config.decay_type,
+        min_lr_factor=config.min_lr_factor,
+        total_steps=config.lr_total_steps,
+    )

@@ -176,6 +176,48 @@ def test_pids_flood_stops_at_max_processes_for_the_run(sandbox):
     assert "process limit" in hits
 
 
+@needs_bwrap
+@needs_cgroups
+def test_tmpfs_and_shm_pages_count_against_the_runs_memory(sandbox):
+    # scratch_mb lets /dev/shm hold 1 GB (in files under max_file_mb); memory_mb does not. Killing the
+    # writer frees none of those pages, so the group's OOM killer may take the kernel too: a kernel death
+    limits = Limits(memory_mb=768, scratch_mb=1024, cpu_time_s=30)
+    session = sandbox.start(KernelRequest(limits=limits))
+    run = Runner(session)
+    try:
+        run.kc.execute("import subprocess\n"
+                       "fill = 'for i in 1 2 3 4 5; do head -c 200M /dev/zero > /dev/shm/f$i || exit 1; done'\n"
+                       "subprocess.run(['sh', '-c', fill])")
+        assert wait_gone(lambda: session.group.counters().oom_kills > 0, 30), session.group.counters()
+        assert session.group.counters().memory_peak_bytes <= 768 * MiB
+    finally:
+        run.close()
+        hits = session.close()
+    assert "memory limit" in hits
+
+
+@needs_bwrap
+@needs_cgroups
+def test_a_prewarmed_kernel_is_already_in_its_runs_group_when_handed_out(sandbox):
+    from grading.sandbox.pool import PrewarmedSandbox
+
+    pool = PrewarmedSandbox(sandbox, sizes={"light": 1})
+    request = KernelRequest(limits=Limits(memory_mb=2048, max_processes=48))
+    try:
+        pool.prepare(request)
+        assert pool.wait_ready(request, timeout_s=120)
+        session = pool.start(request)
+        try:
+            assert group_of(session.pid)["memory"].endswith(f"/{session.group.name}")
+            pids = next(d for d in sandbox.groups.layout.dirs(session.group.name) if (d / "pids.max").exists())
+            assert (pids / "pids.max").read_text().strip() == "48"  # the limits of the request it serves
+            assert session.group.hits() == set() and session.poll_limits() == set()
+        finally:
+            session.close()
+    finally:
+        pool.close()
+
+
 def learner_notebook(*cells: str) -> str:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["titangrade"] = {"exercise_id": "ch05.sbx_attack"}

@@ -178,6 +178,7 @@ def test_pids_flood_stops_at_max_processes_for_the_run(sandbox):
 
 @needs_bwrap
 @needs_cgroups
+@pytest.mark.slow
 def test_tmpfs_and_shm_pages_count_against_the_runs_memory(sandbox):
     # scratch_mb lets /dev/shm hold 1 GB (in files under max_file_mb); memory_mb does not. Killing the
     # writer frees none of those pages, so the group's OOM killer may take the kernel too: a kernel death
@@ -198,6 +199,7 @@ def test_tmpfs_and_shm_pages_count_against_the_runs_memory(sandbox):
 
 @needs_bwrap
 @needs_cgroups
+@pytest.mark.slow
 def test_a_prewarmed_kernel_is_already_in_its_runs_group_when_handed_out(sandbox):
     from grading.sandbox.pool import PrewarmedSandbox
 
@@ -328,12 +330,15 @@ def test_a_killed_workers_groups_are_swept_at_start_up(tmp_path):
 
 # ---- CPU: one run cannot starve the others --------------------------------------------------------
 
-HOG = ("import multiprocessing as mp, time\n"
-       "def spin(until):\n"
-       "    while time.time() < until: pass\n"
-       "until = time.time() + {seconds}\n"
-       "procs = [mp.Process(target=spin, args=(until,)) for _ in range(4)]\n"
-       "[p.start() for p in procs]; [p.join() for p in procs]")
+SPINNERS = ("import multiprocessing as mp, os, time\n"
+            "def spin(until):\n"
+            "    os.setsid()  # a session each: the kernel's autogroups would give each its own share\n"
+            "    while time.time() < until: pass\n"
+            "until = time.time() + {seconds}\n"
+            "procs = [mp.Process(target=spin, args=(until,)) for _ in range({count})]\n"
+            "[p.start() for p in procs]; [p.join() for p in procs]\n"
+            "t = os.times()\n"
+            "print('cpu', t.children_user + t.children_system)")
 
 
 @needs_bwrap
@@ -341,7 +346,8 @@ HOG = ("import multiprocessing as mp, time\n"
 @pytest.mark.slow
 def test_two_cpu_hogs_keep_a_light_grading_within_2x_of_idle(sandbox):
     """Idle and loaded are measured in the same test, interleaved, so the shared machine's own load is in
-    both; each hog runs 4 busy processes, which without groups would take 8/9 of the CPU from the light run."""
+    both; each hog runs 4 busy processes in sessions of their own, which without groups (the kernel's
+    autogroups then share the CPU per session) would take 8/9 of it from the light run."""
     catalogue = Catalogue(CATALOGUE / "exercises", CATALOGUE / "reference")
     light = learner_notebook("x = 6 * 7")
 
@@ -359,7 +365,7 @@ def test_two_cpu_hogs_keep_a_light_grading_within_2x_of_idle(sandbox):
         runners = [Runner(h) for h in hogs]
         try:
             for r in runners:
-                r.kc.execute(HOG.format(seconds=12))
+                r.kc.execute(SPINNERS.format(seconds=12, count=4))
             time.sleep(1.0)  # the hogs are spinning
             loaded.append(grade_light())
             loaded.append(grade_light())
@@ -373,3 +379,32 @@ def test_two_cpu_hogs_keep_a_light_grading_within_2x_of_idle(sandbox):
     print(f"light grading: idle {statistics.median(idle):.2f} s, with two 4-process CPU hogs "
           f"{statistics.median(loaded):.2f} s, ratio {ratio:.2f}")
     assert ratio < 2.0, (idle, loaded)
+
+
+def cpu_seconds_of_concurrent_runs(sandbox, counts: tuple[int, ...], seconds: float) -> list[float]:
+    """Start one run per entry of `counts`, each spinning that many processes for `seconds` at the same
+    time; return each run's CPU seconds."""
+    sessions = [sandbox.start(KernelRequest(limits=Limits(max_processes=64, cpu_time_s=120))) for _ in counts]
+    runners = [Runner(s) for s in sessions]
+    outs: list[str] = ["" for _ in counts]
+    try:
+        threads = [threading.Thread(target=lambda k=k, r=r, c=c: outs.__setitem__(
+            k, r(SPINNERS.format(seconds=seconds, count=c), timeout=seconds + 60)[1]))
+            for k, (r, c) in enumerate(zip(runners, counts))]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+    finally:
+        [r.close() for r in runners]
+        [s.close() for s in sessions]
+    return [float(out.split("cpu")[-1]) for out in outs]
+
+
+@needs_bwrap
+@needs_cgroups
+@pytest.mark.slow
+def test_a_run_with_six_busy_processes_gets_no_more_cpu_than_a_run_with_one(sandbox):
+    """Fairness between runs, independent of the machine's other load: each run's group weighs the same,
+    so six spinners share what one spinner gets (without groups they took about 6x as much)."""
+    one, six = cpu_seconds_of_concurrent_runs(sandbox, (1, 6), seconds=6)
+    print(f"CPU seconds over 6 s: run with 1 spinner {one:.2f}, run with 6 spinners {six:.2f}")
+    assert six > 0 and one / six > 0.5, (one, six)

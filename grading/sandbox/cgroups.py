@@ -26,7 +26,7 @@ import logging
 import os
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -250,10 +250,11 @@ class RunGroup:
 
     def destroy(self, timeout_s: float = 5.0) -> bool:
         """Kill whatever is left inside and remove the group; False if it could not be removed."""
-        if self.layout is None or self.final is not None:
+        if self.layout is None:
             return True
-        self.final = self.layout.counters(self.name)
-        return _remove(self.layout, self._dirs, timeout_s)
+        if self.final is None:
+            self.final = self.layout.counters(self.name)
+        return _remove(self.layout, self._dirs, timeout_s)  # a second call retries (a no-op once removed)
 
 
 NO_GROUP = RunGroup(None, "")  # where control groups are off: joins nothing, reports nothing
@@ -289,7 +290,6 @@ class RunGroups:
     layout: Layout | None
     cpus_per_run: float = 0.0  # quota in cores; 0 = none (equal weight only)
     reason: str = ""  # why off, or where the groups live
-    _made: set[str] = field(default_factory=set)
 
     @property
     def enabled(self) -> bool:

@@ -8,8 +8,8 @@
    peak resident memory of the run's processes (sampled every 20 ms) with and without groups, and
    whether the memory limit was reported.
 3. CPU: two concurrent runs spinning 1 and 6 processes (each in its own session) for 8 s: CPU seconds each
-   got, with and without groups. And a light notebook graded end to end, idle and while two other runs each spin 4 busy processes;
-   median times and the loaded/idle ratio, with and without groups.
+   got, with and without groups. And a light notebook graded end to end, idle and while two other runs
+   each spin 4 busy processes; median times and the loaded/idle ratio, with and without groups.
 Needs root, bwrap and usable control groups (it says so and exits otherwise).
 """
 from __future__ import annotations

@@ -215,9 +215,9 @@ class BwrapSandbox(Sandbox):
             group = self.groups.create(user.pw_name, memory_mb=request.limits.memory_mb,
                                        max_processes=request.limits.max_processes)
             km = self._kernel_manager(request, user, runtime)
-            with open(runtime / "launch.log", "wb") as log:  # bwrap joins the run's group before exec
-                km.start_kernel(cwd=str(runtime), env=self._host_env(), stdout=log, stderr=log,
-                                preexec_fn=group.preexec)
+            km.wrap_argv = group.exec_prefix() + km.wrap_argv  # bwrap is born in the run's group
+            with open(runtime / "launch.log", "wb") as log:
+                km.start_kernel(cwd=str(runtime), env=self._host_env(), stdout=log, stderr=log)
             deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
             session: BwrapSession | None = None
             watcher = LimitWatcher(km, output_cap_bytes=cfg.output_hard_cap_mb * MiB, deadline=deadline,

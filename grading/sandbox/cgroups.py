@@ -14,8 +14,10 @@ written to the kernel's documented interface but has not been run here (the CI m
 pids and cpu to v1 hierarchies); tests/grading/sandbox/test_sandbox_cgroups.py checks its file layout
 on a directory tree shaped like cgroupfs (labelled a fake there).
 
-A process enters its group in the child between fork and exec (`RunGroup.join` as Popen's
-`preexec_fn`), so bwrap and everything under it are born inside; nothing of a run ever runs outside.
+The sandbox's first process enters its group before it execs bwrap (`RunGroup.exec_prefix`: a shell that
+writes itself into the group, then execs), so bwrap and everything under it are born inside; nothing
+of a run ever runs outside it. (Not Popen's preexec_fn: Python code between fork and exec can deadlock
+in a process with threads, and the worker has several.)
 """
 from __future__ import annotations
 
@@ -24,11 +26,12 @@ import errno
 import functools
 import logging
 import os
+import shlex
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 from grading.sandbox.probe import Probe
 
@@ -214,18 +217,13 @@ class RunGroup:
         self._base = self._last = Counters()
         self.final: Counters | None = None  # the counters as the run ended (after destroy)
 
-    @property
-    def preexec(self) -> Callable[[], None] | None:
-        """For Popen's preexec_fn: the child joins before it execs, so all it starts is born inside."""
-        return self.join if self._procs else None
-
-    def join(self) -> None:
-        for path in self._procs:  # "0" = the writing process; only syscalls here (we are post-fork)
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
+    def exec_prefix(self) -> list[str]:
+        """argv to put before the sandbox's command: it joins the group ("0" = the writing process), then
+        execs the command under the same pid; a failed join ends it before anything of the run starts."""
+        if not self._procs:
+            return []
+        joins = "; ".join(f"echo 0 > {shlex.quote(p)}" for p in self._procs)
+        return ["/bin/sh", "-ec", f'{joins}; exec "$@"', "titangrade-cgroup-join"]
 
     def counters(self) -> Counters:
         if self.final is not None or self.layout is None:

@@ -95,6 +95,15 @@ def test_v2_layout_detected_prepared_and_limits_written(tmp_path):
     assert set(leaf.bases.values()) == {svc2}
 
 
+def test_a_failed_join_runs_nothing(tmp_path):
+    group = cgroups.RunGroup(V1({c: tmp_path / "gone" / c for c in cgroups.CONTROLLERS}), PREFIX + "tgsbx0")
+    marker = tmp_path / "ran"
+    done = subprocess.run(group.exec_prefix() + ["touch", str(marker)], capture_output=True, text=True)
+    assert done.returncode != 0 and "cgroup.procs" in done.stderr and not marker.exists()
+    ok = cgroups.RunGroup(None, "")
+    assert subprocess.run(ok.exec_prefix() + ["touch", str(marker)]).returncode == 0 and marker.exists()
+
+
 def test_counters_tell_new_limits_apart_from_old_ones():
     before = Counters(oom_kills=1, pids_denied=2)
     assert Counters(oom_kills=1, pids_denied=2).limits_since(before) == set()
@@ -104,7 +113,7 @@ def test_counters_tell_new_limits_apart_from_old_ones():
 
 def test_off_means_no_group_and_a_bad_policy_is_refused():
     groups = cgroups.run_groups("off")
-    assert not groups.enabled and groups.create("tgsbx0", memory_mb=256, max_processes=16).preexec is None
+    assert not groups.enabled and groups.create("tgsbx0", memory_mb=256, max_processes=16).exec_prefix() == []
     with pytest.raises(ValueError, match="auto, require, off"):
         cgroups.run_groups("sometimes")
 

@@ -22,6 +22,7 @@ in a process with threads, and the worker has several.)
 from __future__ import annotations
 
 import abc
+import contextlib
 import errno
 import functools
 import logging
@@ -29,9 +30,9 @@ import os
 import shlex
 import signal
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from grading.sandbox.probe import Probe
 
@@ -56,7 +57,7 @@ class Counters:
     memory_peak_bytes: int = 0
     pids_peak: int = 0
 
-    def limits_since(self, before: "Counters") -> set[str]:
+    def limits_since(self, before: Counters) -> set[str]:
         hits = set()
         if self.oom_kills > before.oom_kills:
             hits.add(MEMORY)
@@ -109,17 +110,15 @@ class Layout(abc.ABC):
     @abc.abstractmethod
     def counters(self, name: str) -> Counters: ...
 
-    def reset_peaks(self, name: str) -> None:
+    def reset_peaks(self, name: str) -> None:  # noqa: B027  (optional hook)
         """Restart peak accounting where the kernel allows it (a pre-warmed kernel handed out)."""
 
     def kill_all(self, directory: Path) -> None:
         for pid in _read(directory / "cgroup.procs").split():
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
-            except (OSError, ValueError):
-                pass
 
-    def prepare(self) -> None:
+    def prepare(self) -> None:  # noqa: B027  (optional hook)
         """Make the service's group able to hold child groups with these controllers (v2 only)."""
 
     def describe(self) -> str:
@@ -147,10 +146,8 @@ class V1(Layout):
                         pids_peak=_int(_read(pids / "pids.peak")))
 
     def reset_peaks(self, name: str) -> None:
-        try:
+        with contextlib.suppress(OSError):
             _write(self.bases["memory"] / name / "memory.max_usage_in_bytes", "0")
-        except OSError:
-            pass
 
 
 class V2(Layout):
@@ -200,10 +197,8 @@ class V2(Layout):
         leaf = base / SERVICE_LEAF
         leaf.mkdir(exist_ok=True)
         for pid in _read(base / "cgroup.procs").split():
-            try:
+            with contextlib.suppress(OSError):  # it exited meanwhile
                 _write(leaf / "cgroup.procs", pid)
-            except OSError:
-                pass  # it exited meanwhile
         _write(base / "cgroup.subtree_control", enable)
 
 
@@ -336,11 +331,9 @@ class RunGroups:
             return []
         found = set()
         for base in self.layout.bases.values():
-            try:
+            with contextlib.suppress(OSError):
                 found |= {p.name[len(PREFIX):] for p in base.iterdir()
                           if p.is_dir() and p.name.startswith(PREFIX) and p.name != SERVICE_LEAF}
-            except OSError:
-                pass
         return sorted(found)
 
 
@@ -406,13 +399,13 @@ def detect(proc_cgroup: str | None = None, mountinfo: str | None = None) -> Layo
                 where = where.parent
             available = set(_read(where / "cgroup.controllers").split())
             if set(CONTROLLERS) <= available:
-                return V2({c: where for c in CONTROLLERS})
+                return V2(dict.fromkeys(CONTROLLERS, where))
     missing = sorted(set(CONTROLLERS) - set(v1))
     raise OSError(errno.ENOENT, f"no usable cgroup layout: controllers {missing} are neither mounted as v1 "
                                 "hierarchies nor available in the service's v2 group")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def probe() -> Probe:
     """Whether this host can give each run its own group (detected, prepared and tried once)."""
     if os.geteuid() != 0:

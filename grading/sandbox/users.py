@@ -8,7 +8,7 @@ import re
 import signal
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from grading.errors import GraderFault
 

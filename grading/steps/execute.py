@@ -265,6 +265,8 @@ def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, 
         client.nb.cells.pop()
         if not alive:
             message = t("kernel_hung", lang, index=i)
+        if over_memory:  # e.g. a cell that waited on processes the memory limit killed
+            message = f"{t('memory_limit_cell', lang, index=i, limit_mb=limits.memory_mb)}; {message}"
         attempt.reports[i] = CellReport(index=i, status="timeout", message=message, duration_s=took)
         return not alive
     message = ""

@@ -86,16 +86,16 @@ def bench_memory(sandboxes: dict) -> None:
         session = sandbox.start(KernelRequest(limits=Limits(memory_mb=1024, max_processes=64)))
         peak, stop = [0], threading.Event()
 
-        def sample():
+        def sample(stop: threading.Event, peak: list[int], uid: int) -> None:
             while not stop.wait(0.02):
-                peak[0] = max(peak[0], uid_rss(session.user.pw_uid))
+                peak[0] = max(peak[0], uid_rss(uid))
 
-        sampler = threading.Thread(target=sample, daemon=True)
+        sampler = threading.Thread(target=sample, args=(stop, peak, session.user.pw_uid), daemon=True)
         sampler.start()
         kc = client(session)
         out: list[str] = []
         kc.execute_interactive(CHILDREN, timeout=120,
-                               output_hook=lambda m: out.append(m["content"].get("text", "")))
+                               output_hook=lambda m, out=out: out.append(m["content"].get("text", "")))
         kc.stop_channels()
         stop.set()
         sampler.join()
@@ -112,7 +112,7 @@ def bench_cpu(n: int, sandboxes: dict) -> None:
     catalogue = Catalogue(FIXTURES / "catalogue" / "exercises", FIXTURES / "catalogue" / "reference")
     light = (FIXTURES / "catalogue" / "exercises" / "ch05" / "sbx_attack" / "sbx_attack.ipynb").read_bytes()
     for name, sandbox in sandboxes.items():
-        def grade() -> float:
+        def grade(sandbox=sandbox) -> float:
             t0 = time.perf_counter()
             grade_notebook(light, catalogue=catalogue, sandbox=sandbox)
             return time.perf_counter() - t0
@@ -145,9 +145,10 @@ def bench_fairness(sandboxes: dict, seconds: float = 8) -> None:
         sessions = [sandbox.start(KernelRequest(limits=Limits(max_processes=64, cpu_time_s=300))) for _ in range(2)]
         kcs = [client(s) for s in sessions]
         outs: list[list[str]] = [[], []]
-        threads = [threading.Thread(target=lambda k=k, c=c: kcs[k].execute_interactive(
-            HOG.format(seconds=seconds, count=c), timeout=seconds + 60,
-            output_hook=lambda m: outs[k].append(m["content"].get("text", "")))) for k, c in enumerate((1, 6))]
+        threads = [threading.Thread(target=kc.execute_interactive, args=(HOG.format(seconds=seconds, count=c),),
+                                    kwargs={"timeout": seconds + 60,
+                                            "output_hook": lambda m, o=out: o.append(m["content"].get("text", ""))})
+                   for kc, c, out in zip(kcs, (1, 6), outs, strict=True)]
         [t.start() for t in threads]
         [t.join() for t in threads]
         for kc in kcs:

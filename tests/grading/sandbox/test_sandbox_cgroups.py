@@ -3,7 +3,7 @@ bwrap, real kernels). The v2 layout cannot exist here (memory, pids and cpu are 
 hierarchies), so its file handling is checked on a directory tree shaped like cgroupfs: a labelled fake."""
 from __future__ import annotations
 
-import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from sandbox_helpers import FIXTURES, Recording, Runner, needs_bwrap, wait_gone
 
 from grading.exercise import Catalogue, Limits
 from grading.pipeline import grade_notebook
@@ -22,8 +23,6 @@ from grading.result import Status
 from grading.sandbox import KernelRequest, cgroups
 from grading.sandbox.bwrap import BwrapConfig, BwrapSandbox
 from grading.sandbox.cgroups import PREFIX, V1, V2, Counters, RunGroups, detect
-
-from sandbox_helpers import FIXTURES, Recording, Runner, needs_bwrap, wait_gone
 
 CGROUPS = cgroups.probe()
 needs_cgroups = pytest.mark.skipif(not CGROUPS.usable, reason=f"control groups unusable here: {CGROUPS.reason}")
@@ -98,10 +97,10 @@ def test_v2_layout_detected_prepared_and_limits_written(tmp_path):
 def test_a_failed_join_runs_nothing(tmp_path):
     group = cgroups.RunGroup(V1({c: tmp_path / "gone" / c for c in cgroups.CONTROLLERS}), PREFIX + "tgsbx0")
     marker = tmp_path / "ran"
-    done = subprocess.run(group.exec_prefix() + ["touch", str(marker)], capture_output=True, text=True)
+    done = subprocess.run([*group.exec_prefix(), "touch", str(marker)], capture_output=True, text=True)
     assert done.returncode != 0 and "cgroup.procs" in done.stderr and not marker.exists()
     ok = cgroups.RunGroup(None, "")
-    assert subprocess.run(ok.exec_prefix() + ["touch", str(marker)]).returncode == 0 and marker.exists()
+    assert subprocess.run([*ok.exec_prefix(), "touch", str(marker)]).returncode == 0 and marker.exists()
 
 
 def test_counters_tell_new_limits_apart_from_old_ones():
@@ -229,6 +228,16 @@ def test_a_prewarmed_kernel_is_already_in_its_runs_group_when_handed_out(sandbox
         pool.close()
 
 
+@pytest.fixture(scope="module")
+def catalogue(tmp_path_factory) -> Catalogue:
+    """sbx_attack with 30 s per cell: a cell squeezed against its memory limit runs slowly on a busy host."""
+    root = tmp_path_factory.mktemp("catalogue")
+    shutil.copytree(CATALOGUE, root, dirs_exist_ok=True)
+    manifest = root / "exercises" / "ch05" / "sbx_attack" / "exercise.toml"
+    manifest.write_text(manifest.read_text().replace("cell_timeout_s = 6", "cell_timeout_s = 30"))
+    return Catalogue(root / "exercises", root / "reference")
+
+
 def learner_notebook(*cells: str) -> str:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["titangrade"] = {"exercise_id": "ch05.sbx_attack"}
@@ -269,8 +278,7 @@ SAFETY_MARGIN = 1 << 30
 @needs_bwrap
 @needs_cgroups
 @pytest.mark.slow
-def test_forked_children_over_memory_mb_end_with_the_memory_limit_for_that_cell(sandbox):
-    catalogue = Catalogue(CATALOGUE / "exercises", CATALOGUE / "reference")
+def test_forked_children_over_memory_mb_end_with_the_memory_limit_for_that_cell(sandbox, catalogue):
     recording = Recording(sandbox)
     sampler = MemAvailable()
     sampler.start()
@@ -291,7 +299,7 @@ def test_forked_children_over_memory_mb_end_with_the_memory_limit_for_that_cell(
 @needs_bwrap
 @needs_cgroups
 @pytest.mark.slow
-def test_a_kernel_killed_for_memory_is_a_kernel_death_with_the_memory_limit(sandbox):
+def test_a_kernel_killed_for_memory_is_a_kernel_death_with_the_memory_limit(sandbox, catalogue):
     # the kernel holds 150 MB more (its threads' arenas already take ~740 MB of RLIMIT_AS's 1024) and eight
     # children ask for 120 MB each: the group's OOM killer takes the biggest process, the kernel (~200 MB);
     # the other cells are re-run without this one
@@ -299,7 +307,6 @@ def test_a_kernel_killed_for_memory_is_a_kernel_death_with_the_memory_limit(sand
            "code = 'import time; b = b\"y\" * (120 * 2**20); time.sleep(2)'\n"
            "kids = [subprocess.Popen([sys.executable, '-c', code]) for _ in range(8)]\n"
            "print([k.wait() for k in kids])")
-    catalogue = Catalogue(CATALOGUE / "exercises", CATALOGUE / "reference")
     result = grade_notebook(learner_notebook("x = 6 * 7", hog, "token = 'not it'"), catalogue=catalogue,
                             sandbox=sandbox)
     assert result.status == Status.ERROR and "memory limit" in result.limits_hit, (result.limits_hit, result.cells)
@@ -399,7 +406,7 @@ def cpu_seconds_of_concurrent_runs(sandbox, counts: tuple[int, ...], seconds: fl
     try:
         threads = [threading.Thread(target=lambda k=k, r=r, c=c: outs.__setitem__(
             k, r(SPINNERS.format(seconds=seconds, count=c), timeout=seconds + 60)[1]))
-            for k, (r, c) in enumerate(zip(runners, counts))]
+            for k, (r, c) in enumerate(zip(runners, counts, strict=False))]
         [t.start() for t in threads]
         [t.join() for t in threads]
     finally:

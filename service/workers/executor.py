@@ -1,8 +1,8 @@
 """Where grading runs: one `Executor` interface, chosen once at start-up (local process pool now, Ray later).
 
 An executor receives a `GradingTicket` (ids only), opens its own DB session to read the notebook, streams
-progress events into the database, and returns the GradeResult as a dict. It never stores the grade: the
-worker does that, fenced by the lease token.
+progress events into the database, and returns one typed outcome: `Graded(result)` or
+`Faulted(reason, retryable)`. It never stores the grade: the worker does that, fenced by the lease token.
 """
 from __future__ import annotations
 
@@ -28,12 +28,32 @@ class GradingTicket:
     device_ids: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Graded:
+    """The engine ran and produced a GradeResult (as its dict); the worker stores it, or retries a
+    result whose status is not_gradable (a fault the engine caught itself)."""
+
+    result: dict
+
+
+@dataclass(frozen=True, slots=True)
+class Faulted:
+    """Grading could not produce a result; our fault, never the learner's. `retryable` asks for another
+    attempt (until max_attempts); otherwise the submission is not_gradable at once."""
+
+    reason: str
+    retryable: bool
+
+
+Outcome = Graded | Faulted
+
+
 class Executor(abc.ABC):
     name = "abstract"
 
     @abc.abstractmethod
     def submit(self, ticket: GradingTicket) -> cf.Future:
-        """Start grading; the future yields {"result": dict} or {"fault": str, "retryable": bool}."""
+        """Start grading; the future yields an `Outcome` (Graded or Faulted)."""
 
     @abc.abstractmethod
     def shutdown(self) -> None:
@@ -69,7 +89,7 @@ def _init_child(parent_pid: int, database_url: str, sandbox_mode: str, exercises
     _CHILD["sandbox"] = make_sandbox(sandbox_mode, prewarm=prewarm or None)
 
 
-def grade_ticket(ticket: GradingTicket) -> dict:
+def grade_ticket(ticket: GradingTicket) -> Outcome:
     """Load the submission by id, grade it with progress written to the DB, return the result or a fault."""
     from grading.errors import GraderFault, InvalidSubmission
     from grading.pipeline import grade_notebook
@@ -84,8 +104,7 @@ def grade_ticket(ticket: GradingTicket) -> dict:
         job = session.get(Job, ticket.job_id)
         sub = session.get(Submission, ticket.submission_id)
         if job is None or sub is None or job.submission_id != sub.id or job.lease_token != ticket.lease_token:
-            return {"fault": f"stale ticket for job {ticket.job_id}: lease no longer held", "retryable": False,
-                    "stale": True}
+            return Faulted(f"stale ticket for job {ticket.job_id}: lease no longer held", retryable=False)
         notebook, exercise_id, lang = sub.notebook, sub.exercise_id, sub.lang
         session.commit()
 
@@ -103,12 +122,12 @@ def grade_ticket(ticket: GradingTicket) -> dict:
                                 sandbox=_CHILD["sandbox"], progress=progress,
                                 devices=DeviceGrant(kind=ticket.device_kind, ids=ticket.device_ids))
     except GraderFault as exc:
-        return {"fault": str(exc), "retryable": exc.retryable}
+        return Faulted(str(exc), retryable=exc.retryable)
     except InvalidSubmission as exc:  # valid at intake but not now (e.g. the exercise was removed)
-        return {"fault": f"{exc.code}: {exc.message}", "retryable": False}
+        return Faulted(f"{exc.code}: {exc.message}", retryable=False)
     except Exception as exc:  # an engine bug is our fault: retry, then not_gradable
-        return {"fault": f"{type(exc).__name__}: {exc}", "retryable": True}
-    return {"result": result.to_dict()}
+        return Faulted(f"{type(exc).__name__}: {exc}", retryable=True)
+    return Graded(result.to_dict())
 
 
 # ---- local backend ---------------------------------------------------------------------------------

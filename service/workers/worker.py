@@ -22,7 +22,7 @@ from service.config import Settings
 from service.db import transaction
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
-from service.workers.executor import Executor, GradingTicket
+from service.workers.executor import Executor, Faulted, Graded, GradingTicket, Outcome
 
 log = logging.getLogger("titangrade.worker")
 
@@ -139,21 +139,26 @@ class Worker:
             log.error("worker %s quarantined %s devices %s left busy by job %s", self.id, flight.grant.kind, dirty, job_id)
         try:
             outcome = flight.future.result()
-        except Exception as exc:  # the pool process died (OOM kill, segfault): our fault, retry
-            outcome = {"fault": f"grading process died: {type(exc).__name__}: {exc}", "retryable": True}
+        except Exception as exc:  # the grading process (or its node) died: our fault, retry
+            outcome = Faulted(f"grading process died: {type(exc).__name__}: {exc}", retryable=True)
         with transaction(self.sessions) as s:
-            result = outcome.get("result")
-            if result is not None and result["status"] != "not_gradable":
-                stored = queue.complete(s, job=flight.job, result=result)
-                state = "stored" if stored else "discarded (lease lost)"
-                self.stored += stored
-            elif result is not None:  # the engine caught a grader fault itself: same retry policy
-                state = queue.fault(s, job=flight.job, error=result.get("message") or "not gradable",
-                                    retryable=True, backoff_s=self.settings.retry_backoff_s, final=result)
-            else:
-                state = queue.fault(s, job=flight.job, error=outcome["fault"], retryable=outcome["retryable"],
-                                    backoff_s=self.settings.retry_backoff_s)
+            state = self._store(s, flight.job, outcome)
         log.info("worker %s job %s: %s", self.id, job_id, state)
+
+    def _store(self, s: Session, job: ClaimedJob, outcome: Outcome) -> str:
+        """Store a grade or apply the retry policy, fenced by the lease; returns what happened (for logs)."""
+        match outcome:
+            case Graded(result) if result["status"] != "not_gradable":
+                stored = queue.complete(s, job=job, result=result)
+                self.stored += stored
+                return "stored" if stored else "discarded (lease lost)"
+            case Graded(result):  # the engine caught a grader fault itself: same retry policy
+                return queue.fault(s, job=job, error=result.get("message") or "not gradable", retryable=True,
+                                   backoff_s=self.settings.retry_backoff_s, final=result)
+            case Faulted(reason, retryable):
+                return queue.fault(s, job=job, error=reason, retryable=retryable,
+                                   backoff_s=self.settings.retry_backoff_s)
+        raise TypeError(f"executor returned {outcome!r}; expected Graded or Faulted")
 
     def _queue_empty(self) -> bool:
         with transaction(self.sessions) as s:

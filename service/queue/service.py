@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, false, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from service.db import utcnow
@@ -50,13 +50,17 @@ def enqueue(session: Session, *, submission_id: str, lane: str, priority: int, d
 
 
 def claim(session: Session, *, worker_id: str, lanes: Sequence[str], free_devices: int,
-          max_world_size: int, lease_s: float) -> ClaimedJob | None:
-    """Atomically take the next job this worker can run, or None."""
+          max_world_size: int, lease_s: float, fits: Sequence[tuple[str, int, int]] | None = None) -> ClaimedJob | None:
+    """Atomically take the next job this worker can run, or None. `fits` (a cluster executor's
+    (lane, devices, world_size) shapes that can start now) narrows the choice to those shapes."""
     now = utcnow()
     candidate = (select(Job.id)
                  .where(Job.status == "queued", Job.lane.in_(list(lanes)), Job.devices <= free_devices,
                         Job.world_size <= max_world_size, Job.available_at <= now)
                  .order_by(Job.priority, Job.id).limit(1))
+    if fits is not None:
+        candidate = candidate.where(or_(false(), *(and_(Job.lane == lane, Job.devices == d, Job.world_size == w)
+                                                   for lane, d, w in fits)))
     if session.get_bind().dialect.name == "postgresql":
         candidate = candidate.with_for_update(skip_locked=True)
     token = uuid.uuid4().hex

@@ -1,4 +1,4 @@
-"""Where grading runs: one `Executor` interface, chosen once at start-up (local process pool now, Ray later).
+"""Where grading runs: one `Executor` interface, chosen once at start-up (a local process pool, or Ray).
 
 An executor receives a `GradingTicket` (ids only), opens its own DB session to read the notebook, streams
 progress events into the database, and returns one typed outcome: `Graded(result)` or
@@ -26,6 +26,9 @@ class GradingTicket:
     lease_token: str
     device_kind: str = "cpu"
     device_ids: tuple[int, ...] = ()
+    lane: str = "short"  # the job's shape, from its queue row (a cluster executor sizes its reservation by it)
+    devices: int = 0
+    world_size: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,12 @@ Outcome = Graded | Faulted
 
 class Executor(abc.ABC):
     name = "abstract"
+    grants_devices = False  # True: the backend assigns devices where the job runs (Ray), not the worker
+
+    def placeable(self) -> list[tuple[str, int, int]] | None:
+        """(lane, devices, world_size) job shapes that can start now; None = the worker's own slots and
+        device inventory decide (local)."""
+        return None
 
     @abc.abstractmethod
     def submit(self, ticket: GradingTicket) -> cf.Future:
@@ -165,12 +174,16 @@ class LocalExecutor(Executor):
 
 
 def make_executor(settings: Settings, *, processes: int) -> Executor:
-    """Choose the backend once; `TITANGRADE_EXECUTOR=ray` will select the Ray executor when it exists."""
+    """Choose the backend once: a local process pool, or Ray tasks on a cluster (`TITANGRADE_EXECUTOR=ray`)."""
     if settings.sandbox == "auto":
         raise ValueError("resolve the sandbox first (Settings.resolve_sandbox) so every process uses the same one")
     if settings.executor == "local":
         return LocalExecutor(settings=settings, processes=processes)
-    raise ValueError(f"unknown executor {settings.executor!r}; this version provides: local")
+    if settings.executor == "ray":
+        from service.workers.ray_executor import RayExecutor
+
+        return RayExecutor(settings=settings)
+    raise ValueError(f"unknown executor {settings.executor!r}; this version provides: local, ray")
 
 
 def pid_alive(pid: int) -> bool:

@@ -99,8 +99,14 @@ class Worker:
     def _fill_slots(self) -> int:
         claimed = 0
         while (lanes := self._lanes_open()) is not None:
+            fits = self.executor.placeable()  # a cluster says which job shapes it can start now
+            if fits is not None:
+                fits = [f for f in fits if f[0] in lanes]
+                if not fits:
+                    return claimed
+            free = self.devices.free if fits is None else max(d for _, d, _ in fits)
             with transaction(self.sessions) as s:
-                job = queue.claim(s, worker_id=self.id, lanes=lanes, free_devices=self.devices.free,
+                job = queue.claim(s, worker_id=self.id, lanes=lanes, free_devices=free, fits=fits,
                                   max_world_size=self.settings.worker_max_world_size, lease_s=self.settings.lease_s)
             if job is None:
                 return claimed
@@ -109,9 +115,10 @@ class Worker:
         return claimed
 
     def _start(self, job: ClaimedJob) -> None:
-        grant = self.devices.acquire(job.devices)
+        grant = DeviceGrant() if self.executor.grants_devices else self.devices.acquire(job.devices)
         ticket = GradingTicket(job_id=job.job_id, submission_id=job.submission_id, lease_token=job.lease_token,
-                               device_kind=grant.kind, device_ids=tuple(grant.ids))
+                               device_kind=grant.kind, device_ids=tuple(grant.ids), lane=job.lane,
+                               devices=job.devices, world_size=job.world_size)
         future = self.executor.submit(ticket)
         with self._lock:
             self._inflight[job.job_id] = _InFlight(job=job, grant=grant, future=future)

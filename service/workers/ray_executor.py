@@ -18,7 +18,7 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from service.config import Settings
@@ -63,8 +63,6 @@ def grade_on_node(ticket: GradingTicket, config: NodeConfig) -> Outcome:
                               "device_ids": list(devices)})
     except Exception:
         pass
-    from dataclasses import replace
-
     outcome = executor.grade_ticket(replace(ticket, device_kind=kind, device_ids=devices))
     busy = [i for i in devices if host_busy_check(kind, i)]
     if busy:  # no quarantine on Ray yet (docs/cluster.md): say it loudly on the node
@@ -136,7 +134,9 @@ class RayExecutor(Executor):
     def _nodes(self):
         ray = self._ray
         now = time.monotonic()
-        self._suspect = {n: t for n, t in self._suspect.items() if t > now}
+        with self._lock:
+            self._suspect = {n: t for n, t in self._suspect.items() if t > now}
+            excluded = set(self._suspect)
         totals = {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
         try:  # Ray has no public per-node availability yet; without it, totals minus our ledger decide
             from ray._private.state import state
@@ -148,7 +148,7 @@ class RayExecutor(Executor):
             held: dict[str, list] = {}
             for r in self._running.values():
                 held.setdefault(r.node_id, []).append((r.demand, r.kind))
-        return node_views(totals, available, held, excluded=self._suspect)
+        return node_views(totals, available, held, excluded=excluded)
 
     def placeable(self) -> list[Shape]:
         return placeable_shapes(self._nodes(), self.demands, reserve=self._reserve,
@@ -181,7 +181,7 @@ class RayExecutor(Executor):
             pg = placement_group([bundle], strategy="STRICT_PACK", bundle_label_selector=[{"ray.io/node-id": node_id}])
             if not pg.wait(timeout_seconds=self._settings.ray_place_timeout_s):
                 remove_placement_group(pg)
-                self._suspect[node_id] = time.monotonic() + self._settings.ray_place_timeout_s
+                self._cool_down(node_id, self._settings.ray_place_timeout_s)
                 return _done(Faulted(f"node {node_id[:12]} did not reserve {bundle} within "
                                      f"{self._settings.ray_place_timeout_s} s", retryable=True))
             options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=0)
@@ -207,6 +207,10 @@ class RayExecutor(Executor):
             options["num_gpus"] = demand.devices
         return options
 
+    def _cool_down(self, node_id: str, seconds: float) -> None:
+        with self._lock:
+            self._suspect[node_id] = time.monotonic() + seconds
+
     def _settler(self) -> None:
         while (item := self._finished.get()) is not None:
             try:
@@ -229,7 +233,7 @@ class RayExecutor(Executor):
             outcome = ray_future.result()
         except Exception as exc:
             if running is not None:  # a node that lost a job gets no new one for a while
-                self._suspect[running.node_id] = time.monotonic() + self._settings.ray_node_cooldown_s
+                self._cool_down(running.node_id, self._settings.ray_node_cooldown_s)
             outcome = Faulted(f"Ray task failed: {type(exc).__name__}: {str(exc)[:500]}", retryable=True)
         if not future.set_running_or_notify_cancel():
             return

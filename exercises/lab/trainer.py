@@ -1,5 +1,7 @@
 """One rank of the lab trainer: FSDP2 actor + reference, rollout, GRPO update, weight sync.
 
+`exercises.lab.train` spawns `worker_main` once per rank; this module never imports the launcher.
+
 Step order follows verl's `RayPPOTrainer.fit`: update_weights -> gen -> reward -> old_log_prob ->
 ref -> adv -> update_actor. Each rank plays whole GRPO groups (prompts i with i % world == rank),
 so group statistics stay local; metrics are reduced over ranks before rank 0 logs them.
@@ -13,6 +15,9 @@ import random
 import resource
 from dataclasses import fields
 from pathlib import Path
+
+from exercises.lab.config import TrainConfig, lr_scheduler_config
+from exercises.lab.device import BACKENDS, current_device
 
 
 def _die_with_parent() -> None:
@@ -37,18 +42,15 @@ def worker_main(rank: int, config_dict: dict, port: int) -> None:
     import torch
     import torch.distributed as dist
 
-    from exercises.lab.train import TrainConfig
-
     config = TrainConfig(**{f.name: config_dict[f.name] for f in fields(TrainConfig)})
     torch.set_num_threads(config.threads_per_rank)
     device_type = _device_type(config.device)
-    backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[device_type]
+    backend = BACKENDS[device_type]
     if device_type == "cuda":
         torch.cuda.set_device(rank)
     elif device_type == "npu":  # pragma: no cover - Ascend only
         torch.npu.set_device(rank)
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=config.world_size)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=config.world_size)
     try:
         Trainer(config, rank=rank, device_type=device_type).fit()
     finally:
@@ -56,24 +58,19 @@ def worker_main(rank: int, config_dict: dict, port: int) -> None:
 
 
 def _device_type(requested: str) -> str:
-    if requested != "auto":
-        return requested
-    from exercises.lab.device import current_device
-
-    return current_device().kind
+    return requested if requested != "auto" else current_device().kind
 
 
 class Trainer:
     """Holds the models, optimizer, rollout engine and data of one rank."""
 
-    def __init__(self, config, *, rank: int, device_type: str) -> None:
+    def __init__(self, config: TrainConfig, *, rank: int, device_type: str) -> None:
         import torch
         from torchtitan.components.optimizer import default_adamw
 
         from exercises.lab import checkpoint, data, parallel
         from exercises.lab.rollout import make_rollout_engine
         from exercises.lab.tokenizer import load_tokenizer
-        from exercises.lab.train import lr_scheduler_config
         from exercises.lab.wordle import WordleAgentLoop
 
         self.cfg, self.rank, self.device_type = config, rank, device_type
@@ -88,8 +85,11 @@ class Trainer:
         stop_ids = [self.tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")]
         self.plan = parallel.ParallelPlan(
             data_parallel_shard_size=config.data_parallel_shard_size,
-            context_parallel_size=config.context_parallel_size, world_size=self.world, device_type=device_type,
-            reshard_after_forward=config.reshard_after_forward, param_offload=config.param_offload,
+            context_parallel_size=config.context_parallel_size,
+            world_size=self.world,
+            device_type=device_type,
+            reshard_after_forward=config.reshard_after_forward,
+            param_offload=config.param_offload,
             spmd_backend=config.spmd_backend,
         )
         self.parallel_dims = parallel.build_parallel_dims(self.plan)
@@ -106,11 +106,20 @@ class Trainer:
         self.optimizers = opt_cfg.build(model_parts=[self.actor])
         self.lr_schedulers = lr_scheduler_config(config).build(optimizers=self.optimizers, training_steps=config.steps)
         rollout_device = "cpu" if device_type == "cpu" else str(self.device)
-        self.rollout = make_rollout_engine(config.rollout, dims=self.dims, model_path=config.model_path,
-                                           stop_ids=stop_ids, temperature=config.temperature, device=rollout_device)
-        self.loop = WordleAgentLoop(tokenizer=_PlainTokenizer(self.tokenizer), max_turns=config.max_turns,
-                                    response_cap=config.max_response_length,
-                                    max_tokens_per_turn=config.max_tokens_per_turn)
+        self.rollout = make_rollout_engine(
+            config.rollout,
+            dims=self.dims,
+            model_path=config.model_path,
+            stop_ids=stop_ids,
+            temperature=config.temperature,
+            device=rollout_device,
+        )
+        self.loop = WordleAgentLoop(
+            tokenizer=_PlainTokenizer(self.tokenizer),
+            max_turns=config.max_turns,
+            response_cap=config.max_response_length,
+            max_tokens_per_turn=config.max_tokens_per_turn,
+        )
         train_words, self.test_words = data.split_words(data.load_words(), seed=config.data_seed)
         self.train_words = list(train_words)
         random.Random(config.seed).shuffle(self.train_words)  # the dataloader's seeded shuffle
@@ -155,8 +164,9 @@ class Trainer:
 
         target = self.out_dir / "checkpoints" / f"global_step_{step}"
         config = checkpoint.read_hf_config(self.cfg.model_path)
-        checkpoint.save_actor_checkpoint(target, self.actor, self.adapter, config, rank=self.rank, step=step,
-                                         device=self.device)
+        checkpoint.save_actor_checkpoint(
+            target, self.actor, self.adapter, config, rank=self.rank, step=step, device=self.device
+        )
         if self.rank == 0:
             self.tokenizer.save_pretrained(target)
 
@@ -175,23 +185,32 @@ class Trainer:
             "total_training_steps": self.total_steps,
             "world_size": self.world,
             "device": self.device_type,
-            "backend": {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[self.device_type],
+            "backend": BACKENDS[self.device_type],
             "rollout": self.cfg.rollout,
-            "rollout_note": ("torch sampler standing in for vLLM (CPU)" if self.cfg.rollout == "torch"
-                             else "vLLM (unverified in CI)"),
-            "parallel": {"data_parallel_shard_size": self.cfg.data_parallel_shard_size,
-                         "context_parallel_size": self.cfg.context_parallel_size,
-                         "data_parallel_replicate_size": 1, "tensor_parallel_size": 1,
-                         "pipeline_parallel_size": 1, "spmd_backend": self.cfg.spmd_backend,
-                         "reshard_after_forward": self.cfg.reshard_after_forward,
-                         "param_offload": self.cfg.param_offload, "optimizer_offload": self.cfg.optimizer_offload},
+            "rollout_note": (
+                "torch sampler standing in for vLLM (CPU)" if self.cfg.rollout == "torch" else "vLLM (unverified in CI)"
+            ),
+            "parallel": {
+                "data_parallel_shard_size": self.cfg.data_parallel_shard_size,
+                "context_parallel_size": self.cfg.context_parallel_size,
+                "data_parallel_replicate_size": 1,
+                "tensor_parallel_size": 1,
+                "pipeline_parallel_size": 1,
+                "spmd_backend": self.cfg.spmd_backend,
+                "reshard_after_forward": self.cfg.reshard_after_forward,
+                "param_offload": self.cfg.param_offload,
+                "optimizer_offload": self.cfg.optimizer_offload,
+            },
             "mesh": self.mesh,
             "params_are_dtensors": self.params_dtensor,
             "attention": "sdpa (causal; flex/varlen cannot train on CPU)",
             "model": dims_dict(self.dims),
             "seeds": {"seed": self.cfg.seed, "data_seed": self.cfg.data_seed},
-            "versions": {"torch": torch.__version__, "torchtitan": getattr(torchtitan, "__version__", _dist_version("torchtitan")),
-                         "verl": getattr(verl, "__version__", _dist_version("verl"))},
+            "versions": {
+                "torch": torch.__version__,
+                "torchtitan": getattr(torchtitan, "__version__", _dist_version("torchtitan")),
+                "verl": getattr(verl, "__version__", _dist_version("verl")),
+            },
             **extra,
         }
         (self.out_dir / "run.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
@@ -227,5 +246,3 @@ def _gather_peak_rss(trainer) -> list[float]:
     out: list = [None] * trainer.world
     dist.all_gather_object(out, round(mine, 1))
     return out
-
-

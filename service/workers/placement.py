@@ -5,6 +5,7 @@ from the exercises that have it (CPUs per rank, the largest memory limit, the ac
 accept), so the dispatcher can claim exactly the shapes some node can hold now and reserve the same
 demand when it starts the job: a training job waits in the database queue, not inside Ray.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -42,12 +43,13 @@ class NodeView:
             return "cpu"
         return next((k for k in demand.kinds if self.accelerators.get(k, 0) >= demand.devices), None)
 
-    def minus(self, demand: Demand, kind: str) -> "NodeView":
+    def minus(self, demand: Demand, kind: str) -> NodeView:
         acc = dict(self.accelerators)
         if kind != "cpu":
             acc[kind] -= demand.devices
-        return replace(self, cpus=self.cpus - demand.cpus, memory_mb=self.memory_mb - demand.memory_mb,
-                       accelerators=acc)
+        return replace(
+            self, cpus=self.cpus - demand.cpus, memory_mb=self.memory_mb - demand.memory_mb, accelerators=acc
+        )
 
 
 def choose_node(nodes: Iterable[NodeView], demand: Demand) -> tuple[str, str] | None:
@@ -65,8 +67,9 @@ def choose_node(nodes: Iterable[NodeView], demand: Demand) -> tuple[str, str] | 
     return best
 
 
-def placeable_shapes(nodes: list[NodeView], demands: Mapping[Shape, Demand], *, reserve: Demand | None,
-                     reserve_count: int) -> list[Shape]:
+def placeable_shapes(
+    nodes: list[NodeView], demands: Mapping[Shape, Demand], *, reserve: Demand | None, reserve_count: int
+) -> list[Shape]:
     """Shapes a node can hold now. A long-lane shape also leaves room for `reserve_count` jobs of the
     `reserve` demand (a short job), so the short lane never waits behind training."""
     out = []
@@ -102,13 +105,18 @@ def shape_demands(manifests: Iterable, *, cpus_per_rank: float) -> dict[Shape, D
         prev = out.get(shape)
         memory = max(m.limits.memory_mb, prev.memory_mb if prev else 0)
         merged = tuple(dict.fromkeys((prev.kinds if prev else ()) + kinds)) or ACCELERATORS
-        out[shape] = Demand(cpus=m.resources.world_size * cpus_per_rank, memory_mb=memory,
-                            devices=m.resources.devices, kinds=merged)
+        out[shape] = Demand(
+            cpus=m.resources.world_size * cpus_per_rank, memory_mb=memory, devices=m.resources.devices, kinds=merged
+        )
     return out
 
 
-def node_views(totals: Mapping[str, Mapping[str, float]], available: Mapping[str, Mapping[str, float]] | None,
-               held: Mapping[str, list[tuple[Demand, str]]], excluded: Iterable[str] = ()) -> list[NodeView]:
+def node_views(
+    totals: Mapping[str, Mapping[str, float]],
+    available: Mapping[str, Mapping[str, float]] | None,
+    held: Mapping[str, list[tuple[Demand, str]]],
+    excluded: Iterable[str] = (),
+) -> list[NodeView]:
     """Free resources per node: totals minus our own reservations, and never more than Ray reports as
     available (other work on a shared cluster). `totals`/`available` are Ray's per-node resource maps."""
     skip = set(excluded)
@@ -116,17 +124,17 @@ def node_views(totals: Mapping[str, Mapping[str, float]], available: Mapping[str
     for node_id, res in totals.items():
         if node_id in skip:
             continue
-        free = {"cpus": res.get("CPU", 0.0), "memory_mb": int(res.get("memory", 0.0) // 2**20)}
+        cpus, memory_mb = res.get("CPU", 0.0), int(res.get("memory", 0.0) // 2**20)
         acc = {kind: int(res.get(name, 0.0)) for kind, name in RAY_RESOURCE.items()}
         for demand, kind in held.get(node_id, []):
-            free["cpus"] -= demand.cpus
-            free["memory_mb"] -= demand.memory_mb
+            cpus -= demand.cpus
+            memory_mb -= demand.memory_mb
             if kind != "cpu":
                 acc[kind] -= demand.devices
         if available is not None and node_id in available:
             avail = available[node_id]
-            free["cpus"] = min(free["cpus"], avail.get("CPU", 0.0))
-            free["memory_mb"] = min(free["memory_mb"], int(avail.get("memory", 0.0) // 2**20))
+            cpus = min(cpus, avail.get("CPU", 0.0))
+            memory_mb = min(memory_mb, int(avail.get("memory", 0.0) // 2**20))
             acc = {k: min(v, int(avail.get(RAY_RESOURCE[k], 0.0))) for k, v in acc.items()}
-        views.append(NodeView(node_id=node_id, cpus=free["cpus"], memory_mb=free["memory_mb"], accelerators=acc))
+        views.append(NodeView(node_id=node_id, cpus=cpus, memory_mb=memory_mb, accelerators=acc))
     return views

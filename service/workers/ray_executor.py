@@ -11,9 +11,11 @@ The devices Ray assigns to the task (`NPU` ids -> ASCEND_RT_VISIBLE_DEVICES, `GP
 CUDA_VISIBLE_DEVICES) become the sandbox's DeviceGrant on that node. Verified on a `ray.cluster_utils`
 test cluster with fake NPU counts only; real NPU/GPU nodes are NOT tested (docs/cluster.md).
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import logging
 import queue
 import threading
@@ -23,8 +25,15 @@ from pathlib import Path
 
 from service.config import Settings
 from service.workers.executor import Executor, Faulted, GradingTicket, Outcome
-from service.workers.placement import (RAY_RESOURCE, Demand, Shape, choose_node, node_views, placeable_shapes,
-                                       shape_demands)
+from service.workers.placement import (
+    RAY_RESOURCE,
+    Demand,
+    Shape,
+    choose_node,
+    node_views,
+    placeable_shapes,
+    shape_demands,
+)
 
 log = logging.getLogger("titangrade.ray")
 
@@ -42,6 +51,7 @@ class NodeConfig:
 
 # ---- executing side (runs in a Ray worker process on the chosen node) ------------------------------
 
+
 def grade_on_node(ticket: GradingTicket, config: NodeConfig) -> Outcome:
     """Grade one ticket on this node with the devices Ray assigned to this task."""
     import ray
@@ -58,9 +68,11 @@ def grade_on_node(ticket: GradingTicket, config: NodeConfig) -> Outcome:
     devices = tuple(int(i) for i in ids.get(RAY_RESOURCE[kind], ())) if kind != "cpu" else ()
     try:  # where the job runs, for operators and the tests; best effort like every progress event
         with transaction(executor._CHILD["sessions"]) as s:
-            events.add(s, submission_id=ticket.submission_id,
-                       event={"event": "placed", "node": ctx.get_node_id(), "device_kind": kind,
-                              "device_ids": list(devices)})
+            events.add(
+                s,
+                submission_id=ticket.submission_id,
+                event={"event": "placed", "node": ctx.get_node_id(), "device_kind": kind, "device_ids": list(devices)},
+            )
     except Exception:
         pass
     outcome = executor.grade_ticket(replace(ticket, device_kind=kind, device_ids=devices))
@@ -82,13 +94,16 @@ def _init_node(config: NodeConfig) -> None:
 
     if "sessions" in executor._CHILD:  # another service (database) used this process before
         executor._CHILD["sessions"].kw["bind"].dispose()
-    executor._CHILD.update(sessions=make_sessionmaker(make_engine(config.database_url)),
-                           catalogue=Catalogue(Path(config.exercises_root), Path(config.reference_root)),
-                           sandbox=make_sandbox(config.sandbox, prewarm=dict(config.prewarm) or None),
-                           config=config)
+    executor._CHILD.update(
+        sessions=make_sessionmaker(make_engine(config.database_url)),
+        catalogue=Catalogue(Path(config.exercises_root), Path(config.reference_root)),
+        sandbox=make_sandbox(config.sandbox, prewarm=dict(config.prewarm) or None),
+        config=config,
+    )
 
 
 # ---- dispatching side (runs in the worker) ---------------------------------------------------------
+
 
 @dataclass(slots=True)
 class _Running:
@@ -111,16 +126,23 @@ class RayExecutor(Executor):
         self._ray = ray
         self._settings = settings
         if not ray.is_initialized():
-            ray.init(address=settings.ray_address or "auto", namespace="titangrade", log_to_driver=False,
-                     logging_level=logging.WARNING)
+            ray.init(
+                address=settings.ray_address or "auto",
+                namespace="titangrade",
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
         catalogue = Catalogue(Path(settings.exercises_root), Path(settings.reference_root))
         self.demands = shape_demands((e.manifest for e in catalogue), cpus_per_rank=settings.ray_cpus_per_rank)
         short = [d for (lane, devs, _), d in self.demands.items() if lane == "short" and devs == 0]
         self._reserve = max(short, key=lambda d: (d.cpus, d.memory_mb), default=None)
-        self._config = NodeConfig(database_url=settings.database_url, sandbox=settings.sandbox,
-                                  exercises_root=str(settings.exercises_root),
-                                  reference_root=str(settings.reference_root),
-                                  prewarm=tuple(sorted(Settings.parse_prewarm(settings.sandbox_prewarm).items())))
+        self._config = NodeConfig(
+            database_url=settings.database_url,
+            sandbox=settings.sandbox,
+            exercises_root=str(settings.exercises_root),
+            reference_root=str(settings.reference_root),
+            prewarm=tuple(sorted(Settings.parse_prewarm(settings.sandbox_prewarm).items())),
+        )
         self._remote = ray.remote(max_retries=0)(grade_on_node)  # the DB queue retries, not Ray
         self._running: dict[int, _Running] = {}
         self._suspect: dict[str, float] = {}  # node id -> until when no job is placed there
@@ -151,14 +173,16 @@ class RayExecutor(Executor):
         return node_views(totals, available, held, excluded=excluded)
 
     def placeable(self) -> list[Shape]:
-        return placeable_shapes(self._nodes(), self.demands, reserve=self._reserve,
-                                reserve_count=self._settings.short_reserved_slots)
+        return placeable_shapes(
+            self._nodes(), self.demands, reserve=self._reserve, reserve_count=self._settings.short_reserved_slots
+        )
 
     # -- running ------------------------------------------------------------------------------------------
     def _demand(self, ticket: GradingTicket) -> Demand:
         shape = (ticket.lane, ticket.devices, ticket.world_size)
-        return self.demands.get(shape) or Demand(cpus=ticket.world_size * self._settings.ray_cpus_per_rank,
-                                                 memory_mb=0, devices=ticket.devices)
+        return self.demands.get(shape) or Demand(
+            cpus=ticket.world_size * self._settings.ray_cpus_per_rank, memory_mb=0, devices=ticket.devices
+        )
 
     def submit(self, ticket: GradingTicket) -> cf.Future:
         demand = self._demand(ticket)
@@ -168,7 +192,6 @@ class RayExecutor(Executor):
         node_id, kind = choice
         options = self._task_options(demand, kind)
         pg = None
-        ray = self._ray
         if ticket.world_size > 1 or demand.devices > 1:
             from ray.util import placement_group, remove_placement_group
             from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -182,8 +205,12 @@ class RayExecutor(Executor):
             if not pg.wait(timeout_seconds=self._settings.ray_place_timeout_s):
                 remove_placement_group(pg)
                 self._cool_down(node_id, self._settings.ray_place_timeout_s)
-                return _done(Faulted(f"node {node_id[:12]} did not reserve {bundle} within "
-                                     f"{self._settings.ray_place_timeout_s} s", retryable=True))
+                return _done(
+                    Faulted(
+                        f"node {node_id[:12]} did not reserve {bundle} within {self._settings.ray_place_timeout_s} s",
+                        retryable=True,
+                    )
+                )
             options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=0)
         else:
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -193,7 +220,11 @@ class RayExecutor(Executor):
         with self._lock:
             self._running[ticket.job_id] = _Running(node_id=node_id, demand=demand, kind=kind, ref=ref, pg=pg)
         future: cf.Future = cf.Future()
-        ref.future().add_done_callback(lambda f, jid=ticket.job_id: self._finished.put((jid, f, future)))
+
+        def finished(ray_future: cf.Future) -> None:  # on Ray's IO thread: hand over, nothing more
+            self._finished.put((ticket.job_id, ray_future, future))
+
+        ref.future().add_done_callback(finished)
         return future
 
     @staticmethod
@@ -225,10 +256,8 @@ class RayExecutor(Executor):
         if running is not None and running.pg is not None:
             from ray.util import remove_placement_group
 
-            try:
+            with contextlib.suppress(Exception):  # already gone with its node
                 remove_placement_group(running.pg)
-            except Exception:
-                pass
         try:
             outcome = ray_future.result()
         except Exception as exc:
@@ -244,10 +273,8 @@ class RayExecutor(Executor):
         with self._lock:
             running = list(self._running.values())
         for r in running:  # their results would be fenced off anyway; stop the work itself
-            try:
+            with contextlib.suppress(Exception):
                 self._ray.cancel(r.ref, force=True)
-            except Exception:
-                pass
         try:
             self._ray.shutdown()  # tasks owned by this driver die with it
         except Exception:

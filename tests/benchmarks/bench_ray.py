@@ -12,6 +12,7 @@ catalogue's ch05.svc_sum if the course exercise is missing) with a burst worker 
 Latency: --seq jobs one at a time (1 slot), claim -> stored, the first (cold) job left out; Ray's added
 latency is the median difference to local. Cluster start-up is reported on its own line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,11 +44,19 @@ def start_cluster(nodes: int):
 
     tmp = tempfile.mkdtemp(prefix="tgbray", dir="/tmp")
     os.environ["RAY_TMPDIR"] = tmp
-    small = dict(object_store_memory=80 * 2**20, memory=8 * 2**30)
+    small = {"object_store_memory": 80 * 2**20, "memory": 8 * 2**30}
     t0 = time.perf_counter()
-    c = Cluster(initialize_head=True, head_node_args=dict(
-        num_cpus=0, gcs_server_port=_free_port(), dashboard_agent_listen_port=_free_port(),
-        include_dashboard=False, temp_dir=os.path.join(tmp, "ray"), **small))
+    c = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 0,
+            "gcs_server_port": _free_port(),
+            "dashboard_agent_listen_port": _free_port(),
+            "include_dashboard": False,
+            "temp_dir": os.path.join(tmp, "ray"),
+            **small,
+        },
+    )
     for _ in range(nodes):
         c.add_node(num_cpus=2, **small)
     c.wait_for_nodes()
@@ -63,12 +72,21 @@ def enqueue(sessions, *, n: int, exercise_id: str, notebook: bytes, max_score: f
     ids = []
     with transaction(sessions) as s:
         for _ in range(n):
-            sub = Submission(id=uuid.uuid4().hex, user="bench", course="bench", exercise_id=exercise_id, lang="en",
-                             attempt=1, notebook=notebook, status="queued", max_score=max_score, message="")
+            sub = Submission(
+                id=uuid.uuid4().hex,
+                user="bench",
+                course="bench",
+                exercise_id=exercise_id,
+                lang="en",
+                attempt=1,
+                notebook=notebook,
+                status="queued",
+                max_score=max_score,
+                message="",
+            )
             s.add(sub)
             s.flush()
-            queue.enqueue(s, submission_id=sub.id, lane="short", priority=0, devices=0, world_size=1,
-                          max_attempts=3)
+            queue.enqueue(s, submission_id=sub.id, lane="short", priority=0, devices=0, world_size=1, max_attempts=3)
             ids.append(sub.id)
     return ids
 
@@ -82,8 +100,14 @@ def dispatch_s(sessions, ids: list[str]) -> list[float]:
     out = []
     with sessions() as s:
         for i in ids:
-            at = {e.event: e.created_at for e in s.scalars(select(ProgressEvent).where(
-                ProgressEvent.submission_id == i, ProgressEvent.event.in_(("claimed", "placed"))))}
+            at = {
+                e.event: e.created_at
+                for e in s.scalars(
+                    select(ProgressEvent).where(
+                        ProgressEvent.submission_id == i, ProgressEvent.event.in_(("claimed", "placed"))
+                    )
+                )
+            }
             if len(at) == 2:
                 out.append((at["placed"] - at["claimed"]).total_seconds())
     return out
@@ -117,8 +141,14 @@ def main() -> int:
     notebook, exercise_id, env, note = pick_exercise()
     if note:
         print(note)
-    roots = {"exercises_root": Path(env["TITANGRADE_EXERCISES_ROOT"]), "reference_root": Path(
-        env["TITANGRADE_REFERENCE_ROOT"])} if env else {}
+    roots = (
+        {
+            "exercises_root": Path(env["TITANGRADE_EXERCISES_ROOT"]),
+            "reference_root": Path(env["TITANGRADE_REFERENCE_ROOT"]),
+        }
+        if env
+        else {}
+    )
     from grading.exercise import Catalogue
 
     catalogue = Catalogue(roots["exercises_root"], roots["reference_root"]) if roots else Catalogue()
@@ -136,18 +166,30 @@ def main() -> int:
             if nodes:
                 cluster = start_cluster(nodes)
                 print(f"{label}: cluster start {cluster.start_s:.1f} s ({nodes} node(s) + head)")
-                extra = dict(executor="ray", ray_address=cluster.address)
-            base = dict(mode="dev", database_url=db.url, secret_key="b" * 40, sandbox="unsafe-local",
-                        lease_s=60, heartbeat_s=2, poll_s=0.05, short_reserved_slots=0, **roots, **extra)
+                extra = {"executor": "ray", "ray_address": cluster.address}
+            base = {
+                "mode": "dev",
+                "database_url": db.url,
+                "secret_key": "b" * 40,
+                "sandbox": "unsafe-local",
+                "lease_s": 60,
+                "heartbeat_s": 2,
+                "poll_s": 0.05,
+                "short_reserved_slots": 0,
+                **roots,
+                **extra,
+            }
             ids = enqueue(sessions, n=args.n, exercise_id=exercise_id, notebook=notebook, max_score=max_score)
             wall, _, graded = run(Settings(worker_slots=2 * max(nodes, 1), **base), sessions, ids)
-            seq_ids = enqueue(sessions, n=args.seq, exercise_id=exercise_id, notebook=notebook,
-                              max_score=max_score)
+            seq_ids = enqueue(sessions, n=args.seq, exercise_id=exercise_id, notebook=notebook, max_score=max_score)
             _, lat, _ = run(Settings(worker_slots=1, **base), sessions, seq_ids)
             dispatch = dispatch_s(sessions, seq_ids)[1:]
             rows.append((label, args.n, graded, wall, 60 * graded / wall, lat[1:], dispatch))
-            print(f"{label}: {graded}/{args.n} graded in {wall:.1f} s; sequential claim->stored "
-                  f"{[round(x, 2) for x in lat]}; claim->placed {[round(x, 3) for x in dispatch]}", flush=True)
+            print(
+                f"{label}: {graded}/{args.n} graded in {wall:.1f} s; sequential claim->stored "
+                f"{[round(x, 2) for x in lat]}; claim->placed {[round(x, 3) for x in dispatch]}",
+                flush=True,
+            )
             engine.dispose()
             db.drop()
             if cluster is not None:
@@ -160,14 +202,18 @@ def main() -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
     local_lat = statistics.median(rows[0][5])
-    print("\n| executor | graded | wall s | graded/min | claim->stored p50 (warm, sequential) | added vs local "
-          "| claim->running on node p50 |")
+    print(
+        "\n| executor | graded | wall s | graded/min | claim->stored p50 (warm, sequential) | added vs local "
+        "| claim->running on node p50 |"
+    )
     print("|---|---|---|---|---|---|---|")
     for label, n, graded, wall, per_min, lat, dispatch in rows:
         p50 = statistics.median(lat)
         placed = f"{statistics.median(dispatch):.3f} s" if dispatch else "n/a"
-        print(f"| {label} | {graded}/{n} | {wall:.1f} | {per_min:.1f} | {p50:.2f} s | {p50 - local_lat:+.2f} s "
-              f"| {placed} |")
+        print(
+            f"| {label} | {graded}/{n} | {wall:.1f} | {per_min:.1f} | {p50:.2f} s | {p50 - local_lat:+.2f} s "
+            f"| {placed} |"
+        )
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     return 0
 

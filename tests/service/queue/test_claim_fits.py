@@ -1,4 +1,5 @@
 """`claim(fits=...)`: a cluster executor claims only the (lane, devices, world_size) shapes it can start now."""
+
 from __future__ import annotations
 
 from service.db import transaction
@@ -7,8 +8,7 @@ from service.queue import service as queue
 
 def _claim(sessions, fits, lanes=("short", "long")):
     with transaction(sessions) as s:
-        return queue.claim(s, worker_id="ray", lanes=lanes, free_devices=8, max_world_size=8, lease_s=30.0,
-                           fits=fits)
+        return queue.claim(s, worker_id="ray", lanes=lanes, free_devices=8, max_world_size=8, lease_s=30.0, fits=fits)
 
 
 def test_only_placeable_shapes_are_claimed_in_queue_order(sessions, add_submission):

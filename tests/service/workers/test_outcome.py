@@ -1,5 +1,6 @@
 """The executor's typed outcome: `Graded(result)` or `Faulted(reason, retryable)`, and how the worker
 stores each (real database; no kernels needed)."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,10 +15,20 @@ from service.workers.worker import Worker
 
 
 def _result(status: str, score: float | None) -> dict:
-    return {"exercise_id": "ch05.svc_sum", "status": status, "score": score, "max_score": 3.0, "checks": [],
-            "message": "kernel did not start" if status == "not_gradable" else "", "cells": [],
-            "limits_hit": [], "sandbox": "unsafe-local", "device": "cpu", "duration_s": 0.1,
-            "engine_version": "test"}
+    return {
+        "exercise_id": "ch05.svc_sum",
+        "status": status,
+        "score": score,
+        "max_score": 3.0,
+        "checks": [],
+        "message": "kernel did not start" if status == "not_gradable" else "",
+        "cells": [],
+        "limits_hit": [],
+        "sandbox": "unsafe-local",
+        "device": "cpu",
+        "duration_s": 0.1,
+        "engine_version": "test",
+    }
 
 
 def _claimed(sessions, add_submission, *, max_attempts=3):
@@ -31,8 +42,12 @@ def _claimed(sessions, add_submission, *, max_attempts=3):
 def _worker(sessions, svc, db_url) -> Worker:
     from service.workers.devices import WorkerDevices
 
-    return Worker(settings=svc.settings(db_url), sessions=sessions, executor=None,  # type: ignore[arg-type]
-                  devices=WorkerDevices.from_setting(""))
+    return Worker(
+        settings=svc.settings(db_url),
+        sessions=sessions,
+        executor=None,  # type: ignore[arg-type]
+        devices=WorkerDevices.from_setting(""),
+    )
 
 
 def _state(sessions, sub_id):
@@ -42,12 +57,15 @@ def _state(sessions, sub_id):
         return sub.status, sub.score, job.status
 
 
-@pytest.mark.parametrize("outcome, expected", [
-    (Graded(_result("graded", 3.0)), ("stored", ("graded", 3.0, "done"))),
-    (Graded(_result("not_gradable", None)), ("queued", ("queued", None, "queued"))),
-    (Faulted("sandbox failed", retryable=True), ("queued", ("queued", None, "queued"))),
-    (Faulted("exercise removed", retryable=False), ("failed", ("not_gradable", None, "failed"))),
-])
+@pytest.mark.parametrize(
+    "outcome, expected",
+    [
+        (Graded(_result("graded", 3.0)), ("stored", ("graded", 3.0, "done"))),
+        (Graded(_result("not_gradable", None)), ("queued", ("queued", None, "queued"))),
+        (Faulted("sandbox failed", retryable=True), ("queued", ("queued", None, "queued"))),
+        (Faulted("exercise removed", retryable=False), ("failed", ("not_gradable", None, "failed"))),
+    ],
+)
 def test_worker_branches_on_the_outcome_type(db_url, sessions, svc, add_submission, outcome, expected):
     sub, job = _claimed(sessions, add_submission)
     worker = _worker(sessions, svc, db_url)
@@ -60,9 +78,8 @@ def test_worker_branches_on_the_outcome_type(db_url, sessions, svc, add_submissi
 def test_an_untyped_outcome_is_refused(db_url, sessions, svc, add_submission):
     _, job = _claimed(sessions, add_submission)
     worker = _worker(sessions, svc, db_url)
-    with pytest.raises(TypeError, match="expected Graded or Faulted"):
-        with transaction(sessions) as s:
-            worker._store(s, job, {"result": _result("graded", 3.0)})
+    with pytest.raises(TypeError, match="expected Graded or Faulted"), transaction(sessions) as s:
+        worker._store(s, job, {"result": _result("graded", 3.0)})
     assert worker.stored == 0
 
 

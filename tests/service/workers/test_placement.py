@@ -1,12 +1,12 @@
 """Placement on a cluster, as pure functions: which node a job goes to, which job shapes can start now,
 and how a shape's demand comes from the exercises that have it (no Ray needed)."""
+
 from __future__ import annotations
 
 import pytest
 
 from grading.exercise import Catalogue
-from service.workers.placement import (Demand, NodeView, choose_node, node_views, placeable_shapes,
-                                       shape_demands)
+from service.workers.placement import Demand, NodeView, choose_node, node_views, placeable_shapes, shape_demands
 
 CPU_JOB = Demand(cpus=1, memory_mb=2048)
 NPU_JOB = Demand(cpus=2, memory_mb=2048, devices=2, kinds=("npu",))
@@ -34,18 +34,19 @@ def test_a_long_job_leaves_room_for_the_short_lane():
     demands = {("long", 0, 2): Demand(cpus=2, memory_mb=2048), ("short", 0, 1): CPU_JOB}
     one_node = [_node("a", cpus=2)]
     assert placeable_shapes(one_node, demands, reserve=CPU_JOB, reserve_count=1) == [("short", 0, 1)]
-    assert placeable_shapes(one_node, demands, reserve=CPU_JOB, reserve_count=0) == [("long", 0, 2),
-                                                                                       ("short", 0, 1)]
+    assert placeable_shapes(one_node, demands, reserve=CPU_JOB, reserve_count=0) == [("long", 0, 2), ("short", 0, 1)]
     two_nodes = [_node("a", cpus=2), _node("b", cpus=1)]
-    assert placeable_shapes(two_nodes, demands, reserve=CPU_JOB, reserve_count=1) == [("long", 0, 2),
-                                                                                        ("short", 0, 1)]
+    assert placeable_shapes(two_nodes, demands, reserve=CPU_JOB, reserve_count=1) == [("long", 0, 2), ("short", 0, 1)]
     assert placeable_shapes([_node("a", cpus=0.5)], demands, reserve=CPU_JOB, reserve_count=1) == []
 
 
 def test_node_views_subtract_our_jobs_and_respect_what_ray_reports_free():
     gib = 2**30
-    totals = {"n1": {"CPU": 4.0, "memory": 8 * gib, "NPU": 2.0}, "n2": {"CPU": 2.0, "memory": 4 * gib},
-              "dead": {"CPU": 8.0, "memory": 8 * gib}}
+    totals = {
+        "n1": {"CPU": 4.0, "memory": 8 * gib, "NPU": 2.0},
+        "n2": {"CPU": 2.0, "memory": 4 * gib},
+        "dead": {"CPU": 8.0, "memory": 8 * gib},
+    }
     held = {"n1": [(NPU_JOB, "npu")]}
     available = {"n1": {"CPU": 4.0, "memory": 8 * gib, "NPU": 2.0}, "n2": {"memory": 4 * gib}}  # CPU 0: busy
     views = {v.node_id: v for v in node_views(totals, available, held, excluded=["dead"])}
@@ -70,7 +71,8 @@ def test_the_course_catalogue_has_a_demand_for_every_exercise():
     demands = shape_demands((e.manifest for e in catalogue), cpus_per_rank=1.0)
     training = demands[("long", 0, 2)]  # the 2-rank training exercises
     assert training.cpus == 2.0 and training.memory_mb == max(
-        e.manifest.limits.memory_mb for e in catalogue if e.manifest.resources.world_size == 2)
+        e.manifest.limits.memory_mb for e in catalogue if e.manifest.resources.world_size == 2
+    )
 
 
 def test_settings_and_cli_select_the_ray_executor():

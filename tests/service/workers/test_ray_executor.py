@@ -2,6 +2,7 @@
 CPUs, a CPU node and a node with 2 NPUs. The NPU count is a FAKE inventory (a custom resource on a node with
 no NPU hardware; Ray still assigns ids and sets ASCEND_RT_VISIBLE_DEVICES). Real kernels, real database.
 One cluster per module (it takes ~8 s to start on 2 cores); torn down at the end."""
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,7 @@ from service.workers.worker import build_worker
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
 
-NPU_TOML = '''id = "ch05.svc_npu"
+NPU_TOML = """id = "ch05.svc_npu"
 chapter = 5
 notebook = "svc_npu.ipynb"
 lane = "long"
@@ -60,7 +61,7 @@ name = "visible_devices"
 answer = "visible"
 kind = "exact"
 points = 1
-'''
+"""
 
 
 def _free_port() -> int:
@@ -87,11 +88,20 @@ def _npu_exercise(root: Path) -> None:
     ref.mkdir(parents=True)
     (ex / "exercise.toml").write_text(NPU_TOML, encoding="utf-8")
     nbformat.write(nb("total = None", "visible = None"), ex / "svc_npu.ipynb")
-    nbformat.write(nb("import os, time\ntime.sleep(float(os.environ.get('TG_TEST_SLEEP', '0')))\ntotal = 2 + 3",
-                      "visible = os.environ.get('ASCEND_RT_VISIBLE_DEVICES')"), ref / "solution.ipynb")
-    answer = {"exercise_id": "ch05.svc_npu", "checks": {
-        "total_value": {"expected": 5, "feedback": {"en": "add", "zh": "加"}},
-        "visible_devices": {"expected": "0,1", "feedback": {"en": "both NPUs", "zh": "两张 NPU"}}}}
+    nbformat.write(
+        nb(
+            "import os, time\ntime.sleep(float(os.environ.get('TG_TEST_SLEEP', '0')))\ntotal = 2 + 3",
+            "visible = os.environ.get('ASCEND_RT_VISIBLE_DEVICES')",
+        ),
+        ref / "solution.ipynb",
+    )
+    answer = {
+        "exercise_id": "ch05.svc_npu",
+        "checks": {
+            "total_value": {"expected": 5, "feedback": {"en": "add", "zh": "加"}},
+            "visible_devices": {"expected": "0,1", "feedback": {"en": "both NPUs", "zh": "两张 NPU"}},
+        },
+    }
     (ref / "svc_npu_answer.txt").write_text(json.dumps(answer), encoding="utf-8")
 
 
@@ -112,10 +122,18 @@ def cluster():
     tmp = tempfile.mkdtemp(prefix="tgray", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
     old = os.environ.get("RAY_TMPDIR")
     os.environ["RAY_TMPDIR"] = tmp  # Ray writes its "current cluster" file there, not in a shared /tmp/ray
-    small = dict(object_store_memory=80 * 2**20, memory=4 * 2**30)
-    c = Cluster(initialize_head=True, head_node_args=dict(
-        num_cpus=0, gcs_server_port=_free_port(), dashboard_agent_listen_port=_free_port(),
-        include_dashboard=False, temp_dir=os.path.join(tmp, "ray"), **small))
+    small = {"object_store_memory": 80 * 2**20, "memory": 4 * 2**30}
+    c = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 0,
+            "gcs_server_port": _free_port(),
+            "dashboard_agent_listen_port": _free_port(),
+            "include_dashboard": False,
+            "temp_dir": os.path.join(tmp, "ray"),
+            **small,
+        },
+    )
     nodes = {"cpu": c.add_node(num_cpus=2, **small), "npu": c.add_node(num_cpus=2, resources={"NPU": 2}, **small)}
     c.wait_for_nodes()
     c.tmp, c.named = tmp, nodes
@@ -131,9 +149,15 @@ def cluster():
 
 
 def _settings(svc, db_url, catalogue_dir, cluster, **extra):
-    values = dict(executor="ray", ray_address=cluster.address, exercises_root=catalogue_dir / "exercises",
-                  reference_root=catalogue_dir / "reference", worker_slots=4, short_reserved_slots=1,
-                  ray_node_cooldown_s=60)
+    values = {
+        "executor": "ray",
+        "ray_address": cluster.address,
+        "exercises_root": catalogue_dir / "exercises",
+        "reference_root": catalogue_dir / "reference",
+        "worker_slots": 4,
+        "short_reserved_slots": 1,
+        "ray_node_cooldown_s": 60,
+    }
     values.update(extra)
     return svc.settings(db_url, **values)
 
@@ -157,22 +181,36 @@ def _nb(svc, catalogue_dir, exercise_id="ch05.svc_sum", slow_s=0.0, solved=True)
 
 def _add(s, add_submission, svc, catalogue_dir, exercise_id="ch05.svc_sum", *, slow_s=0.0, lane=None, **kw):
     spec = {"ch05.svc_npu": ("long", 2, 2), "ch05.svc_long": ("long", 0, 1)}.get(exercise_id, ("short", 0, 1))
-    sub, job = add_submission(s, exercise_id=exercise_id, lane=lane or spec[0], devices=spec[1],
-                              notebook=_nb(svc, catalogue_dir, exercise_id, slow_s), **kw)
+    sub, job = add_submission(
+        s,
+        exercise_id=exercise_id,
+        lane=lane or spec[0],
+        devices=spec[1],
+        notebook=_nb(svc, catalogue_dir, exercise_id, slow_s),
+        **kw,
+    )
     job.world_size = spec[2]
     return sub
 
 
 def _placed(sessions, sub_id) -> list[dict]:
     with sessions() as s:
-        return [e.data for e in s.scalars(select(ProgressEvent).where(ProgressEvent.submission_id == sub_id,
-                                                                      ProgressEvent.event == "placed"))]
+        return [
+            e.data
+            for e in s.scalars(
+                select(ProgressEvent).where(ProgressEvent.submission_id == sub_id, ProgressEvent.event == "placed")
+            )
+        ]
 
 
 def _events(sessions, sub_id) -> list[str]:
     with sessions() as s:
-        return [e.event for e in s.scalars(select(ProgressEvent).where(ProgressEvent.submission_id == sub_id)
-                                           .order_by(ProgressEvent.id))]
+        return [
+            e.event
+            for e in s.scalars(
+                select(ProgressEvent).where(ProgressEvent.submission_id == sub_id).order_by(ProgressEvent.id)
+            )
+        ]
 
 
 def _sqlite_only():
@@ -181,7 +219,8 @@ def _sqlite_only():
 
 @_sqlite_only()
 def test_npu_job_lands_on_the_npu_node_and_its_bwrap_kernel_sees_both_devices(
-        cluster, catalogue_dir, db_url, sessions, svc, add_submission):
+    cluster, catalogue_dir, db_url, sessions, svc, add_submission
+):
     from grading.sandbox import probe
 
     found = probe()
@@ -198,36 +237,41 @@ def test_npu_job_lands_on_the_npu_node_and_its_bwrap_kernel_sees_both_devices(
         assert s.get(Submission, npu.id).result["sandbox"] == "bwrap"
         assert s.get(Submission, npu.id).result["device"] == "npu"
     assert got == {npu.id: ("graded", 3.0), cpu.id: ("graded", 3.0)}, checks
-    assert _placed(sessions, npu.id) == [{"node": cluster.named["npu"].node_id, "device_kind": "npu",
-                                          "device_ids": [0, 1]}]
+    assert _placed(sessions, npu.id) == [
+        {"node": cluster.named["npu"].node_id, "device_kind": "npu", "device_ids": [0, 1]}
+    ]
     # a CPU job keeps off the accelerator node while a CPU-only node is free
-    assert _placed(sessions, cpu.id) == [{"node": cluster.named["cpu"].node_id, "device_kind": "cpu",
-                                          "device_ids": []}]
+    assert _placed(sessions, cpu.id) == [{"node": cluster.named["cpu"].node_id, "device_kind": "cpu", "device_ids": []}]
     events = _events(sessions, npu.id)
     assert events[:4] == ["queued", "claimed", "placed", "started"] and events[-2:] == ["checks", "done"]
 
 
 @_sqlite_only()
 def test_training_waits_in_the_queue_and_short_jobs_interleave(
-        cluster, catalogue_dir, db_url, sessions, svc, add_submission):
+    cluster, catalogue_dir, db_url, sessions, svc, add_submission
+):
     """Two 2-NPU jobs, one NPU node: the second waits in the DB (never claimed, never inside Ray) while
     short CPU jobs keep running beside the first; a grader fault retries and ends not_gradable."""
     with transaction(sessions) as s:
         npu1 = _add(s, add_submission, svc, catalogue_dir, "ch05.svc_npu", slow_s=6)
         npu2 = _add(s, add_submission, svc, catalogue_dir, "ch05.svc_npu")
         shorts = [_add(s, add_submission, svc, catalogue_dir) for _ in range(3)]
-        broken = add_submission(s, exercise_id="ch05.svc_broken", max_attempts=2,
-                                notebook=svc.notebook("ch05.svc_broken"))[0]
+        broken = add_submission(
+            s, exercise_id="ch05.svc_broken", max_attempts=2, notebook=svc.notebook("ch05.svc_broken")
+        )[0]
     _burst(_settings(svc, db_url, catalogue_dir, cluster), sessions)
     with sessions() as s:
         subs = {x.id: s.get(Submission, x.id) for x in (npu1, npu2, *shorts, broken)}
         jobs = {j.submission_id: j for j in s.scalars(select(Job))}
-        n1, n2 = subs[npu1.id], subs[npu2.id]
+        n2 = subs[npu2.id]
         assert [(subs[x.id].status, subs[x.id].score) for x in shorts] == [("graded", 3.0)] * 3
         # unsafe-local kernels get no visible-device variable (only bwrap sets it), so only 'total' counts here
         assert [(subs[x.id].status, subs[x.id].score) for x in (npu1, npu2)] == [("graded", 2.0)] * 2
-        n1_checked = s.scalar(select(ProgressEvent.created_at).where(ProgressEvent.submission_id == npu1.id,
-                                                                     ProgressEvent.event == "checks"))
+        n1_checked = s.scalar(
+            select(ProgressEvent.created_at).where(
+                ProgressEvent.submission_id == npu1.id, ProgressEvent.event == "checks"
+            )
+        )
         assert all(subs[x.id].started_at < n1_checked for x in shorts)  # short jobs ran beside training
         assert n2.started_at >= n1_checked  # the second waited until the NPUs were free, in the queue
         assert [jobs[x.id].attempts for x in (npu1, npu2, *shorts)] == [1] * 5
@@ -236,8 +280,7 @@ def test_training_waits_in_the_queue_and_short_jobs_interleave(
 
 
 @pytest.mark.parametrize("db_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
-def test_node_killed_mid_job_is_regraded_once_elsewhere(cluster, catalogue_dir, db_url, sessions, svc,
-                                                        add_submission):
+def test_node_killed_mid_job_is_regraded_once_elsewhere(cluster, catalogue_dir, db_url, sessions, svc, add_submission):
     """A third node (3 CPUs, so CPU jobs prefer it) dies while grading: Ray reports the task lost, the job
     goes back to the queue, runs on another node, and exactly one grade and one outbox row are stored."""
     import threading
@@ -273,14 +316,16 @@ def test_node_killed_mid_job_is_regraded_once_elsewhere(cluster, catalogue_dir, 
 
 @_sqlite_only()
 def test_worker_killed_with_a_job_on_ray_is_graded_once_after_the_lease(
-        cluster, catalogue_dir, db_url, sessions, svc, add_submission, e2e, tmp_path):
+    cluster, catalogue_dir, db_url, sessions, svc, add_submission, e2e, tmp_path
+):
     """SIGKILL the `titangrade worker --executor ray` process mid-job: its Ray task dies with its owner,
     the lease expires, a second worker grades the job, and nothing is stored twice."""
     with transaction(sessions) as s:
         sub = _add(s, add_submission, svc, catalogue_dir, slow_s=4)
     env = e2e.service_env(db_url, catalogue_dir, RAY_TMPDIR=cluster.tmp)
-    victim = e2e.Proc(["worker", "--executor", "ray", "--address", cluster.address, "--slots", "2"], env,
-                      tmp_path / "victim.log")
+    victim = e2e.Proc(
+        ["worker", "--executor", "ray", "--address", cluster.address, "--slots", "2"], env, tmp_path / "victim.log"
+    )
     try:
         e2e.wait_for(lambda: _placed(sessions, sub.id), 60, "the job to be placed", victim)
         time.sleep(1.0)
@@ -293,10 +338,19 @@ def test_worker_killed_with_a_job_on_ray_is_graded_once_after_the_lease(
     with sessions() as s:
         got = s.get(Submission, sub.id)
         job = s.scalar(select(Job).where(Job.submission_id == sub.id))
-        history = [(e.event, e.data) for e in s.scalars(select(ProgressEvent).where(
-            ProgressEvent.submission_id == sub.id).order_by(ProgressEvent.id)) if e.event != "cell"]
+        history = [
+            (e.event, e.data)
+            for e in s.scalars(
+                select(ProgressEvent).where(ProgressEvent.submission_id == sub.id).order_by(ProgressEvent.id)
+            )
+            if e.event != "cell"
+        ]
         assert (got.status, got.score, job.status, job.attempts) == ("graded", 3.0, "done", 2), history
-        assert "lease expired" in " ".join(e.data.get("reason", "") for e in s.scalars(
-            select(ProgressEvent).where(ProgressEvent.submission_id == sub.id, ProgressEvent.event == "requeued")))
+        assert "lease expired" in " ".join(
+            e.data.get("reason", "")
+            for e in s.scalars(
+                select(ProgressEvent).where(ProgressEvent.submission_id == sub.id, ProgressEvent.event == "requeued")
+            )
+        )
         assert s.scalar(select(func.count()).select_from(OutboxEvent)) == 1
     assert len(_placed(sessions, sub.id)) == 2

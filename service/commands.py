@@ -117,12 +117,21 @@ def _bootstrap_token(settings, sessions) -> None:
     print("titangrade: more tokens: `titangrade tokens create --role learner --user NAME [--course C]`")
 
 
+def _build_worker(settings, sessions):
+    from service.workers.executor import ExecutorUnavailable
+    from service.workers.worker import build_worker
+
+    try:
+        return build_worker(settings, sessions=sessions)
+    except ExecutorUnavailable as exc:
+        sys.exit(f"titangrade: {exc}")
+
+
 def cmd_serve(args) -> int:
     import uvicorn
 
     from service.app import create_app
     from service.db import make_sessionmaker
-    from service.workers.worker import build_worker
 
     _logging()
     overrides = {} if args.workers is None else {"worker_slots": max(args.workers, 1)}
@@ -141,7 +150,7 @@ def cmd_serve(args) -> int:
     _bootstrap_token(settings, app.state.sessions)
     worker = thread = None
     if args.workers != 0:
-        worker = build_worker(settings, sessions=make_sessionmaker(engine))
+        worker = _build_worker(settings, make_sessionmaker(engine))
         thread = threading.Thread(target=worker.run, name="tg-worker", daemon=True)
         thread.start()
         print(f"titangrade: {settings.executor} worker with {settings.worker_slots} slot(s)")
@@ -157,13 +166,12 @@ def cmd_serve(args) -> int:
 
 def cmd_worker(args) -> int:
     from service.db import make_sessionmaker
-    from service.workers.worker import build_worker
 
     _logging()
     overrides = ({} if args.slots is None else {"worker_slots": args.slots}) | _executor_overrides(args)
     settings = _resolve_sandbox(_settings(**overrides))
     engine = _engine(settings, migrate=False)
-    worker = build_worker(settings, sessions=make_sessionmaker(engine))
+    worker = _build_worker(settings, make_sessionmaker(engine))
     signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
     where = (f"Ray cluster {settings.ray_address}" if settings.executor == "ray"
              else f"{worker.devices.count} {worker.devices.kind} device(s)")

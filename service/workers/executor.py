@@ -51,6 +51,10 @@ class Faulted:
 Outcome = Graded | Faulted
 
 
+class ExecutorUnavailable(RuntimeError):
+    """The chosen backend cannot start (not installed, cluster unreachable); the message names the fix."""
+
+
 class Executor(abc.ABC):
     name = "abstract"
     grants_devices = False  # True: the backend assigns devices where the job runs (Ray), not the worker

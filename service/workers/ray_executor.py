@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from service.config import Settings
-from service.workers.executor import Executor, Faulted, GradingTicket, Outcome
+from service.workers.executor import Executor, ExecutorUnavailable, Faulted, GradingTicket, Outcome
 from service.workers.placement import (
     RAY_RESOURCE,
     Demand,
@@ -119,19 +119,29 @@ class RayExecutor(Executor):
     grants_devices = True  # Ray assigns the devices on the node; the worker's own inventory is unused
 
     def __init__(self, *, settings: Settings) -> None:
-        import ray
-
+        try:
+            import ray
+        except ImportError as exc:
+            raise ExecutorUnavailable(
+                f"TITANGRADE_EXECUTOR=ray needs Ray ({exc}); install it with `pip install -e '.[ray]'`"
+            ) from exc
         from grading.exercise import Catalogue
 
         self._ray = ray
         self._settings = settings
         if not ray.is_initialized():
-            ray.init(
-                address=settings.ray_address or "auto",
-                namespace="titangrade",
-                log_to_driver=False,
-                logging_level=logging.WARNING,
-            )
+            try:
+                ray.init(
+                    address=settings.ray_address or "auto",
+                    namespace="titangrade",
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                )
+            except Exception as exc:  # ConnectionError, or a timeout when no head answers
+                raise ExecutorUnavailable(
+                    f"cannot join the Ray cluster at {settings.ray_address!r}: {exc}. Start it with "
+                    "`ray start --head` (docs/cluster.md) or set TITANGRADE_RAY_ADDRESS / --address"
+                ) from exc
         catalogue = Catalogue(Path(settings.exercises_root), Path(settings.reference_root))
         self.demands = shape_demands((e.manifest for e in catalogue), cpus_per_rank=settings.ray_cpus_per_rank)
         short = [d for (lane, devs, _), d in self.demands.items() if lane == "short" and devs == 0]

@@ -90,3 +90,15 @@ def test_settings_and_cli_select_the_ray_executor():
         Settings(executor="slurm")
     with pytest.raises(ValidationError, match="ray_cpus_per_rank"):
         Settings(ray_cpus_per_rank=0)
+
+
+def test_a_missing_ray_is_refused_with_the_fix(monkeypatch, tmp_path):
+    import sys
+
+    from service.config import Settings
+    from service.workers.executor import ExecutorUnavailable, make_executor
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    settings = Settings(executor="ray", sandbox="unsafe-local", database_url=f"sqlite:///{tmp_path}/x.db")
+    with pytest.raises(ExecutorUnavailable, match=r"pip install -e '\.\[ray\]'"):
+        make_executor(settings, processes=1)

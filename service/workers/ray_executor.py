@@ -94,6 +94,9 @@ def _init_node(config: NodeConfig) -> None:
 
     if "sessions" in executor._CHILD:  # another service (database) used this process before
         executor._CHILD["sessions"].kw["bind"].dispose()
+        close = getattr(executor._CHILD.get("sandbox"), "close", None)
+        if close is not None:  # its warm kernels were built for the old settings
+            close()
     executor._CHILD.update(
         sessions=make_sessionmaker(make_engine(config.database_url)),
         catalogue=Catalogue(Path(config.exercises_root), Path(config.reference_root)),

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, false, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from service.db import utcnow
@@ -65,10 +65,14 @@ def _learner_running():
 
 
 def _candidate(*, now: dt.datetime, lanes: Sequence[str], free_devices: int, max_world_size: int, policy: str,
-               max_running_per_learner: int, skip_learners: set[str], postgres: bool):
+               max_running_per_learner: int, skip_learners: set[str], postgres: bool,
+               fits: Sequence[tuple[str, int, int]] | None = None):
     stmt = (select(Job.id, Job.learner)
             .where(Job.status == "queued", Job.lane.in_(list(lanes)), Job.devices <= free_devices,
                    Job.world_size <= max_world_size, Job.available_at <= now))
+    if fits is not None:
+        stmt = stmt.where(or_(false(), *(and_(Job.lane == lane, Job.devices == d, Job.world_size == w)
+                                         for lane, d, w in fits)))
     if max_running_per_learner:
         stmt = stmt.where(_learner_running() < max_running_per_learner)
     if skip_learners:
@@ -101,8 +105,10 @@ def _learner_has_room(session: Session, *, learner: str, cap: int) -> bool:
 
 def claim(session: Session, *, worker_id: str, lanes: Sequence[str], free_devices: int,
           max_world_size: int, lease_s: float, policy: str = "fair",
-          max_running_per_learner: int = 0) -> ClaimedJob | None:
-    """Atomically take the next job this worker can run, or None.
+          max_running_per_learner: int = 0,
+          fits: Sequence[tuple[str, int, int]] | None = None) -> ClaimedJob | None:
+    """Atomically take the next job this worker can run, or None. `fits` (a cluster executor's
+    (lane, devices, world_size) shapes that can start now) narrows the choice to those shapes.
 
     SQLite: the whole transaction holds the single writer lock (BEGIN IMMEDIATE), so choosing and taking
     are one step. PostgreSQL: the chosen row is locked FOR UPDATE SKIP LOCKED, so concurrent workers never
@@ -115,7 +121,8 @@ def claim(session: Session, *, worker_id: str, lanes: Sequence[str], free_device
     for _ in range(CLAIM_TRIES):
         picked = session.execute(_candidate(
             now=now, lanes=lanes, free_devices=free_devices, max_world_size=max_world_size, policy=policy,
-            max_running_per_learner=max_running_per_learner, skip_learners=skip, postgres=postgres)).first()
+            max_running_per_learner=max_running_per_learner, skip_learners=skip, postgres=postgres,
+            fits=fits)).first()
         if picked is None:
             return None
         if not (postgres and max_running_per_learner) or _learner_has_room(

@@ -23,7 +23,7 @@ from service.db import transaction
 from service.grades import service as grades
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
-from service.workers.executor import Executor, GradingTicket
+from service.workers.executor import Executor, Faulted, Graded, GradingTicket, Outcome
 
 log = logging.getLogger("titangrade.worker")
 
@@ -102,8 +102,14 @@ class Worker:
     def _fill_slots(self) -> int:
         claimed = 0
         while (lanes := self._lanes_open()) is not None:
+            fits = self.executor.placeable()  # a cluster says which job shapes it can start now
+            if fits is not None:
+                fits = [f for f in fits if f[0] in lanes]
+                if not fits:
+                    return claimed
+            free = self.devices.free if fits is None else max(d for _, d, _ in fits)
             with transaction(self.sessions) as s:
-                job = queue.claim(s, worker_id=self.id, lanes=lanes, free_devices=self.devices.free,
+                job = queue.claim(s, worker_id=self.id, lanes=lanes, free_devices=free, fits=fits,
                                   max_world_size=self.settings.worker_max_world_size, lease_s=self.settings.lease_s,
                                   policy=self.settings.queue_policy,
                                   max_running_per_learner=self.settings.max_running_per_learner)
@@ -114,9 +120,10 @@ class Worker:
         return claimed
 
     def _start(self, job: ClaimedJob) -> None:
-        grant = self.devices.acquire(job.devices)
+        grant = DeviceGrant() if self.executor.grants_devices else self.devices.acquire(job.devices)
         ticket = GradingTicket(job_id=job.job_id, submission_id=job.submission_id, lease_token=job.lease_token,
-                               device_kind=grant.kind, device_ids=tuple(grant.ids))
+                               device_kind=grant.kind, device_ids=tuple(grant.ids), lane=job.lane,
+                               devices=job.devices, world_size=job.world_size)
         future = self.executor.submit(ticket)
         with self._lock:
             self._inflight[job.job_id] = _InFlight(job=job, grant=grant, future=future)
@@ -144,24 +151,34 @@ class Worker:
             log.error("worker %s quarantined %s devices %s left busy by job %s", self.id, flight.grant.kind, dirty, job_id)
         try:
             outcome = flight.future.result()
-        except Exception as exc:  # the pool process died (OOM kill, segfault): our fault, retry
-            outcome = {"fault": f"grading process died: {type(exc).__name__}: {exc}", "retryable": True}
+        except Exception as exc:  # the grading process (or its node) died: our fault, retry
+            outcome = Faulted(f"grading process died: {type(exc).__name__}: {exc}", retryable=True)
         with transaction(self.sessions) as s:
-            result = outcome.get("result")
-            if result is not None and result["status"] != "not_gradable":
-                stored = queue.complete(s, job=flight.job)
-                if stored:
-                    grades.record_grade(s, submission_id=flight.job.submission_id, result=result)
-                state = "stored" if stored else "discarded (lease lost)"
-                self.stored += stored
-            else:  # a grader fault (caught by the engine, or the executor's own): one retry policy
-                error = (result.get("message") or "not gradable") if result is not None else outcome["fault"]
-                retryable = True if result is not None else outcome["retryable"]
-                state = queue.fault(s, job=flight.job, error=error, retryable=retryable,
-                                    backoff_s=self.settings.retry_backoff_s)
-                if state == "failed":
-                    grades.record_grade(s, submission_id=flight.job.submission_id, result=result, fault=error)
+            state = self._store(s, flight.job, outcome)
         log.info("worker %s job %s: %s", self.id, job_id, state)
+
+    def _store(self, s: Session, job: ClaimedJob, outcome: Outcome) -> str:
+        """Store a grade or apply the retry policy, fenced by the lease; returns what happened (for logs)."""
+        match outcome:
+            case Graded(result) if result["status"] != "not_gradable":
+                stored = queue.complete(s, job=job)
+                if stored:
+                    grades.record_grade(s, submission_id=job.submission_id, result=result)
+                self.stored += stored
+                return "stored" if stored else "discarded (lease lost)"
+            case Graded(result):  # the engine caught a grader fault itself: same retry policy
+                return self._fault(s, job, error=result.get("message") or "not gradable", retryable=True,
+                                   final=result)
+            case Faulted(reason, retryable):
+                return self._fault(s, job, error=reason, retryable=retryable, final=None)
+        raise TypeError(f"executor returned {outcome!r}; expected Graded or Faulted")
+
+    def _fault(self, s: Session, job: ClaimedJob, *, error: str, retryable: bool, final: dict | None) -> str:
+        """Requeue, or (retries spent) record the submission as not gradable with the engine's result if any."""
+        state = queue.fault(s, job=job, error=error, retryable=retryable, backoff_s=self.settings.retry_backoff_s)
+        if state == "failed":
+            grades.record_grade(s, submission_id=job.submission_id, result=final, fault=error)
+        return state
 
     def _queue_empty(self) -> bool:
         with transaction(self.sessions) as s:

@@ -86,14 +86,18 @@ def list_submissions(user: CurrentUser, session: SessionDep,
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic, responses=errors(404))
-def get_submission(submission_id: str, user: CurrentUser, session: SessionDep) -> SubmissionPublic:
-    return service.to_public(service.get(session, user=user, submission_id=submission_id))
+def get_submission(submission_id: str, user: CurrentUser, session: SessionDep,
+                   settings: SettingsDep) -> SubmissionPublic:
+    """The submission; while it waits, `queue` has its position and estimated start and finish."""
+    sub = service.get(session, user=user, submission_id=submission_id)
+    return service.to_public(sub, queue_estimate=service.wait_estimate(session, sub=sub, settings=settings))
 
 
 @router.get("/{submission_id}/events", response_class=StreamingResponse,
             responses={200: {"content": {"text/event-stream": {"schema": SSE_EVENT}},
-                             "description": "the current run's events: queued, claimed, started, cell "
-                                            "(index/total), checks, requeued, done; ends after done"},
+                             "description": "the current run's events: queued, estimate (position, start_in_s, "
+                                            "finish_in_s; while queued, when it changes; no id), claimed, started, "
+                                            "cell (index/total), checks, requeued, done; ends after done"},
                        204: {"description": "Last-Event-ID is the current run's done: nothing more to send"},
                        **errors(404)})
 def submission_events(request: Request, submission_id: str, user: CurrentUser, session: SessionDep,
@@ -107,8 +111,10 @@ def submission_events(request: Request, submission_id: str, user: CurrentUser, s
     session.commit()
     if start is None:
         return Response(status_code=204)
+    estimate = events.estimator(request.app.state.sessions, submission_id=sub.id, settings=settings)
     return StreamingResponse(events.stream(request.app.state.sessions, submission_id=sub.id, start=start,
-                                           poll_s=settings.events_poll_s, max_s=settings.events_max_s),
+                                           poll_s=settings.events_poll_s, max_s=settings.events_max_s,
+                                           estimate=estimate),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 

@@ -23,12 +23,15 @@ def _frames(api, svc, sid, token, **headers):
 
 def _grade(api, score: float) -> None:
     from service.db import transaction
+    from service.grades.service import record_grade
     from service.queue import service as queue
 
     with transaction(api.app_state.sessions) as s:
         job = queue.claim(s, worker_id="w", lanes=("short",), free_devices=0, max_world_size=1, lease_s=30)
     with transaction(api.app_state.sessions) as s:
-        assert queue.complete(s, job=job, result={"status": "graded", "score": score, "max_score": 3.0, "checks": []})
+        assert queue.complete(s, job=job)
+        record_grade(s, submission_id=job.submission_id,
+                     result={"status": "graded", "score": score, "max_score": 3.0, "checks": []})
 
 
 def test_reconnect_after_done_gets_204_at_once(api, svc):

@@ -180,8 +180,8 @@ def _supersede_earlier(session: Session, *, sub: Submission, exercise: Exercise,
     if not supersedes(courses.supersede_policy(session, course=sub.course, default=default), exercise):
         return []
     earlier = session.scalars(select(Submission.id).where(
-        Submission.identity_id == sub.identity_id, Submission.course == sub.course, Submission.exercise_id == sub.exercise_id,
-        Submission.status == "queued", Submission.id != sub.id)).all()
+        Submission.identity_id == sub.identity_id, Submission.course == sub.course,
+        Submission.exercise_id == sub.exercise_id, Submission.status == "queued", Submission.id != sub.id)).all()
     cancelled = queue.cancel_queued(session, submission_ids=earlier, reason=f"superseded by {sub.id}")
     for old in session.scalars(select(Submission).where(Submission.id.in_(cancelled))):
         old.status, old.superseded_by = "superseded", sub.id

@@ -64,6 +64,25 @@ class GradeResult:
     duration_s: float = 0.0
     engine_version: str = ENGINE_VERSION
 
+    def scrub(self, needles: tuple[str, ...] | list[str], replacement: str) -> None:
+        """Replace every needle (longest first) in every learner-facing string of this result, in place."""
+        needles = sorted((n for n in needles if n), key=len, reverse=True)
+        if not needles:
+            return
+
+        def clean(text: str) -> str:
+            for n in needles:
+                if n in text:
+                    text = text.replace(n, replacement)
+            return text
+
+        self.message = clean(self.message)
+        self.limits_hit = [clean(x) for x in self.limits_hit]
+        for c in self.checks:
+            c.feedback, c.title, c.name = clean(c.feedback), clean(c.title), clean(c.name)
+        for cell in self.cells:
+            cell.message, cell.status = clean(cell.message), clean(cell.status)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "exercise_id": self.exercise_id,

@@ -1,4 +1,5 @@
-"""Step 1: refuse what cannot be graded, before any kernel starts (size, JSON, nbformat, exercise id)."""
+"""Step 1: refuse what cannot be graded, before any kernel starts (size, JSON, nesting, nbformat, exercise
+id, code-cell count)."""
 from __future__ import annotations
 
 import json
@@ -10,11 +11,37 @@ from grading.errors import InvalidSubmission
 from grading.exercise import Catalogue, Exercise
 
 METADATA_KEY = "titangrade"
+MAX_JSON_DEPTH = 64  # nesting of arrays/objects in an uploaded notebook; real notebooks stay under ~12
+
+
+def _too_deep() -> InvalidSubmission:
+    return InvalidSubmission(
+        "invalid_json", f"the notebook nests JSON arrays/objects deeper than {MAX_JSON_DEPTH} levels; "
+        "re-save it from Jupyter or start again from the exercise template")
+
+
+def json_depth_exceeds(data: Any, limit: int) -> bool:
+    """True if `data` nests lists/dicts deeper than `limit` (iterative: deep data cannot recurse us out)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def parse_notebook(source: bytes | str | dict, *, max_bytes: int) -> nbformat.NotebookNode:
     """Bytes/str (JSON text) or an already-parsed dict -> a validated nbformat v4 notebook."""
     if isinstance(source, dict):
+        if json_depth_exceeds(source, MAX_JSON_DEPTH):
+            raise _too_deep()
         size = len(json.dumps(source).encode("utf-8"))
         data: Any = source
     else:
@@ -29,9 +56,13 @@ def parse_notebook(source: bytes | str | dict, *, max_bytes: int) -> nbformat.No
     if not isinstance(source, dict):
         try:
             data = json.loads(raw.decode("utf-8"))
+        except RecursionError:  # json's C parser refuses very deep nesting with RecursionError
+            raise _too_deep() from None
         except (UnicodeDecodeError, ValueError) as exc:
             raise InvalidSubmission(
                 "invalid_json", f"the upload is not valid JSON ({exc}); submit the .ipynb file itself") from None
+        if json_depth_exceeds(data, MAX_JSON_DEPTH):
+            raise _too_deep()
     if not isinstance(data, dict) or "nbformat" not in data or not isinstance(data.get("cells", []), list):
         raise InvalidSubmission(
             "not_a_notebook", "the upload is JSON but not a Jupyter notebook (no nbformat/cells); "
@@ -70,3 +101,14 @@ def identify_exercise(nb: nbformat.NotebookNode, *, exercise_id: str | None, cat
             "cannot tell which exercise this notebook answers: name it in the request (--exercise ID) "
             "or keep metadata.titangrade.exercise_id from the template")
     return catalogue.get(chosen)  # raises UnknownExercise (404)
+
+
+def check_cell_count(nb: nbformat.NotebookNode, exercise: Exercise) -> None:
+    """Refuse a notebook with more code cells than the exercise's `limits.max_code_cells`."""
+    cap = exercise.manifest.limits.max_code_cells
+    count = sum(1 for c in nb.cells if c.get("cell_type") == "code")
+    if count > cap:
+        raise InvalidSubmission(
+            "too_many_cells",
+            f"the notebook has {count} code cells, over the limit of {cap} code cells for {exercise.id}; "
+            "merge cells or start again from the exercise template")

@@ -10,6 +10,20 @@ from grading.scoring import decide_status, score_checks, total
 from grading.steps.execute import Execution
 
 
+_TAGS = ("__tensor__", "__set__", "__raised__", "__missing__", "__float__")
+
+
+def wire(value):
+    """A Python value as the kernel-side encoder sends it: every plain dict as __dict__ pairs."""
+    if isinstance(value, list):
+        return [wire(v) for v in value]
+    if isinstance(value, dict):
+        if len(value) == 1 and next(iter(value)) in _TAGS or set(value) == {"__repr__", "__type__"}:
+            return value
+        return {"__dict__": [[k, wire(v)] for k, v in value.items()]}
+    return value
+
+
 def _solution_answers(**overrides):
     answers = {
         "answer_int": 42,
@@ -26,11 +40,14 @@ def _solution_answers(**overrides):
         "seeded": [815965, 462141, 122526, 486191],
     }
     answers.update(overrides)
-    calls = [0.5, 0.0, 1.0, 0.8, 0.5, {"__raised__": {"type": "ValueError", "message": "", "bases": []}}]
+    answers = {k: wire(v) for k, v in answers.items()}
+    public, hidden = [0.5, 0.0], [1.0, 0.8, 0.5, {"__raised__": {"type": "ValueError", "message": "", "bases": []}}]
     return Execution(cells=[CellReport(index=0, status="ok")],
                      payloads={"answers": {"nonce": "n", "answers": answers, "calls": {}},
                                "check reward_function": {"nonce": "n", "answers": {},
-                                                         "calls": {"reward_function": calls}}})
+                                                         "calls": {"reward_function": public}},
+                               "check reward_function, hidden cases": {"nonce": "n", "answers": {},
+                                                                       "calls": {"reward_function": hidden}}})
 
 
 def by_name(results):

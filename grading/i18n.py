@@ -32,6 +32,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                                 "scored 0",
                           "zh": "答案超过 {limit_mb} MB 的答案上限；读取这些答案的检查记 0 分"},
     "repeated": {"en": "{message} (x{count})", "zh": "{message}（{count} 次）"},
+    "alike_cells": {"en": "{message} (and {count} more alike)", "zh": "{message}（另有 {count} 处相同）"},
     "more_problems": {"en": "and {count} more problems", "zh": "另有 {count} 个问题"},
     "redacted": {"en": "[hidden]", "zh": "[已隐藏]"},
     "not_gradable": {"en": "this submission could not be graded because of a grader problem ({reason}); "

@@ -73,12 +73,27 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
 
     budget = [max_bytes]  # the whole run's answers; the grader enforces the same cap on what it decodes
 
+    overflow = [False]
+
     def too_large(v):
+        overflow[0] = True
         return {"__too_large__": {"type": _type(v).__name__}}
 
     def charge(nbytes):
+        if nbytes > budget[0]:
+            return False
         budget[0] -= nbytes
-        return budget[0] >= 0
+        return True
+
+    def whole(thunk):
+        """One answer or call result, all or nothing: if any part of it is too large, none of it is kept
+        and it costs nothing (the grader decodes it the same way)."""
+        before, overflow[0] = budget[0], False
+        value = thunk()
+        if overflow[0]:
+            budget[0] = before
+            return {"__too_large__": {"type": "value"}}
+        return value
 
     def encode(v, depth=0, free=False):
         """A codec value; every mapping travels as __dict__ pairs so learner keys never look like markers."""
@@ -180,7 +195,7 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
             _signal(_SIGALRM, old)
 
     def call_guarded(fn, args, kwargs, timeout_s):
-        return guarded(lambda: encode(fn(*decode(args), **decode(kwargs))), timeout_s)
+        return guarded(lambda: whole(lambda: encode(fn(*decode(args), **decode(kwargs)))), timeout_s)
 
     def read_run(value):
         """A training_run answer: the run directory (or the dict holding `out_dir`) -> metrics/run/files."""
@@ -227,11 +242,11 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
                 continue
             value = g[name]
             if kind == "training_run":
-                out_answers[name] = guarded(lambda: read_run(value), call_timeout_s)
+                out_answers[name] = guarded(lambda: whole(lambda: read_run(value)), call_timeout_s)
             elif kind == "function":
                 out_answers[name] = {"__repr__": "<function>", "__type__": _type(value).__name__}
             else:
-                out_answers[name] = guarded(lambda: encode(value), call_timeout_s)
+                out_answers[name] = guarded(lambda: whole(lambda: encode(value)), call_timeout_s)
         for check, spec in calls.items():
             fn = g.get(spec["answer"])
             if fn is None or not _b.callable(fn):

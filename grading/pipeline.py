@@ -91,7 +91,7 @@ def grade_notebook(source: bytes | str | dict, *, exercise_id: str | None = None
                                    max_bytes=max_bytes)
     emit = _emitter(progress)
     emit({"event": "started", "exercise_id": exercise.id})
-    scrub: list[str] = []  # filled by _grade: grader cell name and nonce, hidden strings
+    scrub: dict[str, Any] = {}  # filled by _grade: grader cell name and nonce, hidden strings
     try:
         result = _grade(nb, exercise, lang=lang, sandbox=sandbox, devices=devices, emit=emit, scrub=scrub)
     except InvalidSubmission:
@@ -102,21 +102,21 @@ def grade_notebook(source: bytes | str | dict, *, exercise_id: str | None = None
     except Exception as exc:  # an engine bug must not become a learner's zero
         log.exception("internal error while grading %s", exercise.id)
         result = _not_gradable(exercise, f"internal error {type(exc).__name__}", lang=lang, devices=devices)
-    result.scrub(scrub, t("redacted", lang))
+    result.scrub(scrub.get("needles", ()), t("redacted", lang), public=scrub.get("public", ""))
     result.duration_s = round(time.monotonic() - started, 3)
     emit({"event": "done", "status": result.status.value, "score": result.score, "max_score": result.max_score})
     return result
 
 
 def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox: Sandbox | None,
-           devices: DeviceGrant, emit: Callable[[dict], Any], scrub: list[str]) -> GradeResult:
+           devices: DeviceGrant, emit: Callable[[dict], Any], scrub: dict[str, Any]) -> GradeResult:
     manifest = exercise.manifest
     try:
         reference = exercise.reference()
     except (OSError, ValueError) as exc:
         raise GraderFault(f"reference answers for {exercise.id} unreadable: {exc}", retryable=False) from exc
     plan = grader_cells.plan(exercise, reference=reference)
-    scrub.extend(plan.scrub)
+    scrub.update(needles=plan.scrub, public=plan.public_text)
     sandbox = sandbox or default_sandbox()
     request = KernelRequest(limits=manifest.limits, devices=devices, kernel_family=manifest.kernel_family)
     execution = run_notebook(clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang,

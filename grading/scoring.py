@@ -6,6 +6,7 @@ a value that cannot be decoded or compared fails its check, and never becomes a 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from grading import checks as check_kinds
@@ -23,6 +24,7 @@ PASS_EPS = 1e-9
 ANSWER_LIMIT = "answer limit"
 MAX_RUN_PROBLEMS = 12  # distinct problems listed in a result's message; the rest are counted
 log = logging.getLogger(__name__)
+_FIRST_NUMBER = re.compile(r"\d+")
 
 
 class _Answers:
@@ -45,20 +47,19 @@ class _Answers:
 
     def calls(self, check, plan: GraderPlan, lang: str) -> tuple[Any, str | None]:
         """(decoded call results in reference order, or MISSING; why-unavailable)."""
-        parts = plan.parts_of(check.name)
         results: dict[int, Any] = {}
-        for part in parts:
-            payload = self.execution.payloads.get(part.label)
+        for label, indices in plan.parts_of(check.name):
+            payload = self.execution.payloads.get(label)
             if payload is None:
-                return None, (self.execution.extract_failures.get(part.label)
+                return None, (self.execution.extract_failures.get(label)
                               or t("function_not_run", lang, name=check.answer))
             calls = payload.get("calls")
             wire = calls.get(check.name, {"__missing__": True}) if isinstance(calls, dict) else None
             if wire == {"__missing__": True}:
                 return MISSING, None
-            if not isinstance(wire, list) or len(wire) != len(part.call_indices):
+            if not isinstance(wire, list) or len(wire) != len(indices):
                 return [Undecodable("call results do not match the calls made")], None
-            for index, item in zip(part.call_indices, wire):
+            for index, item in zip(indices, wire):
                 results[index] = self.decoder.decode(item)
         return [results[i] for i in sorted(results)], None
 
@@ -144,12 +145,20 @@ def _judge(check, answer: Any, spec: dict, ctx: CheckContext, unavailable: str |
 
 
 def dedupe(messages: list[str], *, limit: int = MAX_RUN_PROBLEMS, lang: str = "en") -> list[str]:
-    """Distinct messages in first-seen order, repeats counted ("... (x3)"), at most `limit` listed."""
-    counts: dict[str, int] = {}
+    """Distinct problems in first-seen order, at most `limit` listed. Repeats are counted ("... (x3)"), and
+    messages that differ only in their first number (the cell index) share the first one's line."""
+    groups: dict[str, list[str]] = {}
     for m in messages:
         if m:
-            counts[m] = counts.get(m, 0) + 1
-    shown = [m if n == 1 else t("repeated", lang, message=m, count=n) for m, n in counts.items()]
+            groups.setdefault(_FIRST_NUMBER.sub("#", m, count=1), []).append(m)
+    shown = []
+    for ms in groups.values():
+        if len(ms) == 1:
+            shown.append(ms[0])
+        elif len(set(ms)) == 1:
+            shown.append(t("repeated", lang, message=ms[0], count=len(ms)))
+        else:
+            shown.append(t("alike_cells", lang, message=ms[0], count=len(ms) - 1))
     if len(shown) > limit:
         shown = shown[:limit] + [t("more_problems", lang, count=len(shown) - limit)]
     return shown
@@ -159,7 +168,8 @@ def decide_status(execution: Execution, checks: list[CheckResult], *, lang: str 
     """graded when every learner cell ran cleanly and every answer could be read; error otherwise."""
     problems = [c.message for c in execution.cells if c.status != "ok" and c.message]
     problems += list(execution.extract_failures.values())
-    problems += [m for m in execution.messages if m not in problems]
+    seen = set(problems)
+    problems += [m for m in execution.messages if m not in seen]
     failed = (any(c.status != "ok" for c in execution.cells) or bool(execution.extract_failures)
               or ANSWER_LIMIT in execution.limits_hit)
     return (Status.ERROR if failed else Status.GRADED), "; ".join(dedupe(problems, lang=lang))

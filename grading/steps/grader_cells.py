@@ -33,7 +33,7 @@ class GraderCell:
     label: str
     source: str
     budget_s: float
-    check: str = ""  # function checks: the check whose calls this cell makes
+    check: str | None = None  # function checks: the check whose calls this cell makes
     call_indices: tuple[int, ...] = ()  # ...and which of the reference's calls, in reference order
 
 
@@ -45,10 +45,27 @@ class GraderPlan:
     extract: list[GraderCell] = field(default_factory=list)
     hidden_inputs: tuple[str, ...] = ()  # strings of hidden calls' inputs and expected values
     scrub: tuple[str, ...] = ()  # removed from every string of the result: nonce, handle, hidden strings
+    public_text: str = ""  # what the learner may see anyway: fragments found here are not scrubbed
 
-    def parts_of(self, check: str) -> list[GraderCell]:
-        """The extraction cells that made `check`'s calls (public part first)."""
-        return [c for c in self.extract if c.check == check]
+    payload_bytes: int = 0  # answers payload admitted so far this run (see admit_payload)
+
+    def parts_of(self, check: str) -> list[tuple[str, tuple[int, ...]]]:
+        """(label, call indices) of the payloads holding `check`'s call results, public part first; cells
+        sharing a label have their results merged under it in plan order."""
+        parts: dict[str, list[int]] = {}
+        for c in self.extract:
+            if c.check == check:
+                parts.setdefault(c.label, []).extend(c.call_indices)
+        return [(label, tuple(indices)) for label, indices in parts.items()]
+
+    def admit_payload(self, payload: Any, *, max_bytes: int = MAX_ANSWER_BYTES) -> bool:
+        """Count one extraction cell's payload against the run's answer cap; False (and nothing counted)
+        if it would pass the cap: the caller drops it, and the answers it held fail as too large."""
+        size = payload_size(payload, stop_at=max_bytes - self.payload_bytes + 1)
+        if self.payload_bytes + size > max_bytes:
+            return False
+        self.payload_bytes += size
+        return True
 
 
 def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
@@ -101,7 +118,7 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
     public = _public_text(exercise, checks)
     scrub = (nonce, handle) + tuple(h for h in hidden if len(h) >= MIN_SCRUB_CHARS and h not in public)
     return GraderPlan(nonce=nonce, handle=handle, seed=seed, extract=cells + public_cells + hidden_cells,
-                      hidden_inputs=hidden, scrub=scrub)
+                      hidden_inputs=hidden, scrub=scrub, public_text=public)
 
 
 def _public_text(exercise: Exercise, checks: dict[str, Any]) -> str:
@@ -128,6 +145,25 @@ def _strings(value: Any) -> list[str]:
         elif isinstance(v, (list, tuple)):
             stack.extend(v)
     return out
+
+
+def payload_size(value: Any, *, stop_at: int | None = None) -> int:
+    """Approximate bytes of a JSON value (string characters plus 16 per node), counted without
+    recursion or copies; stops counting once past `stop_at`."""
+    total, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        total += 16
+        if isinstance(v, str):
+            total += len(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        if stop_at is not None and total > stop_at:
+            break
+    return total
 
 
 def as_cell(cell: GraderCell) -> nbformat.NotebookNode:

@@ -244,11 +244,10 @@ class AnswerDecoder:
         if (not isinstance(shape, list) or len(shape) > MAX_TENSOR_DIMS
                 or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
             raise self._bad("a tensor shape that is not a short list of non-negative ints")
-        numel = math.prod(shape)
-        self._charge(numel * dtype.itemsize + _NODE_BYTES)  # before any allocation
-        flat = _flatten(spec["data"], shape)
+        flat = _flatten(spec["data"], shape)  # walks only the data already received, never the claimed shape
         if flat is None:
             raise self._bad("tensor data that does not match its shape")
+        self._charge(len(flat) * dtype.itemsize + _NODE_BYTES)  # before any allocation
         leaves = []
         for x in flat:
             if isinstance(x, dict):

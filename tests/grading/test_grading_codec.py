@@ -101,9 +101,12 @@ def test_malformed_kernel_data_is_undecodable_never_an_exception(wire):
 def test_tensor_shape_and_dtype_are_checked_and_bytes_capped_before_allocation():
     ok = strict({"__tensor__": {"dtype": "int16", "shape": [2, 2], "data": [[1, 2], [3, 4]]}})
     assert ok.dtype == np.int16 and ok.shape == (2, 2)
-    # 10^12 elements claimed: refused by the byte cap before any array exists
-    huge = strict({"__tensor__": {"dtype": "float64", "shape": [10**6, 10**6], "data": []}})
-    assert isinstance(huge, TooLarge)
+    # 10^12 elements claimed with no data: the shape is checked against the data before anything is built
+    claimed = strict({"__tensor__": {"dtype": "float64", "shape": [10**6, 10**6], "data": []}})
+    assert isinstance(claimed, Undecodable)
+    # real data over the byte cap: refused before the array is allocated
+    over = strict({"__tensor__": {"dtype": "float64", "shape": [200], "data": [1.0] * 200}}, max_bytes=1000)
+    assert isinstance(over, TooLarge)
     nan = strict({"__tensor__": {"dtype": "float32", "shape": [1], "data": [{"__float__": "nan"}]}})
     assert math.isnan(nan[0])
 

@@ -20,7 +20,7 @@ from grading.scoring import decide_status, score_checks, total
 from grading.steps import grader_cells
 from grading.steps.execute import run_notebook
 from grading.steps.sanitize import clear_outputs
-from grading.steps.validate import check_cell_count, identify_exercise, parse_notebook
+from grading.steps.validate import check_cell_count, identify_exercise, load_json, to_notebook
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 5_000_000
@@ -51,9 +51,11 @@ def load_submission(source: bytes | str | dict, *, exercise_id: str | None, cata
     """Validate and identify; raises InvalidSubmission (codes: too_large, invalid_json, not_a_notebook,
     nbformat_invalid, missing_exercise, exercise_mismatch, unknown_exercise, too_many_cells) before
     anything runs."""
-    nb = parse_notebook(source, max_bytes=max_bytes)
-    exercise = identify_exercise(nb, exercise_id=exercise_id, catalogue=catalogue)
-    check_cell_count(nb, exercise)
+    data = load_json(source, max_bytes=max_bytes)
+    exercise = identify_exercise(data, exercise_id=exercise_id, catalogue=catalogue)
+    check_cell_count(data, exercise)  # before nbformat's validation, which is slow on 50,000 cells
+    nb = to_notebook(data)
+    check_cell_count(nb, exercise)  # an upgraded nbformat 3 notebook has its cells only now
     return nb, exercise
 
 

@@ -39,6 +39,12 @@ def json_depth_exceeds(data: Any, limit: int) -> bool:
 
 def parse_notebook(source: bytes | str | dict, *, max_bytes: int) -> nbformat.NotebookNode:
     """Bytes/str (JSON text) or an already-parsed dict -> a validated nbformat v4 notebook."""
+    return to_notebook(load_json(source, max_bytes=max_bytes))
+
+
+def load_json(source: bytes | str | dict, *, max_bytes: int) -> dict[str, Any]:
+    """Size, JSON, nesting depth and the notebook's outline (nbformat, cells), before nbformat parses it:
+    cheap checks first, so a flood of cells or brackets is refused before the expensive validation."""
     if isinstance(source, dict):
         if json_depth_exceeds(source, MAX_JSON_DEPTH):
             raise _too_deep()
@@ -67,6 +73,11 @@ def parse_notebook(source: bytes | str | dict, *, max_bytes: int) -> nbformat.No
         raise InvalidSubmission(
             "not_a_notebook", "the upload is JSON but not a Jupyter notebook (no nbformat/cells); "
             "submit the .ipynb file downloaded from Jupyter")
+    return data
+
+
+def to_notebook(data: dict[str, Any]) -> nbformat.NotebookNode:
+    """nbformat's own parse and schema validation (older versions upgraded to 4)."""
     try:
         nb = nbformat.reads(json.dumps(data), as_version=4)
         nbformat.validate(nb)
@@ -78,15 +89,16 @@ def parse_notebook(source: bytes | str | dict, *, max_bytes: int) -> nbformat.No
     return nb
 
 
-def notebook_exercise_id(nb: nbformat.NotebookNode) -> str | None:
-    meta = nb.metadata.get(METADATA_KEY)
+def notebook_exercise_id(nb: nbformat.NotebookNode | dict[str, Any]) -> str | None:
+    metadata = nb.get("metadata")
+    meta = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
     if isinstance(meta, dict):
         value = meta.get("exercise_id")
         return value if isinstance(value, str) and value else None
     return None
 
 
-def identify_exercise(nb: nbformat.NotebookNode, *, exercise_id: str | None, catalogue: Catalogue) -> Exercise:
+def identify_exercise(nb: nbformat.NotebookNode | dict[str, Any], *, exercise_id: str | None, catalogue: Catalogue) -> Exercise:
     """The exercise named by the request and/or `metadata.titangrade.exercise_id`; they must agree."""
     in_notebook = notebook_exercise_id(nb)
     if exercise_id and in_notebook and exercise_id != in_notebook:
@@ -103,10 +115,11 @@ def identify_exercise(nb: nbformat.NotebookNode, *, exercise_id: str | None, cat
     return catalogue.get(chosen)  # raises UnknownExercise (404)
 
 
-def check_cell_count(nb: nbformat.NotebookNode, exercise: Exercise) -> None:
+def check_cell_count(nb: nbformat.NotebookNode | dict[str, Any], exercise: Exercise) -> None:
     """Refuse a notebook with more code cells than the exercise's `limits.max_code_cells`."""
     cap = exercise.manifest.limits.max_code_cells
-    count = sum(1 for c in nb.cells if c.get("cell_type") == "code")
+    cells = nb.get("cells")
+    count = sum(1 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code") if isinstance(cells, list) else 0
     if count > cap:
         raise InvalidSubmission(
             "too_many_cells",

@@ -122,13 +122,20 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
 
 
 def _public_text(exercise: Exercise, checks: dict[str, Any]) -> str:
-    """Everything a learner may see anyway: public calls, hints, the manifest, the engine's messages.
-    A hidden string found in it is not secret, and scrubbing it would mangle honest feedback."""
+    """Everything a learner may see anyway: public calls, hints, the manifest, the engine's messages, and
+    the names feedback gives by design (a mapping's expected keys; a trace's metrics, run.json keys and
+    file patterns). A hidden string found in it is not secret, and scrubbing it would mangle feedback."""
     shown: list[Any] = [exercise.manifest.model_dump(mode="json"), MESSAGES]
-    for spec in checks.values():
+    kinds = {c.name: c.kind for c in exercise.manifest.checks}
+    for name, spec in checks.items():
         shown.append(spec.get("feedback"))
         shown.extend({k: c.get(k) for k in ("args", "kwargs", "label")} for c in spec.get("calls", [])
                      if c.get("public", False))
+        if kinds.get(name) == "mapping" and isinstance(spec.get("expected"), dict):
+            shown.append(list(spec["expected"]))
+        elif kinds.get(name) == "metric_trace":
+            shown.append([spec.get("metrics"), spec.get("absent_files"), spec.get("present_files")]
+                         + [list(spec.get(k) or {}) for k in ("equals", "band", "monotone", "bounded", "run")])
     return json.dumps(shown, ensure_ascii=False)
 
 

@@ -51,10 +51,11 @@ def test_scrub_list_skips_hidden_strings_that_are_public_anyway(toy_catalogue):
     exercise = toy_catalogue.get("ch05.toy")
     reference = json.loads(json.dumps(exercise.reference()))
     calls = reference["checks"]["reward_function"]["calls"]
-    calls.append({"args": ["secret-input-xyz", "two greens, one yellow"], "expect": 0.0})
+    calls.append({"args": ["secret-input-xyz", "two greens, one yellow", "attn_type"], "expect": 0.0})
     p = plan(exercise, reference=reference)
     assert "secret-input-xyz" in p.scrub
     assert "two greens, one yellow" not in p.scrub  # it is a public case's label
+    assert "attn_type" not in p.scrub  # mapping feedback names the expected keys by design
 
 
 def test_each_plan_has_fresh_nonce_and_handle(toy_catalogue):

@@ -113,10 +113,7 @@ def grade_notebook(source: bytes | str | dict, *, exercise_id: str | None = None
 def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox: Sandbox | None,
            devices: DeviceGrant, emit: Callable[[dict], Any], scrub: dict[str, Any]) -> GradeResult:
     manifest = exercise.manifest
-    try:
-        reference = exercise.reference()
-    except (OSError, ValueError) as exc:
-        raise GraderFault(f"reference answers for {exercise.id} unreadable: {exc}", retryable=False) from exc
+    reference = exercise.reference()  # loaded once per grade: the plan and the checks share it
     plan = grader_cells.plan(exercise, reference=reference)
     scrub.update(needles=plan.scrub, public=plan.public_text)
     sandbox = sandbox or default_sandbox()
@@ -126,7 +123,7 @@ def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox:
     if execution.fault is not None:
         raise GraderFault(execution.fault)
     emit({"event": "checks"})
-    checks = score_checks(exercise, execution, plan=plan, lang=lang)
+    checks = score_checks(exercise, execution, lang=lang, reference=reference, plan=plan)
     status, message = decide_status(execution, checks, lang=lang)
     return GradeResult(exercise_id=exercise.id, status=status, score=total(checks), max_score=manifest.max_score,
                        checks=checks, message=message, cells=execution.cells, limits_hit=execution.limits_hit,

@@ -16,8 +16,8 @@ from grading.errors import GraderFault
 from grading.exercise import Exercise
 from grading.i18n import pick, t
 from grading.result import CheckResult, Status
-from grading.steps.execute import Execution
 from grading.steps import grader_cells
+from grading.steps.execute import Execution
 from grading.steps.grader_cells import GraderPlan
 
 PASS_EPS = 1e-9
@@ -59,7 +59,7 @@ class _Answers:
                 return MISSING, None
             if not isinstance(wire, list) or len(wire) != len(indices):
                 return [Undecodable("call results do not match the calls made")], None
-            for index, item in zip(indices, wire):
+            for index, item in zip(indices, wire, strict=True):
                 results[index] = self.decoder.decode(item)
         return [results[i] for i in sorted(results)], None
 
@@ -104,7 +104,7 @@ def score_checks(exercise: Exercise, execution: Execution, *, lang: str = "en",
 
 def _unreadable(check, answer: Any, calls: Any, ctx: CheckContext, execution: Execution) -> str | None:
     """Feedback when the learner's value (or one call result) could not be decoded; None if all decoded."""
-    values = [answer] + (calls if isinstance(calls, list) else [calls])
+    values = [answer, *(calls if isinstance(calls, list) else [calls])]
     if any(isinstance(v, TooLarge) for v in values):
         limit = next(v for v in values if isinstance(v, TooLarge)).limit_bytes
         execution.hit(ANSWER_LIMIT)
@@ -159,7 +159,7 @@ def dedupe(messages: list[str], *, limit: int = MAX_RUN_PROBLEMS, lang: str = "e
         else:
             shown.append(t("alike_cells", lang, message=ms[0], count=len(ms) - 1))
     if len(shown) > limit:
-        shown = shown[:limit] + [t("more_problems", lang, count=len(shown) - limit)]
+        shown = [*shown[:limit], t("more_problems", lang, count=len(shown) - limit)]
     return shown
 
 

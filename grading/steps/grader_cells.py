@@ -116,7 +116,7 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
                 budget_s=timeout * max(1, len(sent)) + 15.0))
     hidden = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
     public = _public_text(exercise, checks)
-    scrub = (nonce, handle) + tuple(h for h in hidden if len(h) >= MIN_SCRUB_CHARS and h not in public)
+    scrub = (nonce, handle, *(h for h in hidden if len(h) >= MIN_SCRUB_CHARS and h not in public))
     return GraderPlan(nonce=nonce, handle=handle, seed=seed, extract=cells + public_cells + hidden_cells,
                       hidden_inputs=hidden, scrub=scrub, public_text=public)
 

@@ -98,7 +98,8 @@ def notebook_exercise_id(nb: nbformat.NotebookNode | dict[str, Any]) -> str | No
     return None
 
 
-def identify_exercise(nb: nbformat.NotebookNode | dict[str, Any], *, exercise_id: str | None, catalogue: Catalogue) -> Exercise:
+def identify_exercise(nb: nbformat.NotebookNode | dict[str, Any], *, exercise_id: str | None,
+                      catalogue: Catalogue) -> Exercise:
     """The exercise named by the request and/or `metadata.titangrade.exercise_id`; they must agree."""
     in_notebook = notebook_exercise_id(nb)
     if exercise_id and in_notebook and exercise_id != in_notebook:
@@ -119,7 +120,8 @@ def check_cell_count(nb: nbformat.NotebookNode | dict[str, Any], exercise: Exerc
     """Refuse a notebook with more code cells than the exercise's `limits.max_code_cells`."""
     cap = exercise.manifest.limits.max_code_cells
     cells = nb.get("cells")
-    count = sum(1 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code") if isinstance(cells, list) else 0
+    cells = cells if isinstance(cells, list) else []
+    count = sum(1 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
     if count > cap:
         raise InvalidSubmission(
             "too_many_cells",

@@ -49,7 +49,8 @@ def grade(path: Path, sandbox: str) -> dict:
 def describe(result: dict) -> str:
     if "error" in result:
         return f"refused: {result['error']['code']}"
-    return f"{result['status']} {result['score']:g}/{result['max_score']:g} limits={','.join(result['limits_hit']) or '-'}"
+    limits = ",".join(result["limits_hit"]) or "-"
+    return f"{result['status']} {result['score']:g}/{result['max_score']:g} limits={limits}"
 
 
 def main() -> int:

@@ -9,7 +9,6 @@ from grading.result import CellReport, Status
 from grading.scoring import decide_status, score_checks, total
 from grading.steps.execute import Execution
 
-
 _TAGS = ("__tensor__", "__set__", "__raised__", "__missing__", "__float__")
 
 
@@ -18,7 +17,7 @@ def wire(value):
     if isinstance(value, list):
         return [wire(v) for v in value]
     if isinstance(value, dict):
-        if len(value) == 1 and next(iter(value)) in _TAGS or set(value) == {"__repr__", "__type__"}:
+        if (len(value) == 1 and next(iter(value)) in _TAGS) or set(value) == {"__repr__", "__type__"}:
             return value
         return {"__dict__": [[k, wire(v)] for k, v in value.items()]}
     return value

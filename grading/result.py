@@ -9,11 +9,15 @@ status:
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 ENGINE_VERSION = "1"
 SCRUB_FRAGMENT = 6  # characters: shorter fragments of a secret are too common to remove
+# The shapes of any run's extractor name and nonce (`_tg_` + hex, 32 hex digits): an earlier run's, replayed
+# from disk, is scrubbed as well as this run's (a 16+ hex-digit run in feedback is no loss).
+_GRADER_NAMES = re.compile(r"_tg_[0-9a-f]{4,}|[0-9a-f]{16,}")
 
 
 def _fragments(needles, public: str) -> dict[int, set[str]]:
@@ -105,11 +109,9 @@ class GradeResult:
         """Remove every needle, and every fragment of one that is SCRUB_FRAGMENT characters or longer and
         not in `public`, from every string of this result, in place (a cut-off echo leaks its fragments)."""
         grams = _fragments(needles, public)
-        if not grams:
-            return
 
         def clean(text: str) -> str:
-            return _scrub_text(text, grams, replacement)
+            return _GRADER_NAMES.sub(replacement, _scrub_text(text, grams, replacement))
 
         self.message = clean(self.message)
         self.limits_hit = [clean(x) for x in self.limits_hit]

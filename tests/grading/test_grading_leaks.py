@@ -130,4 +130,4 @@ def test_no_hidden_input_reaches_any_field_of_the_result(tmp_path_factory, engin
     for dumped in (json.dumps(result.to_dict(), ensure_ascii=False), json.dumps(result.to_gradescope())):
         for secret in secrets:
             assert secret not in dumped and secret[::-1] not in dumped, (secret, dumped[:2000])
-        assert not re.search(r"_tg_[0-9a-f]{4}", dumped) and not re.search(r"[0-9a-f]{12}", dumped), dumped[:2000]
+        assert not re.search(r"_tg_[0-9a-f]{4}", dumped) and not re.search(r"[0-9a-f]{16}", dumped), dumped[:2000]

@@ -95,6 +95,7 @@ ENGINE_ZH: dict[str, str] = {
     "exercise_mismatch": "该笔记本属于另一个练习；请提交到它所属的练习，或下载正确的模板",
     "unknown_exercise": "练习 {exercise_id} 不存在；可用 GET /api/v1/exercises 查看全部练习",
     "nesting_too_deep": "JSON 嵌套层数过深；请提交从 Jupyter 保存的笔记本",
+    "too_many_cells": "笔记本的代码单元过多；请删除多余的单元，或从练习模板重新开始",
 }
 
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/benchmarks/bench_webhooks.py [--events 1000] [--concurrency 1,8]
 
-For SQLite and PostgreSQL: N grades are stored through the queue's own claim/complete (the outbox rows real
+For SQLite and PostgreSQL: N grades are stored through the queue's claim/complete and record_grade (the rows real
 grading writes), then one in-process delivery loop (service.webhooks.delivery.Deliverer) fans them out,
 signs and POSTs each to tests/service/webhooks/receiver.py (its own process; it verifies every signature
 with the standardwebhooks library) until all are delivered. The figure is events/s over that drain, at
@@ -28,6 +28,7 @@ RECEIVER = REPO / "tests" / "service" / "webhooks" / "receiver.py"
 def store_grades(sessions, n: int) -> None:
     from service.auth.service import get_or_create_identity, set_membership
     from service.db import transaction
+    from service.grades.service import record_grade
     from service.queue import service as queue
     from service.submissions.models import Submission
 
@@ -44,7 +45,9 @@ def store_grades(sessions, n: int) -> None:
     for _ in range(n):
         with transaction(sessions) as s:
             job = queue.claim(s, worker_id="bench", lanes=("short",), free_devices=0, max_world_size=1, lease_s=600)
-            queue.complete(s, job=job, result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+            assert queue.complete(s, job=job)
+            record_grade(s, submission_id=job.submission_id,
+                         result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
 
 
 def run(kind: str, n: int, concurrency: int, workdir: Path) -> float:

@@ -73,9 +73,10 @@ def store_grade(add_submission):
 
 def _store_grade(sessions, *, add, user: str = "alice", course: str = "c1", score: float = 3.0, status: str = "graded",
                 submission_id: str | None = None) -> str:
-    """Grade a submission the way a worker does (claim, then the queue's fenced complete/fault), so the
+    """Grade a submission the way a worker does (claim, the queue's fenced complete/fault, then record_grade), so the
     outbox row is exactly what real grading writes. A new submission unless `submission_id` (a regrade)."""
     from service.db import transaction
+    from service.grades.service import record_grade
     from service.queue import service as queue
     from service.submissions.models import Submission
 
@@ -91,10 +92,13 @@ def _store_grade(sessions, *, add, user: str = "alice", course: str = "c1", scor
         job = queue.claim(s, worker_id="test", lanes=("short",), free_devices=0, max_world_size=1, lease_s=60)
         assert job is not None and job.submission_id == submission_id
     with transaction(sessions) as s:
-        if status == "not_gradable":
+        if status == "not_gradable":  # as Worker._fault: the queue gives up, the grade is recorded as such
             assert queue.fault(s, job=job, error="kernel did not start", retryable=False, backoff_s=0) == "failed"
-        else:
-            assert queue.complete(s, job=job, result={"status": status, "score": score, "max_score": 3.0, "checks": []})
+            record_grade(s, submission_id=submission_id, result=None, fault="kernel did not start")
+        else:  # as Worker._store: the fenced complete, then the grade and its outbox row, one transaction
+            assert queue.complete(s, job=job)
+            record_grade(s, submission_id=submission_id,
+                         result={"status": status, "score": score, "max_score": 3.0, "checks": []})
     return submission_id
 
 

@@ -11,15 +11,18 @@ from conftest import INSTRUCTOR, LEARNER
 
 
 def _grade(sessions, submission_id: str, *, score: float, checks: list[dict]) -> None:
+    """As Worker._store does: claim, the fenced complete, then the grade and its outbox row in one transaction."""
     from service.db import transaction
+    from service.grades.service import record_grade
     from service.queue import service as queue
 
     with transaction(sessions) as s:
         job = queue.claim(s, worker_id="test", lanes=("short", "long"), free_devices=0, max_world_size=1, lease_s=60)
         assert job is not None and job.submission_id == submission_id
     with transaction(sessions) as s:
-        assert queue.complete(s, job=job, result={"status": "graded", "score": score, "max_score": 3.0,
-                                                  "checks": checks})
+        assert queue.complete(s, job=job)
+        record_grade(s, submission_id=submission_id,
+                     result={"status": "graded", "score": score, "max_score": 3.0, "checks": checks})
 
 
 @pytest.fixture

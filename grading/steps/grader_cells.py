@@ -14,6 +14,7 @@ from typing import Any
 import nbformat
 
 import grading.kernel_side as kernel_side
+from grading import provenance
 from grading.exercise import Exercise
 
 ANSWERS_MIME = "application/vnd.titangrade.answers+json"
@@ -52,6 +53,9 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         f"{handle} = _titangrade_boot()\n"
         "del _titangrade_boot\n"
     )
+    prov_handle = f"_tg_{secrets.token_hex(6)}"
+    if m.own:  # the provenance reporter, installed before learner code (grading/provenance.py)
+        seed_src += provenance.seed_source(prov_handle)
     seed = GraderCell(label="seed", source=seed_src, budget_s=max(60.0, m.limits.cell_timeout_s))
     kinds = {a.name: a.kind for a in m.answers}
     read_s = min(DEFAULT_CALL_TIMEOUT_S, m.limits.cell_timeout_s)  # reading one answer may not outlast a cell
@@ -72,6 +76,9 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
             source=(f"import json as _tg_json\n{handle}({nonce!r}, {{}}, _tg_json.loads({json.dumps(payload)!r}), "
                     f"{timeout!r})\ndel _tg_json\n"),
             budget_s=timeout * max(1, len(calls)) + 15.0))
+    if m.own:
+        cells.append(GraderCell(label=provenance.LABEL, budget_s=read_s + 15.0,
+                                source=provenance.cell_source(prov_handle, nonce, m.own, read_s)))
     return GraderPlan(nonce=nonce, handle=handle, seed=seed, extract=cells)
 
 

@@ -1,0 +1,82 @@
+"""Issue 12: answers importable from the runtime must not earn points.
+
+Each file in tests/fixtures/shortcuts/<id>/ is one extra cell appended to the exercise's template; it
+rebinds graded names to the runtime's implementation (the lab, verl). Its first line declares
+`{"before": min score with the policy off or null, "zero": [checks that must score 0]}`. Graded three
+ways: policy off (proves the shortcut works, so the test can fail), bwrap with the exercise's view
+(both layers), unsafe-local (the provenance check alone: nothing is hidden there).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grading.exercise import REPO_ROOT, Catalogue, Policy
+from grading.pipeline import grade_notebook
+from grading.sandbox import make_sandbox
+
+SHORTCUTS = REPO_ROOT / "tests" / "fixtures" / "shortcuts"
+CATALOGUE = Catalogue()
+TAG = "# titangrade-shortcut: "
+FAST = {"ch07.wordle_reward", "ch07.agent_loop", "ch05.fsdp_to_torchtitan", "ch07.dry_run_config",
+        "ch08.perf_comparison"}  # light kernels; the rest import torch or verl (tens of seconds each)
+
+
+def _no_policy() -> Catalogue:
+    cat = Catalogue()
+    for ex in cat:
+        ex.manifest = ex.manifest.model_copy(update={"policy": Policy(own=())})
+    return cat
+
+
+def _cases():
+    for path in sorted(SHORTCUTS.glob("*/*.py")):
+        marks = [] if path.parent.name in FAST else [pytest.mark.slow]
+        yield pytest.param(path, id=f"{path.parent.name}-{path.stem}", marks=marks)
+
+
+def _load(path: Path):
+    head, _, body = path.read_text(encoding="utf-8").partition("\n")
+    assert head.startswith(TAG), f"{path}: the first line must be {TAG}{{...}}"
+    expect = json.loads(head[len(TAG):])
+    ex = CATALOGUE.get(path.parent.name)
+    nb = nbformat.read(ex.notebook_path, as_version=4)  # the template: the learner wrote nothing themselves
+    nb.cells.append(nbformat.v4.new_code_cell(body))
+    return ex, nbformat.writes(nb), expect
+
+
+def _info(result) -> str:
+    return "\n".join([f"{result.status.value} {result.score}/{result.max_score}"]
+                     + [f"  {c.name}: {c.score} {c.feedback[:160]!r}" for c in result.checks]
+                     + [f"  cell {c.index}: {c.status} {c.message[:200]!r}" for c in result.cells if c.status != "ok"])
+
+
+@pytest.fixture(scope="module")
+def bwrap():
+    return make_sandbox("auto")
+
+
+@pytest.mark.parametrize("path", list(_cases()))
+def test_shortcut_scores_without_the_policy(path: Path, bwrap):
+    ex, source, expect = _load(path)
+    if expect["before"] is None:
+        pytest.skip("this shortcut cannot run in this environment even without the policy")
+    result = grade_notebook(source, exercise_id=ex.id, catalogue=_no_policy(), sandbox=bwrap)
+    assert result.score >= expect["before"] - 1e-6, _info(result)
+    assert sum(c.score for c in result.checks if c.name in expect["zero"]) > 0, _info(result)
+
+
+@pytest.mark.parametrize("path", list(_cases()))
+@pytest.mark.parametrize("mode", ["auto", "unsafe-local"])
+def test_shortcut_scores_zero_on_the_tasks_it_answers(path: Path, mode: str, bwrap):
+    ex, source, expect = _load(path)
+    sandbox = bwrap if mode == "auto" else make_sandbox("unsafe-local")
+    result = grade_notebook(source, exercise_id=ex.id, catalogue=CATALOGUE, sandbox=sandbox, lang="zh")
+    assert result.status.value in ("graded", "error"), _info(result)
+    for check in result.checks:
+        if check.name in expect["zero"]:
+            assert check.score == 0, _info(result)
+            assert "0 分" in check.feedback or mode == "auto", _info(result)  # the bilingual reason (zh here)

@@ -43,9 +43,9 @@ MESSAGES = {
         "zh": "{name} 使用了模块 {module}，而本练习要求你自己写出这部分代码；本项记 0 分。"},
     "forbidden_import": {
         "en": "Your notebook imports {module} (code cell {cell}), whose code this exercise asks you to write "
-              "yourself, so the value {name} cannot count as your work; this task scores 0.",
+              "yourself, so {name} cannot count as your work; this task scores 0.",
         "zh": "你的 notebook 导入了 {module}（第 {cell} 个代码单元），而本练习要求你自己写出这部分代码，"
-              "因此 {name} 的值不能算作你的成果；本项记 0 分。"},
+              "因此 {name} 不能算作你的成果；本项记 0 分。"},
     "unverified": {
         "en": "Could not verify that {name} is your own code (its inspection failed); this task scores 0.",
         "zh": "无法确认 {name} 是你自己写的代码（检查失败），本项记 0 分。"},
@@ -83,12 +83,14 @@ def _forbidden(module: str, forbid: tuple[str, ...], file: str = "") -> str | No
     return None
 
 
-def scan_imports(sources: list[str], forbid: tuple[str, ...]) -> tuple[str, int] | None:
-    """(forbidden module, 0-based code cell, as in cell reports) of the first import of a forbidden module in the learner's code
-    cells: `import`, `from ... import`, and importlib.import_module/__import__ with a literal name."""
+def scan_imports(sources: list[str], forbid: tuple[str, ...]) -> tuple[str, int, bool] | None:
+    """(forbidden module, 0-based code cell as in cell reports, whether that cell is a `%%writefile`) of
+    the first import of a forbidden module in the learner's code cells: `import`, `from ... import`, and
+    importlib.import_module/__import__ with a literal name."""
     if not forbid:
         return None
     for index, src in enumerate(sources):
+        writes_file = src.lstrip().startswith("%%writefile")
         lines = [ln for ln in src.splitlines() if not ln.lstrip().startswith(("%", "!"))]
         try:
             tree = ast.parse("\n".join(lines))
@@ -108,7 +110,7 @@ def scan_imports(sources: list[str], forbid: tuple[str, ...]) -> tuple[str, int]
             for name in names:
                 hit = _forbidden(name, forbid)
                 if hit:
-                    return hit, index
+                    return hit, index, writes_file
     return None
 
 
@@ -116,14 +118,16 @@ def judge(manifest: Manifest, payload: dict[str, Any] | None, sources: list[str]
           lang: str = "en") -> dict[str, str]:
     """{answer name: why it scores 0}. An `own` callable is judged by where its code comes from and what
     it reaches (the kernel's report); a value answer, which has no code to inspect, by whether the
-    notebook imports a forbidden module. `payload` is the provenance cell's output; None when the
+    notebook imports a forbidden module (every answer, when the import is in a `%%writefile` cell: that
+    code runs in processes the report cannot see). `payload` is the provenance cell's output; None when the
     kernel gave no answers at all (its checks fail on their own), {} when only the report is missing."""
     forbid = manifest.policy.forbid
     verdicts: dict[str, str] = {}
     hit = scan_imports(sources, forbid)
     if hit:
         for answer in manifest.answers:
-            if answer.kind != "function":
+            # a %%writefile module runs in launched processes the kernel-side report cannot see into
+            if answer.kind != "function" or hit[2]:
                 verdicts[answer.name] = _msg("forbidden_import", lang, module=hit[0], cell=hit[1],
                                              name=answer.name)
     reports = (payload or {}).get("provenance")

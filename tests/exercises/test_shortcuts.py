@@ -1,6 +1,7 @@
 """Issue 12: answers importable from the runtime must not earn points.
 
-Each file in tests/fixtures/shortcuts/<id>/ is one extra cell appended to the exercise's template; it
+Each file in tests/fixtures/shortcuts/<id>/ is extra cells (split at `# %%` lines) appended to the exercise's
+template; it
 rebinds graded names to the runtime's implementation (the lab, verl). Its first line declares
 `{"before": min score with the policy off or null, "zero": [checks that must score 0]}`. Graded three
 ways: policy off (proves the shortcut works, so the test can fail), bwrap with the exercise's view
@@ -44,7 +45,8 @@ def _load(path: Path):
     expect = json.loads(head[len(TAG):])
     ex = CATALOGUE.get(path.parent.name)
     nb = nbformat.read(ex.notebook_path, as_version=4)  # the template: the learner wrote nothing themselves
-    nb.cells.append(nbformat.v4.new_code_cell(body))
+    for cell in body.split("\n# %%\n"):  # a line `# %%` starts another appended cell
+        nb.cells.append(nbformat.v4.new_code_cell(cell.strip("\n")))
     return ex, nbformat.writes(nb), expect
 
 

@@ -3,7 +3,9 @@
 Each file in tests/fixtures/shortcuts/<id>/ is extra cells (split at `# %%` lines) appended to the exercise's
 template; it
 rebinds graded names to the runtime's implementation (the lab, verl). Its first line declares
-`{"before": min score with the policy off or null, "zero": [checks that must score 0]}`. Graded three
+`{"before": min score with the policy off or null, "zero": [checks that must score 0]}`, and
+`"provenance_alone": false` for a shortcut that only the sandbox view stops (code loaded by file path
+inside launched processes, which the kernel-side report cannot see; unsafe-local hides nothing). Graded three
 ways: policy off (proves the shortcut works, so the test can fail), bwrap with the exercise's view
 (both layers), unsafe-local (the provenance check alone: nothing is hidden there).
 """
@@ -75,6 +77,8 @@ def test_shortcut_scores_without_the_policy(path: Path, bwrap):
 @pytest.mark.parametrize("mode", ["auto", "unsafe-local"])
 def test_shortcut_scores_zero_on_the_tasks_it_answers(path: Path, mode: str, bwrap):
     ex, source, expect = _load(path)
+    if mode == "unsafe-local" and not expect.get("provenance_alone", True):
+        pytest.skip("only the sandbox view stops this shortcut (declared in the fixture)")
     sandbox = bwrap if mode == "auto" else make_sandbox("unsafe-local")
     result = grade_notebook(source, exercise_id=ex.id, catalogue=CATALOGUE, sandbox=sandbox, lang="zh")
     assert result.status.value in ("graded", "error"), _info(result)

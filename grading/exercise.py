@@ -97,7 +97,7 @@ class Policy(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _disjoint(self) -> "Policy":
+    def _disjoint(self) -> Policy:
         for f in self.forbid:
             for a in self.allow:
                 if a == f or a.startswith(f + "."):
@@ -128,7 +128,7 @@ class Manifest(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Manifest":
+    def _consistent(self) -> Manifest:
         if int(self.id[2:4]) != self.chapter:
             raise ValueError(f"id {self.id} does not match chapter {self.chapter}")
         names = {a.name for a in self.answers}

@@ -156,7 +156,8 @@ def judge(manifest: Manifest, payload: dict[str, Any] | None, sources: list[str]
             verdicts[name] = _msg("not_yours", lang, name=name, where=module or "?")  # no host paths
             continue
         for ref in report.get("refs", []):
-            ref_name, ref_file = (str(ref[0]), str(ref[1])) if isinstance(ref, list) and len(ref) == 2 else (str(ref), "")
+            pair = isinstance(ref, list) and len(ref) == 2
+            ref_name, ref_file = (str(ref[0]), str(ref[1])) if pair else (str(ref), "")
             ref_module, _, qual = ref_name.partition(":")
             if _forbidden(ref_module, forbid, ref_file):
                 verdicts[name] = (_msg("forbidden_ref", lang, name=name, ref=qual, module=ref_module) if qual

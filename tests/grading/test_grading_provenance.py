@@ -41,7 +41,8 @@ def test_clean_report_gives_no_verdict():
 @pytest.mark.parametrize(("report", "needle"), [
     (_fn(module="exercises.lab.wordle.reward", in_main=False), "exercises.lab.wordle.reward"),
     (_fn(file="/venv/lib/python3.11/site-packages/x/y.py"), "not your code"),
-    (_fn(refs=[["exercises.lab.wordle.reward:_partial_answer", "/r/exercises/lab/wordle/reward.py"]]), "_partial_answer"),
+    (_fn(refs=[["exercises.lab.wordle.reward:_partial_answer", "/r/exercises/lab/wordle/reward.py"]]),
+     "_partial_answer"),
     (_fn(refs=[["tt_utils:compute_score", "/r/exercises/lab/wordle/reward.py"]]), "compute_score"),  # by file
     (_fn(refs=[["exercises.lab.wordle", "/r/exercises/lab/wordle/__init__.py"]]), "uses the module"),
     ({"kind": "not_function", "module": "functools", "qualname": "partial"}, "must be a function"),

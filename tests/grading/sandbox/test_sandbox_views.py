@@ -5,12 +5,11 @@ from __future__ import annotations
 import sys
 
 import pytest
+from sandbox_helpers import Runner, needs_bwrap
 
 from grading.exercise import REPO_ROOT, Limits
 from grading.sandbox import KernelRequest
 from grading.sandbox.views import bwrap_args, masks, module_paths
-
-from sandbox_helpers import Runner, needs_bwrap
 
 
 def test_module_paths_find_packages_files_and_their_bytecode(tmp_path):

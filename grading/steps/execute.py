@@ -114,7 +114,8 @@ def run_notebook(nb: nbformat.NotebookNode, *, plan: GraderPlan, sandbox: Sandbo
         try:
             run = _run_attempt(session.km, learner, plan=plan, limits=limits, skip=skip, deadline=deadline,
                                lang=lang, progress=progress, result=result,
-                               last_attempt=attempt == MAX_ATTEMPTS - 1)
+                               last_attempt=attempt == MAX_ATTEMPTS - 1,
+                               poll_limits=getattr(session, "poll_limits", set))
         except GraderFault as exc:
             result.fault = str(exc)
             return result
@@ -137,7 +138,8 @@ def run_notebook(nb: nbformat.NotebookNode, *, plan: GraderPlan, sandbox: Sandbo
 
 
 def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[int, CellReport], deadline: float,
-                 lang: str, progress: Callable[[dict], None], result: Execution, last_attempt: bool) -> _Attempt:
+                 lang: str, progress: Callable[[dict], None], result: Execution, last_attempt: bool,
+                 poll_limits: Callable[[], set[str]] = set) -> _Attempt:
     cells = [nbformat.v4.new_code_cell(plan.seed.source)] + [nbformat.v4.new_code_cell(c.source) for c in learner]
     extract_at = len(cells)
     cells += [nbformat.v4.new_code_cell(c.source) for c in plan.extract]
@@ -161,7 +163,7 @@ def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[in
                     continue
                 if _run_learner_cell(client, i, cell_at=i + 1, limits=limits, deadline=deadline, lang=lang,
                                      replies=replies, attempt=attempt, result=result, total=len(learner),
-                                     progress=progress):
+                                     progress=progress, poll_limits=poll_limits):
                     if not last_attempt:
                         attempt.restart_for = i
                     else:
@@ -223,7 +225,7 @@ def _run_grader_cell(client: _Client, index: int, cell: GraderCell, replies: lis
 
 def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, deadline: float, lang: str,
                       replies: list[dict], attempt: _Attempt, result: Execution, total: int,
-                      progress: Callable[[dict], None]) -> bool:
+                      progress: Callable[[dict], None], poll_limits: Callable[[], set[str]] = set) -> bool:
     """Run learner cell i; True if the kernel died or hung in it (the caller restarts without it)."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
@@ -243,9 +245,13 @@ def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, 
         note = t("output_truncated", lang, index=i, limit_kb=limits.max_output_kb)
         if note not in result.messages:
             result.messages.append(note)
+    over_memory = "memory limit" in poll_limits()  # the run's control group OOM-killed one of its processes
+    if over_memory:
+        result.hit("memory limit")
     if status == "dead":
-        attempt.reports[i] = CellReport(index=i, status="killed", message=t("kernel_died", lang, index=i),
-                                        duration_s=took)
+        message = (t("memory_killed", lang, index=i, limit_mb=limits.memory_mb) if over_memory
+                   else t("kernel_died", lang, index=i))
+        attempt.reports[i] = CellReport(index=i, status="killed", message=message, duration_s=took)
         return True
     if status == "timeout":
         result.hit("time limit")
@@ -259,11 +265,16 @@ def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, 
         client.nb.cells.pop()
         if not alive:
             message = t("kernel_hung", lang, index=i)
+        if over_memory:  # e.g. a cell that waited on processes the memory limit killed
+            message = f"{t('memory_limit_cell', lang, index=i, limit_mb=limits.memory_mb)}; {message}"
         attempt.reports[i] = CellReport(index=i, status="timeout", message=message, duration_s=took)
         return not alive
     message = ""
     if status == "error":
         message = t("cell_error", lang, index=i, error=f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"[:300])
+    if over_memory:
+        note = t("memory_limit_cell", lang, index=i, limit_mb=limits.memory_mb)
+        status, message = "error", f"{note}; {message}" if message else note
     attempt.reports[i] = CellReport(index=i, status=status, message=message, duration_s=took)
     return False
 

@@ -23,8 +23,7 @@ from jupyter_client.kernelspec import KernelSpec
 
 from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT, Limits
-from grading.sandbox import KernelRequest, KernelSession, Sandbox
-from grading.sandbox import views
+from grading.sandbox import KernelRequest, KernelSession, Sandbox, views
 from grading.sandbox.cgroups import NO_GROUP, RunGroup, run_groups
 from grading.sandbox.devices import device_env, device_nodes
 from grading.sandbox.users import UidPool, installed_sandbox_users, kill_uid

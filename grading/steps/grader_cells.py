@@ -14,7 +14,7 @@ from typing import Any
 import nbformat
 
 import grading.kernel_side as kernel_side
-from grading import provenance
+from grading import harness, provenance
 from grading.exercise import Exercise
 
 ANSWERS_MIME = "application/vnd.titangrade.answers+json"
@@ -57,9 +57,12 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
     if m.own:  # the provenance reporter, installed before learner code (grading/provenance.py)
         seed_src += provenance.seed_source(prov_handle)
     seed = GraderCell(label="seed", source=seed_src, budget_s=max(60.0, m.limits.cell_timeout_s))
+    harness_cells = [GraderCell(label=f"harness {i}", budget_s=m.limits.cell_timeout_s,
+                                source=harness.cell_source(src, handle=handle, nonce=nonce))
+                     for i, src in enumerate(reference.get("harness", []))]  # grader-owned launchers first
     kinds = {a.name: a.kind for a in m.answers}
     read_s = min(DEFAULT_CALL_TIMEOUT_S, m.limits.cell_timeout_s)  # reading one answer may not outlast a cell
-    cells = [GraderCell(
+    cells = [*harness_cells, GraderCell(
         label="answers",
         source=f"{handle}({nonce!r}, {kinds!r}, {{}}, {read_s!r})\n",
         budget_s=read_s * len(kinds) + 15.0)]

@@ -3,9 +3,10 @@
 Each file in tests/fixtures/shortcuts/<id>/ is extra cells (split at `# %%` lines) appended to the exercise's
 template; it
 rebinds graded names to the runtime's implementation (the lab, verl). Its first line declares
-`{"before": min score with the policy off or null, "zero": [checks that must score 0]}`, and
+`{"before": min score with the policy and the grader-owned launchers off, or null, "zero": [checks that must score 0]}`, and
 `"provenance_alone": false` for a shortcut that only the sandbox view stops (code loaded by file path
-inside launched processes, which the kernel-side report cannot see; unsafe-local hides nothing). Graded three
+inside launched processes, which the kernel-side report cannot see; unsafe-local hides nothing), and
+`"by": "harness"` for a shortcut that a grader-owned launcher defeats (no provenance message then). Graded three
 ways: policy off (proves the shortcut works, so the test can fail), bwrap with the exercise's view
 (both layers), unsafe-local (the provenance check alone: nothing is hidden there).
 """
@@ -29,9 +30,12 @@ FAST = {"ch07.wordle_reward", "ch07.agent_loop", "ch05.fsdp_to_torchtitan", "ch0
 
 
 def _no_policy() -> Catalogue:
+    """The catalogue as it was before issue 12: no policy, no grader-owned launchers."""
     cat = Catalogue()
     for ex in cat:
         ex.manifest = ex.manifest.model_copy(update={"policy": Policy(own=())})
+        reference = {k: v for k, v in ex.reference().items() if k != "harness"}
+        ex.__dict__["_reference"] = reference  # the cached answer file, minus the harness
     return cat
 
 
@@ -85,4 +89,5 @@ def test_shortcut_scores_zero_on_the_tasks_it_answers(path: Path, mode: str, bwr
     for check in result.checks:
         if check.name in expect["zero"]:
             assert check.score == 0, _info(result)
-            assert "0 分" in check.feedback or mode == "auto", _info(result)  # the bilingual reason (zh here)
+            if expect.get("by", "policy") == "policy" and mode == "unsafe-local":
+                assert "0 分" in check.feedback, _info(result)  # the provenance reason, in zh here

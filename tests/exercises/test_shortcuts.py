@@ -1,14 +1,13 @@
-"""Issue 12: answers importable from the runtime must not earn points.
+"""Issues 12.1 and 12.2: answers importable from the runtime, and fakes of the launchers, earn nothing.
 
-Each file in tests/fixtures/shortcuts/<id>/ is extra cells (split at `# %%` lines) appended to the exercise's
-template; it
-rebinds graded names to the runtime's implementation (the lab, verl). Its first line declares
-`{"before": min score with the policy and the grader-owned launchers off, or null, "zero": [checks that must score 0]}`, and
-`"provenance_alone": false` for a shortcut that only the sandbox view stops (code loaded by file path
-inside launched processes, which the kernel-side report cannot see; unsafe-local hides nothing), and
-`"by": "harness"` for a shortcut that a grader-owned launcher defeats (no provenance message then). Graded three
-ways: policy off (proves the shortcut works, so the test can fail), bwrap with the exercise's view
-(both layers), unsafe-local (the provenance check alone: nothing is hidden there).
+Each file in tests/fixtures/shortcuts/<id>/ is extra cells (split at `# %%` lines) appended to the
+exercise's template: they rebind graded names to the runtime's implementation (the lab, verl) or fake a
+launcher. The first line declares `{"before": min score with no policy and no grader-owned launchers
+(or null), "zero": [checks that must score 0]}`, plus `"provenance_alone": false` for a shortcut only
+the sandbox view stops (code loaded by file path inside launched processes, which the kernel-side report
+cannot see; unsafe-local hides nothing) and `"by": "harness"` for one a grader-owned launcher defeats
+(no provenance message then). Graded three ways: as before issue 12 (proves the shortcut works, so the
+test can fail), bwrap with the exercise's view (both layers), unsafe-local (no view).
 """
 from __future__ import annotations
 

@@ -124,8 +124,8 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
     hidden = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
     public = _public_text(exercise, checks)
     scrub = (nonce, handle, *(h for h in hidden if len(h) >= MIN_SCRUB_CHARS and h not in public))
-    if m.own:  # where each graded callable's code comes from (grading/provenance.py), read last
-        hidden_cells.append(GraderCell(label=provenance.LABEL, budget_s=read_s + 15.0,
+    if m.own:  # where each graded callable's code comes from (grading/provenance.py); no hidden input in it
+        public_cells.append(GraderCell(label=provenance.LABEL, budget_s=read_s + 15.0,
                                        source=provenance.cell_source(prov_handle, nonce, m.own, read_s)))
     return GraderPlan(nonce=nonce, handle=handle, seed=seed, extract=cells + public_cells + hidden_cells,
                       hidden_inputs=hidden, scrub=scrub, public_text=public)

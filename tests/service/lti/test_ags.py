@@ -7,7 +7,7 @@ import json
 
 import httpx
 import pytest
-from conftest import INSTRUCTOR, LEARNER
+from lti_support import INSTRUCTOR, LEARNER
 
 
 def _grade(sessions, submission_id: str, *, score: float, checks: list[dict]) -> None:

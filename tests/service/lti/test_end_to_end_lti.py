@@ -9,7 +9,7 @@ import time
 
 import httpx
 import pytest
-from conftest import INSTRUCTOR, LEARNER, Browser, Platform, free_port
+from lti_support import INSTRUCTOR, LEARNER, Browser, Platform, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -10,7 +10,7 @@ import subprocess
 
 import httpx
 from alembic import command
-from conftest import CLIENT_ID
+from lti_support import CLIENT_ID
 from sqlalchemy import inspect
 
 

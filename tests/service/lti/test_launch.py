@@ -7,7 +7,7 @@ import time
 
 import httpx
 import pytest
-from conftest import CLIENT_ID, DEPLOYMENT, INSTRUCTOR, LEARNER
+from lti_support import CLIENT_ID, DEPLOYMENT, INSTRUCTOR, LEARNER
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 
@@ -171,7 +171,7 @@ def test_an_expired_login_state_is_refused_and_old_states_are_pruned(lti, counts
 
 
 def test_login_initiation_by_get_and_its_redirect_parameters(lti):
-    from conftest import CLIENT_ID as client
+    from lti_support import CLIENT_ID as client
 
     resp = httpx.get(lti.url + "/lti/login", params={"iss": lti.platform.url, "login_hint": "u1",
                                                      "target_link_uri": lti.url + "/lti/launch"}, timeout=30)

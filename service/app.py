@@ -52,7 +52,8 @@ def create_app(settings: Settings, *, catalogue: Catalogue | None = None, engine
     app.state.max_devices = max_devices
     install_error_handlers(app)
     app.add_middleware(RequestGuard, api_prefix=API_PREFIX, public_paths=sorted(PUBLIC_PATHS),
-                       upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH], authenticators=list(authenticators or default_authenticators()))
+                       upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH],
+                       authenticators=list(authenticators or default_authenticators()))
     app.include_router(ops_router)
     for router in (submissions_router, exercises_router, courses_router, auth_router, webhooks_router,
                    intake_router):

@@ -54,7 +54,8 @@ def create_app(settings: Settings, *, catalogue: Catalogue | None = None, engine
     app.state.max_devices = max_devices
     install_error_handlers(app)
     app.add_middleware(RequestGuard, api_prefix=API_PREFIX, public_paths=sorted(PUBLIC_PATHS),
-                       upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH], authenticators=list(authenticators or default_authenticators()))
+                       upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH],
+                       authenticators=list(authenticators or default_authenticators()))
     app.include_router(ops_router)
     app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token
     for router in (submissions_router, exercises_router, courses_router, auth_router, webhooks_router,

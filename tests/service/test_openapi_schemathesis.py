@@ -66,7 +66,10 @@ def test_schemathesis_finds_no_server_error_or_schema_violation(db_url, tmp_path
         done = subprocess.run(
             [str(st), "--config-file", str(config), "run", f"{live.url}/api/v1/openapi.json",
              "-H", f"Authorization: Bearer {admin}", "--checks", "all", "--exclude-checks", EXCLUDED_CHECKS,
-             "--phases", "coverage,fuzzing,stateful", "--max-time", str(MAX_TIME_S), "--workers", "2",
+             "--phases", "coverage,fuzzing,stateful", "--max-time", str(MAX_TIME_S),
+             # one worker: with two threads, hypothesis under CPython 3.11 intermittently crashed inside
+             # schemathesis itself ("AST constructor recursion depth mismatch"), which says nothing about us
+             "--workers", "1",
              "--exclude-path", "/readyz",  # 503 without a worker heartbeat is its documented job
              "--seed", "13", "--request-timeout", "10", "--no-color"],
             capture_output=True, text=True, timeout=MAX_TIME_S + 120, cwd=tmp_path)

@@ -38,6 +38,11 @@ class KernelSession(abc.ABC):
     workdir: Path  # host-side path of the kernel's writable scratch directory
     mode: str
 
+    def channel_urls(self) -> dict[str, str]:
+        """Where the engine connects to the kernel's shell, iopub and control channels. Sandboxes whose
+        socket paths the kernel can write override this with paths only the grader controls."""
+        return {name: self.km._make_url(name) for name in ("shell", "iopub", "control")}
+
     @abc.abstractmethod
     def close(self) -> list[str]:
         """Kill everything in the sandbox, remove scratch; return limits hit (e.g. ["memory limit"])."""

@@ -24,7 +24,7 @@ def test_no_expected_value_enters_a_grader_cell(toy_catalogue):
     assert json.dumps(reference["checks"]["reward_function"]["calls"][0]["args"]) in sources.replace(" ", "").replace(",", ", ")
     assert p.nonce in p.extract[0].source and p.nonce not in p.seed.source
     assert p.handle in p.seed.source and "1234" in p.seed.source
-    assert [c.label for c in p.extract] == ["answers", "check reward_function"]
+    assert list(dict.fromkeys(c.label for c in p.extract)) == ["answers", "check reward_function"]
 
 
 def test_each_plan_has_fresh_nonce_and_handle(toy_catalogue):

@@ -12,19 +12,20 @@ import sys
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
-CAP_SYS_ADMIN = 21
+CAP_SETPCAP, CAP_SYS_ADMIN = 8, 21
 MS_NOSUID, MS_NODEV, MS_REMOUNT = 2, 4, 32
 
 
 def limit_tmpfs(libc, tmpfs: dict) -> None:
     """Remount each writable tmpfs with its byte and inode limits (bwrap sets only the size), then give
-    up CAP_SYS_ADMIN for good: it is in the bounding set only for this."""
+    up CAP_SYS_ADMIN (and CAP_SETPCAP, which dropping needs) for good: they are granted only for this."""
     for path, (size, inodes) in tmpfs.items():
         opts = f"size={int(size)},nr_inodes={int(inodes)}".encode()
         if libc.mount(None, path.encode(), None, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) != 0:
             raise SystemExit(f"titangrade sandbox: could not limit {path} (errno {ctypes.get_errno()})")
-    if libc.prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0:
-        raise SystemExit("titangrade sandbox: could not drop CAP_SYS_ADMIN")
+    for cap in (CAP_SYS_ADMIN, CAP_SETPCAP):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise SystemExit(f"titangrade sandbox: could not drop capability {cap}")
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ RCV_HWM = 2  # whole messages queued per socket before libzmq stops reading from
 SND_HWM = 16
 
 
-ABANDON_BYTES = 4 * MAX_MESSAGE_BYTES  # one message still going on past this: stop reading the socket
+ABANDON_BYTES = 2 * MAX_MESSAGE_BYTES  # one message still going on past this: stop reading the socket
 
 
 @dataclass(slots=True)

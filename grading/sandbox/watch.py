@@ -24,7 +24,7 @@ MEMORY, CPU, FILE_SIZE, DISK, PROCESSES, OUTPUT, TIME = (
     "time limit")
 
 _EDGE = 64 * 1024
-RSS_GUARD_BYTES = 200 * MiB  # this process grew that much while the kernel ran: no socket bound explains it
+RSS_GUARD_BYTES = 120 * MiB  # this process grew that much while the kernel ran: no socket bound explains it
 _ENAME = {"MemoryError": MEMORY, "OutOfMemoryError": MEMORY}
 _PATTERNS = [
     (re.compile(r"MemoryError|Cannot allocate memory|can't allocate memory|std::bad_alloc|"
@@ -128,7 +128,7 @@ class LimitWatcher(threading.Thread):
                 if self.deadline is not None and now > self.deadline:
                     self._kill_once(TIME)
                 if now >= next_rss:
-                    next_rss = now + 0.1
+                    next_rss = now + 0.02
                     if self._rss0 and rss_bytes() - self._rss0 > RSS_GUARD_BYTES:
                         self._kill_once(OUTPUT)
                 if control.poll(0):

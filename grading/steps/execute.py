@@ -231,6 +231,8 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
     if status == "error":
         reply = done.reply
         message = t("cell_error", lang, index=i, error=f"{reply.get('ename', 'Error')}: {reply.get('evalue', '')}"[:300])
+    elif done.flooded:  # it finished, but what it sent passed a cap: the learner's error for this cell
+        status, message = "error", t("output_flood", lang, index=i)
     elif done.malformed:  # the kernel sent what the grader cannot read: the learner's error for this cell
         status, message = "error", t("kernel_message_unreadable", lang, index=i, what=done.malformed[0])
     attempt.reports[i] = CellReport(index=i, status=status, message=message, duration_s=took)

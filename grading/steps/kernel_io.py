@@ -23,9 +23,10 @@ from grading.steps.limit_output import Malformed, OutputCollector
 INTERRUPT_GRACE_S = 5.0  # a kernel that has not answered an interrupt by then is hung
 CELL_FLOOD_BYTES = 64 * MiB  # traffic while one cell runs; past it the cell is interrupted
 RUN_TRAFFIC_BYTES = 192 * MiB  # traffic of a whole run; past it learner cells stop running
-RSS_GUARD_BYTES = 150 * MiB  # grader memory growth during one cell that no socket bound explains
+RSS_GUARD_BYTES = 100 * MiB  # grader memory growth during one cell that no socket bound explains
 _POLL_MS = 50
 _ALIVE_EVERY_S = 0.25
+_RSS_EVERY_S = 0.02
 
 
 @dataclass(kw_only=True)
@@ -132,15 +133,17 @@ class KernelIO:
         reply: dict[str, Any] | None = None
         idle = False
         reply_at = 0.0
-        next_alive = start
+        next_alive = next_rss = start
         while True:
             now = time.monotonic()
             if reply is not None and (idle or now > reply_at + iopub_s or now > deadline + INTERRUPT_GRACE_S):
                 break
-            if now >= next_alive:
-                next_alive = now + _ALIVE_EVERY_S
+            if now >= next_rss:
+                next_rss = now + _RSS_EVERY_S
                 if rss0 and rss_bytes() - rss0 > RSS_GUARD_BYTES:
                     run.flooded = self.broken = True  # growth no bound explains: stop listening, kill
+            if now >= next_alive:
+                next_alive = now + _ALIVE_EVERY_S
                 if not self.is_alive():
                     run.status = "dead"
                     return self._finish(run, collector)

@@ -146,7 +146,7 @@ def test_the_socket_dir_is_sealed_and_never_followed(catalogue, bwrap_sandbox, h
                           request=KernelRequest(limits=exercise.manifest.limits))
     printed = "".join(o.get("text", "") for o in result.outputs[1])
     assert "escaped []" in printed, printed
-    assert result.cells[1].status == "killed" and result.payloads["answers"]["answers"]["x"] == 42
+    assert result.cells[2].status == "killed" and result.payloads["answers"]["answers"]["x"] == 42
     time.sleep(0.5)  # a reconnecting client retries every 100 ms
     assert arrived == []
 

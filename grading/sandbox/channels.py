@@ -24,7 +24,7 @@ RCV_HWM = 2  # whole messages queued per socket before libzmq stops reading from
 SND_HWM = 16
 
 
-ABANDON_BYTES = 2 * MAX_MESSAGE_BYTES  # one message still going on past this: stop reading the socket
+STALL_MS = 1000  # a message's next frame not there within this: the sender stopped mid-message
 
 
 @dataclass(slots=True)
@@ -33,7 +33,7 @@ class Received:
 
     frames: list[bytes] | None
     charged: int  # bytes counted against the output budgets (frames + FRAME_CHARGE each)
-    endless: bool = False  # the message did not end within ABANDON_BYTES: the socket is mid-message
+    endless: bool = False  # the message went past twice the cap, or stalled: the socket is mid-message
 
     @property
     def oversized(self) -> bool:
@@ -61,7 +61,13 @@ def recv_bounded(sock: zmq.Socket, *, max_bytes: int = MAX_MESSAGE_BYTES, max_fr
     charged = 0
     over = False
     while True:
-        frame = sock.recv(copy=False)
+        try:
+            frame = sock.recv(zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            if sock.poll(STALL_MS):
+                continue
+            # never blocks the caller's clock; nothing at all (charged 0) is no message, not a bad one
+            return Received(frames=None, charged=charged, endless=charged > 0)
         size = len(frame.buffer)
         charged += size + FRAME_CHARGE
         if not over and (len(frames) >= max_frames or charged > max_bytes):
@@ -70,7 +76,7 @@ def recv_bounded(sock: zmq.Socket, *, max_bytes: int = MAX_MESSAGE_BYTES, max_fr
             frames.append(frame.bytes)
         if not frame.more:
             return Received(frames=None if over else frames, charged=charged)
-        if charged > ABANDON_BYTES:
+        if charged > 2 * max_bytes:  # still going: leave the socket mid-message; the caller gives it up
             return Received(frames=None, charged=charged, endless=True)
 
 

@@ -73,7 +73,7 @@ class KernelIO:
         if got.endless:
             self.broken = True
         if got.frames is None:
-            return got, None, "a message over the size limit"
+            return got, None, "a message over the size limit" if got.charged else None
         try:
             _, parts = self.session.feed_identities(got.frames, copy=True)
             msg = self.session.deserialize(parts, content=False, copy=True)

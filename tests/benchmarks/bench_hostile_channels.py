@@ -43,8 +43,8 @@ print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss /
 '''
 
 
-def measure(name: str, code: Path, timeout_s: float) -> dict:
-    python = code / ".venv" / "bin" / "python"
+def measure(name: str, code: Path, timeout_s: float, python: Path | None = None) -> dict:
+    python = python or code / ".venv" / "bin" / "python"
     try:
         proc = subprocess.run([str(python), "-c", CHILD, str(FIXTURES), name], cwd=code, capture_output=True,
                               text=True, timeout=timeout_s, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(code)})
@@ -57,6 +57,7 @@ def measure(name: str, code: Path, timeout_s: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--code", type=Path, default=REPO, help="checkout whose engine grades")
+    parser.add_argument("--python", type=Path, help="interpreter (default: the checkout's .venv)")
     parser.add_argument("--timeout", type=float, default=400)
     parser.add_argument("names", nargs="*")
     args = parser.parse_args()
@@ -65,7 +66,7 @@ def main() -> None:
     print(f"engine: {args.code}")
     print(f"{'attack':24} {'peak RSS':>9} {'x base':>7} {'wall':>7}  status / limits")
     for name in names:
-        row = measure(name, args.code, args.timeout)
+        row = measure(name, args.code, args.timeout, args.python)
         if "error" in row:
             print(f"{name:24} {row['error']}")
             continue

@@ -169,3 +169,22 @@ def test_a_kernel_that_stops_itself_does_not_hold_the_worker(grade):
     took = time.monotonic() - started
     assert took < 20, f"a stopped kernel held the grader for {took:.0f} s against a 10 s run limit"
     assert points(result, "doubling") == 0 and points(result, "product") == 1
+
+
+def test_the_tmpfs_remount_leaves_no_admin_capability_and_keeps_nosuid(bwrap_sandbox):
+    from sandbox_helpers import Runner
+
+    s = bwrap_sandbox.start(KernelRequest())
+    run = Runner(s)
+    try:
+        status, out = run("bnd = [l for l in open('/proc/self/status') if l.startswith('CapBnd')][0].split()[1]\n"
+                          "print(int(bnd, 16) >> 21 & 1, int(bnd, 16) >> 8 & 1)\n"
+                          "print([l.split()[5] for l in open('/proc/self/mountinfo') if l.split()[4] in ('/tmp', '/dev/shm', '/scratch')])")
+        assert status == "ok", out
+        first, second = out.splitlines()[:2]
+        assert first == "0 0"  # CAP_SYS_ADMIN and CAP_SETPCAP are gone from the bounding set
+        assert second.count("nosuid") == 3 and second.count("nodev") == 3
+        assert sorted(os.listdir(s.runtime / "kernel")) and os.stat(s.runtime / "kernel").st_uid == 0
+    finally:
+        run.close()
+        s.close()

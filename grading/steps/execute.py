@@ -130,7 +130,7 @@ def _connect(session: KernelSession) -> KernelIO:
     except Exception as exc:
         if io is not None:
             io.close()  # a sandbox that hands over unusable channels is ours to fix
-        raise GraderFault(f"could not connect to the kernel's channels: {exc}") from exc
+        raise GraderFault(f"kernel failed to start or respond: {exc}") from exc
 
 
 def _run_attempt(session: KernelSession, learner, *, run: _Run, skip: dict[int, CellReport],

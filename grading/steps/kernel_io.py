@@ -100,6 +100,8 @@ class KernelIO:
         while not (shell_ok and iopub_ok):
             if time.monotonic() > deadline or self.broken:
                 raise TimeoutError(f"no kernel_info reply within {timeout_s:g} s")
+            if not self.is_alive():
+                raise RuntimeError("the kernel died before replying to kernel_info")
             self.session.send(self.shell, "kernel_info_request", {})
             until = time.monotonic() + 0.5
             while time.monotonic() < until and not (shell_ok and iopub_ok):

@@ -12,6 +12,12 @@ MESSAGES: dict[str, dict[str, str]] = {
                     "zh": "笔记本超过 {limit_s:g} 秒的总时限；从第 {index} 个代码单元起未运行"},
     "kernel_died": {"en": "the kernel died in cell {index}; the other cells were re-run without it",
                     "zh": "内核在第 {index} 个代码单元中崩溃；其余单元已在新内核中重新运行"},
+    "memory_killed": {"en": "cell {index} went over the run's {limit_mb} MB memory limit and the kernel was killed; "
+                            "the other cells were re-run without it",
+                      "zh": "第 {index} 个代码单元超出本次运行 {limit_mb} MB 的内存上限，内核被终止；其余单元已在新内核中重新运行"},
+    "memory_limit_cell": {"en": "cell {index} went over the run's {limit_mb} MB memory limit; a process it "
+                                "started was killed",
+                          "zh": "第 {index} 个代码单元超出本次运行 {limit_mb} MB 的内存上限，其启动的一个进程被终止"},
     "kernel_hung": {"en": "cell {index} ignored the interrupt after its time limit; the other cells were re-run without it",
                     "zh": "第 {index} 个代码单元超时后无法中断；其余单元已在新内核中重新运行"},
     "kernel_lost": {"en": "cell {index} killed or hung the kernel again after two restarts; later cells and the "

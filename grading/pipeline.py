@@ -92,10 +92,7 @@ def grade_notebook(source: bytes | str | dict, *, exercise_id: str | None = None
 def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox: Sandbox | None,
            devices: DeviceGrant, emit: Callable[[dict], Any]) -> GradeResult:
     manifest = exercise.manifest
-    try:
-        reference = exercise.reference()
-    except (OSError, ValueError) as exc:
-        raise GraderFault(f"reference answers for {exercise.id} unreadable: {exc}", retryable=False) from exc
+    reference = exercise.reference()  # loaded once per grade: the plan and the checks share it
     plan = grader_cells.plan(exercise, reference=reference)
     sandbox = sandbox or default_sandbox()
     request = KernelRequest(limits=manifest.limits, devices=devices, kernel_family=manifest.kernel_family)
@@ -104,7 +101,7 @@ def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox:
     if execution.fault is not None:
         raise GraderFault(execution.fault)
     emit({"event": "checks"})
-    checks = score_checks(exercise, execution, lang=lang)
+    checks = score_checks(exercise, execution, lang=lang, reference=reference)
     status, message = decide_status(execution, checks)
     return GradeResult(exercise_id=exercise.id, status=status, score=total(checks), max_score=manifest.max_score,
                        checks=checks, message=message, cells=execution.cells, limits_hit=execution.limits_hit,

@@ -11,6 +11,7 @@ docs/img/lab-reward-curve.png. Format: docs/lab-training.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -73,7 +74,7 @@ def band(seeds: list[int], *, rerun: bool = True) -> Path:
         "steps": steps,
         "margin_rule": "lo/hi = min/max over seeds -/+ (0.5 * (max - min) + floor[metric])",
         "margin_floor": CHECKED,
-        "config": {k: v for k, v in train.dataclasses.asdict(config).items() if k != "out_dir"},
+        "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "out_dir"},
         "metrics": metrics,
     }
     path = out / "band.json"

@@ -40,7 +40,8 @@ def load_words(path: str | Path = WORDS_PATH) -> list[str]:
 def split_words(
     words: Sequence[str], *, seed: int = SEED, n_test: int = N_TEST, n_train: int = N_TRAIN
 ) -> tuple[list[str], list[str]]:
-    """(train, test): shuffle with ``seed``; test = first ``n_test`` words; train = draws with replacement from the rest."""
+    """(train, test): shuffle with ``seed``; test = first ``n_test`` words; train = draws with replacement from
+    the rest."""
     pool = normalise_words(words)
     if len(pool) <= n_test:
         raise ValueError(

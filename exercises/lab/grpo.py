@@ -35,7 +35,7 @@ class Batch:
     group_index: np.ndarray
     """[B] prompt uid; GRPO normalizes within a group."""
 
-    def to(self, device: torch.device) -> "Batch":
+    def to(self, device: torch.device) -> Batch:
         """The same batch with every tensor on `device` (the accelerator when not training on the CPU)."""
         moved = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in self.__dict__.items()}
         return Batch(**moved)
@@ -106,7 +106,9 @@ def grpo_advantages(batch: Batch, *, epsilon: float = 1e-6) -> torch.Tensor:
     return advantages
 
 
-def actor_loss_config(*, clip_ratio: float, n: int, dp_size: int, batch_num_tokens: int, global_batch_size: int):
+def actor_loss_config(
+    *, clip_ratio: float, n: int, dp_size: int, batch_num_tokens: float, global_batch_size: float
+):
     """verl's `ActorConfig` carrying clip ratio 0.2 and the global batch info `agg_loss` needs."""
     from verl.workers.config import ActorConfig
 

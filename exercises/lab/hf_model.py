@@ -92,7 +92,7 @@ class HFQwen3(nn.Module):
         return self.lm_head(self.model.norm(x))
 
     @torch.no_grad()
-    def load_hf_tensors(self, named: "list[tuple[str, torch.Tensor]] | dict") -> int:
+    def load_hf_tensors(self, named: list[tuple[str, torch.Tensor]] | dict) -> int:
         """Copy HF-named tensors into the parameters (casting to their dtype); returns how many were loaded."""
         params = dict(self.named_parameters(remove_duplicate=False))
         items = named.items() if isinstance(named, dict) else named

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RAY_PREFIX = re.compile(r"^\s*\([^()]*pid=\d+[^()]*\)\s?")
@@ -175,6 +176,6 @@ def read_metrics_jsonl(path: str | Path) -> list[dict]:
     return records
 
 
-def is_finite_record(record: Mapping[str, object]) -> bool:
+def is_finite_record(record: Mapping[str, Any]) -> bool:
     """True when every metric in the record is a finite number."""
     return all(math.isfinite(float(v)) for k, v in record.items() if k != "step")

@@ -13,10 +13,9 @@ import torch
 # torchtitan's qwen3 package imports triton (installed in the training extra).
 from torchtitan.models.common import CosSinRoPE, Embedding, Linear
 from torchtitan.models.common.attention import ScaledDotProductAttention
-from torchtitan.models.qwen3 import Qwen3Model
+from torchtitan.models.qwen3 import _EMBEDDING_SKIP_INIT, _LINEAR_INIT, Qwen3Model
 from torchtitan.models.qwen3 import _build_qwen3_layers as build_qwen3_layers
 from torchtitan.models.qwen3 import _qwen3_norm as qwen3_norm
-from torchtitan.models.qwen3 import _EMBEDDING_SKIP_INIT, _LINEAR_INIT
 
 
 @dataclass(kw_only=True, slots=True)

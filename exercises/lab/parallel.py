@@ -101,7 +101,9 @@ def mesh_summary(parallel_dims: ParallelDims) -> dict:
     world = parallel_dims.world_mesh
     return {
         "world_mesh": {"shape": list(world.shape), "dim_names": list(world.mesh_dim_names or ())},
-        "fsdp_mesh": _describe(parallel_dims, ["fsdp"] if parallel_dims.spmd_backend == "partial_dtensor" else ["dp_shard"]),
+        "fsdp_mesh": _describe(
+            parallel_dims, ["fsdp"] if parallel_dims.spmd_backend == "partial_dtensor" else ["dp_shard"]
+        ),
         "one_dimensional": {
             name: list(mesh.shape) for name, mesh in sorted(parallel_dims.get_all_one_dimensional_meshes().items())
         },

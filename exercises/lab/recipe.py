@@ -48,6 +48,7 @@ ACTOR_TORCHTITAN = (
     ("max_seq_len", "5120"),
 )
 REF_TORCHTITAN = (("param_offload", "True"), ("use_torch_compile", "False"), ("max_seq_len", "5120"))
+DEFAULT_EXPERIMENT_NAME = "qwen3_1.7b_wordle_torchtitan_npu"
 RUNTIME_SOURCES = ("verl", "torchtitan", "torchtitan-npu", "vllm", "vllm-ascend")
 
 
@@ -68,7 +69,7 @@ class RecipeSettings:
     total_training_steps: int | None = None
     save_freq: int = 25
     test_freq: int = 5
-    experiment_name: str = "qwen3_1.7b_wordle_torchtitan_npu"
+    experiment_name: str = DEFAULT_EXPERIMENT_NAME
     dry_run: bool = False
 
     @property
@@ -80,14 +81,18 @@ class RecipeSettings:
         """Read the script's variables (TOTAL_TRAINING_STEPS, SAVE_FREQ, TEST_FREQ, DRY_RUN, ...)."""
         recipe_dir = Path(recipe_dir)
 
-        def integer(name: str, default: int | None) -> int | None:
+        def optional_integer(name: str) -> int | None:
             raw = env.get(name, "").strip()
             if not raw:
-                return default
+                return None
             try:
                 return int(raw)
             except ValueError:
                 raise ValueError(f"{name}={raw!r} is not an integer; set it to a whole number or unset it") from None
+
+        def integer(name: str, default: int) -> int:
+            value = optional_integer(name)
+            return default if value is None else value
 
         return cls(
             recipe_dir=recipe_dir,
@@ -96,10 +101,10 @@ class RecipeSettings:
             nnodes=integer("NNODES", 1),
             npus_per_node=integer("NPUS_PER_NODE", 2),
             fsdp_size=integer("TORCHTITAN_FSDP_SIZE", 2),
-            total_training_steps=integer("TOTAL_TRAINING_STEPS", None),
+            total_training_steps=optional_integer("TOTAL_TRAINING_STEPS"),
             save_freq=integer("SAVE_FREQ", 25),
             test_freq=integer("TEST_FREQ", 5),
-            experiment_name=env.get("EXPERIMENT_NAME", "") or cls.experiment_name,
+            experiment_name=env.get("EXPERIMENT_NAME", "") or DEFAULT_EXPERIMENT_NAME,
             dry_run=env.get("DRY_RUN", "0").strip() == "1",
         )
 
@@ -115,11 +120,8 @@ def bash_quote(arg: str) -> str:
         return f"$'{body}'"
     out = []
     for i, c in enumerate(arg):
-        if c in " !\"$&'()*,;<>?[\\]^`{|}":
-            out.append("\\")
-        elif c == "#" and i == 0:
-            out.append("\\")
-        elif c == "~" and (i == 0 or arg[i - 1] in ":="):
+        special_here = (c == "#" and i == 0) or (c == "~" and (i == 0 or arg[i - 1] in ":="))  # comment, home
+        if c in " !\"$&'()*,;<>?[\\]^`{|}" or special_here:
             out.append("\\")
         out.append(c)
     return "".join(out)

@@ -25,7 +25,7 @@ class TorchRolloutEngine:
     def __init__(self, dims: ModelDims, *, stop_ids: Sequence[int], temperature: float = 1.0,
                  dtype: torch.dtype = torch.float32, device: str = "cpu") -> None:
         self.model = HFQwen3(dims).to(device=device, dtype=dtype).eval()
-        self.stop_ids = set(int(t) for t in stop_ids)
+        self.stop_ids = {int(t) for t in stop_ids}
         self.temperature = temperature
         self.device = device
         self.generator = torch.Generator(device="cpu")
@@ -74,7 +74,8 @@ class TorchRolloutEngine:
     def generate(self, prompt_ids: list[int], max_tokens: int) -> list[int]:
         """Sample up to `max_tokens` tokens after `prompt_ids`, stopping after a stop token (kept)."""
         prompt_ids = list(prompt_ids)
-        if self._caches is None or prompt_ids[: len(self._cached)] != self._cached or len(prompt_ids) <= len(self._cached):
+        cache_stale = self._caches is None or prompt_ids[: len(self._cached)] != self._cached
+        if cache_stale or len(prompt_ids) <= len(self._cached):
             self.reset()
         room = self.max_seq_len - len(prompt_ids)
         max_tokens = min(max_tokens, room)

@@ -143,9 +143,9 @@ def update_actor(trainer, batch, old_log_prob, ref_log_prob, advantages) -> dict
                            _num(loss), _num(parts["actor/pg_clipfrac"]), _num(parts["actor/ppo_kl"]),
                            _num(parts["actor/pg_clipfrac_lower"])])
         # token-mean shares carry `* dp_size`: the rank sum over dp_size is the global value
-        for key, value in zip(("pg_loss", "kl_loss", "entropy_loss", "loss"), shares[:4]):
+        for key, value in zip(("pg_loss", "kl_loss", "entropy_loss", "loss"), shares[:4], strict=True):
             sums[key] += value / world
-        for key, value in zip(("pg_clipfrac", "ppo_kl", "pg_clipfrac_lower"), shares[4:]):
+        for key, value in zip(("pg_clipfrac", "ppo_kl", "pg_clipfrac_lower"), shares[4:], strict=True):
             sums[key] += value / world
         sums["grad_norm"] += grad_norm
     _optimizer_to(trainer, torch.device("cpu") if cfg.optimizer_offload else trainer.device)
@@ -178,7 +178,8 @@ def validate(trainer, step: int) -> dict:
     saved = trainer.rollout.temperature
     trainer.rollout.temperature = 0.7
     try:
-        samples = play(trainer, words, range(trainer.rank, len(words), trainer.world), n=cfg.val_n, step=step, tag="val")
+        mine = range(trainer.rank, len(words), trainer.world)
+        samples = play(trainer, words, mine, n=cfg.val_n, step=step, tag="val")
     finally:
         trainer.rollout.temperature = saved
     score(samples)

@@ -1,10 +1,11 @@
-"""The lab's GRPO Wordle trainer on TorchTitan: config, profiles, and the `run()` entry point.
+"""Launch the lab's GRPO Wordle trainer on TorchTitan: `run()` for notebooks, `main()` for the CLI.
 
     python -m exercises.lab.train --profile cpu-tiny --steps 3 --out DIR
     exercises.lab.train.run({"profile": "cpu-tiny", "steps": 3, "out_dir": DIR})  # from a notebook
 
-`run()` launches the ranks itself (torch.multiprocessing, start method "spawn", rendezvous on
-127.0.0.1 at a free port); the per-rank loop lives in `exercises.lab.train_worker`.
+`run()` spawns the ranks itself (torch.multiprocessing, start method "spawn", rendezvous on 127.0.0.1 at a
+free port). What a run is lives in `exercises.lab.config`, what one rank does in `exercises.lab.trainer`;
+their public names are re-exported here because notebooks and tests import them from this module.
 """
 
 from __future__ import annotations
@@ -14,184 +15,25 @@ import dataclasses
 import json
 import os
 import socket
+import sys
 import time
-from dataclasses import dataclass, fields
 from pathlib import Path
 
-from exercises.lab.checkpoint import SHIPPED_CHECKPOINT
-from exercises.lab.parallel import RESHARD_POLICIES
+from exercises.lab.config import LOSS_AGG_MODES, PROFILES, TrainConfig, lr_scheduler_config, resolve_config
 
-LOSS_AGG_MODES = ("token-mean",)
-
-
-@dataclass(kw_only=True, slots=True)
-class TrainConfig:
-    """The course's `run_qwen3_1.7b_wordle_torchtitan_npu.sh` knobs, scaled down for a tiny model."""
-
-    profile: str = "cpu-tiny"
-    """Name of the profile these values came from (recorded in run.json)."""
-    out_dir: str = "runs/lab"
-    """Where metrics.jsonl, run.json and checkpoints/ go."""
-    model_path: str = str(SHIPPED_CHECKPOINT)
-    """HF checkpoint directory (config.json, model.safetensors, tokenizer files) for actor and ref."""
-    device: str = "cpu"
-    """"cpu", "cuda", "npu" or "auto" (exercises.lab.device decides)."""
-    rollout: str = "torch"
-    """Rollout engine: "torch" (CPU stand-in for vLLM) or "vllm" (GPU/NPU workers, unverified here)."""
-    steps: int = 3
-    """trainer.total_training_steps (the course's 3-step run)."""
-    total_epochs: int = 5
-    """Epochs over the train split (the course: 5); steps stop at whichever ends first."""
-    train_batch_size: int = 4
-    """Prompts per step (course: 128)."""
-    n: int = 4
-    """Rollouts per prompt, the GRPO group size (course: 8)."""
-    ppo_mini_batch_size: int = 4
-    """Prompts per optimizer step (course: 32, i.e. 4 optimizer steps per training step)."""
-    lr: float = 2e-5
-    """Actor AdamW learning rate (course: 1e-6 for 1.7B; larger for the tiny model)."""
-    weight_decay: float = 0.01
-    """AdamW weight decay (verl's optim default)."""
-    warmup_steps: int = 5
-    """optim.lr_warmup_steps; torchtitan clamps it to the total steps."""
-    lr_total_steps: int | None = None
-    """Steps the LR schedule spans (default: steps), torchtitan's lr_scheduler.total_steps."""
-    min_lr_factor: float = 0.1
-    """Cosine floor as a fraction of lr."""
-    decay_type: str = "cosine"
-    """optim.decay_type (linear, sqrt, cosine)."""
-    grad_clip: float = 1.0
-    """Max global grad norm (verl's actor.grad_clip)."""
-    kl_loss_coef: float = 0.001
-    """Weight of the KL loss against the reference (use_kl_loss=True)."""
-    kl_loss_type: str = "low_var_kl"
-    """KL estimator for the loss (k3)."""
-    entropy_coeff: float = 0.004
-    """Entropy bonus weight."""
-    clip_ratio: float = 0.2
-    """PPO clip range."""
-    loss_agg_mode: str = "token-mean"
-    """How token losses are aggregated."""
-    temperature: float = 1.0
-    """Rollout sampling temperature."""
-    data_parallel_shard_size: int = 2
-    """FSDP2 shard degree (actor.torchtitan.data_parallel_shard_size)."""
-    context_parallel_size: int = 1
-    """CP degree; only 1 is supported off NPU."""
-    world_size: int = 2
-    """Ranks to launch; must equal data_parallel_shard_size * context_parallel_size."""
-    reshard_after_forward: str = "always"
-    """torchtitan fsdp_reshard_after_forward: default, always or never."""
-    param_offload: bool = False
-    """FSDP2 CPUOffloadPolicy for actor and ref parameters."""
-    optimizer_offload: bool = False
-    """Keep AdamW state on the CPU between steps (a no-op when training on the CPU)."""
-    spmd_backend: str = "partial_dtensor"
-    """torchtitan SPMD backend (partial_dtensor or full_dtensor; spmd_types fails with torch 2.13)."""
-    max_seq_len: int = 512
-    """Prompt + response tokens, the model's RoPE length (course: 5120)."""
-    max_response_length: int = 448
-    """Response cap across all turns (course: 4096)."""
-    max_tokens_per_turn: int = 16
-    """Per-reply generation budget (course: 512)."""
-    max_turns: int = 6
-    """multi_turn.max_user_turns."""
-    save_freq: int = -1
-    """Save an HF checkpoint every N steps (and at the end); -1 never."""
-    test_freq: int = -1
-    """Validate on the test split every N steps; -1 never."""
-    val_before_train: bool = False
-    """Validate once before step 1 (the course's val_before_train=True); printed as verl's
-    "Initial validation metrics: {...}" line and stored in run.json, not in metrics.jsonl."""
-    val_n: int = 1
-    """Validation samples per test word."""
-    seed: int = 1
-    """Seeds sampling and the data order; same seed, same metrics on CPU."""
-    data_seed: int = 42
-    """prepare_data's split seed (the recipe's 42)."""
-    threads_per_rank: int = 1
-    """torch intra-op threads in each rank."""
-    console: bool = True
-    """Print verl-style console lines from rank 0."""
-
-    def validate(self) -> None:
-        """Raise ValueError naming the bad knob and the fix, before any rank starts."""
-        from exercises.lab.parallel import SPMD_BACKENDS, validate_parallel_sizes
-
-        positive = ("steps", "total_epochs", "train_batch_size", "n", "ppo_mini_batch_size", "max_seq_len",
-                    "max_response_length", "max_tokens_per_turn", "max_turns", "world_size", "threads_per_rank")
-        for name in positive:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-        validate_parallel_sizes(data_parallel_shard_size=self.data_parallel_shard_size,
-                                context_parallel_size=self.context_parallel_size, world_size=self.world_size)
-        if self.context_parallel_size != 1:
-            raise ValueError("context_parallel_size > 1 needs NPU varlen/Ulysses attention; use 1 here.")
-        if self.train_batch_size % self.ppo_mini_batch_size:
-            raise ValueError(f"train_batch_size ({self.train_batch_size}) must be a multiple of "
-                             f"ppo_mini_batch_size ({self.ppo_mini_batch_size}).")
-        if self.ppo_mini_batch_size % self.world_size:
-            raise ValueError(f"ppo_mini_batch_size ({self.ppo_mini_batch_size}) must split evenly over "
-                             f"{self.world_size} ranks; use a multiple of the world size.")
-        if self.reshard_after_forward not in RESHARD_POLICIES:
-            raise ValueError(f"reshard_after_forward must be one of {RESHARD_POLICIES}, got {self.reshard_after_forward!r}.")
-        if self.spmd_backend not in SPMD_BACKENDS:
-            raise ValueError(f"spmd_backend must be one of {SPMD_BACKENDS}, got {self.spmd_backend!r}.")
-        if self.loss_agg_mode not in LOSS_AGG_MODES:
-            raise ValueError(f"loss_agg_mode must be one of {LOSS_AGG_MODES}, got {self.loss_agg_mode!r}.")
-        if self.decay_type not in ("linear", "sqrt", "cosine"):
-            raise ValueError(f"decay_type must be linear, sqrt or cosine, got {self.decay_type!r}.")
-        if not (self.lr > 0 and self.clip_ratio > 0 and 0 <= self.min_lr_factor <= 1):
-            raise ValueError("lr and clip_ratio must be > 0 and min_lr_factor within [0, 1].")
-        if self.warmup_steps < 0 or self.kl_loss_coef < 0 or self.entropy_coeff < 0:
-            raise ValueError("warmup_steps, kl_loss_coef and entropy_coeff must be >= 0.")
-        if self.max_response_length >= self.max_seq_len:
-            raise ValueError(f"max_response_length ({self.max_response_length}) must leave room for the prompt "
-                             f"inside max_seq_len ({self.max_seq_len}).")
-        if self.save_freq == 0 or self.save_freq < -1 or self.test_freq == 0 or self.test_freq < -1:
-            raise ValueError("save_freq and test_freq are -1 (never) or a positive number of steps.")
-        if self.device not in ("cpu", "cuda", "npu", "auto") or self.rollout not in ("torch", "vllm"):
-            raise ValueError("device must be cpu/cuda/npu/auto and rollout torch/vllm.")
-
-
-PROFILES: dict[str, dict] = {
-    # Graded notebooks and tests: 3 steps, 2 ranks on gloo, well under a minute on 2 quiet cores.
-    "cpu-tiny": {},
-    # The longer CPU run behind docs/lab-training.md (reward curve).
-    "cpu-long": {"steps": 50, "train_batch_size": 8, "n": 8, "ppo_mini_batch_size": 4, "warmup_steps": 5, "lr": 1e-4},
-    # The lab trainer on CUDA (nccl), bigger batches. UNVERIFIED: no GPU on the build machines.
-    "cuda-small": {"device": "cuda", "steps": 20, "train_batch_size": 32, "n": 8, "ppo_mini_batch_size": 8,
-                   "threads_per_rank": 4},
-}
-
-
-def resolve_config(config_or_kwargs: TrainConfig | dict | None = None, **overrides) -> TrainConfig:
-    """A validated TrainConfig from a TrainConfig, a dict of fields (optionally with "profile") or kwargs."""
-    if isinstance(config_or_kwargs, TrainConfig):
-        values = {f.name: getattr(config_or_kwargs, f.name) for f in fields(TrainConfig)}
-        values.update(overrides)
-    else:
-        given = dict(config_or_kwargs or {}, **overrides)
-        profile = given.get("profile", "cpu-tiny")
-        if profile not in PROFILES:
-            raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}.")
-        values = {**PROFILES[profile], **given, "profile": profile}
-    known = {f.name for f in fields(TrainConfig)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown TrainConfig field(s) {unknown}; valid fields: {sorted(known)}.")
-    config = TrainConfig(**values)
-    config.validate()
-    return config
-
-
-def lr_scheduler_config(config: TrainConfig):
-    """torchtitan's own LR schedule (linear warmup, cosine decay to min_lr_factor; warmup clamped to the total)."""
-    from torchtitan.components.optimizer import LRSchedulersContainer
-
-    return LRSchedulersContainer.Config(warmup_steps=config.warmup_steps, decay_type=config.decay_type,
-                                        min_lr_factor=config.min_lr_factor, total_steps=config.lr_total_steps)
+__all__ = [
+    "LOSS_AGG_MODES",
+    "PROFILES",
+    "TrainConfig",
+    "free_port",
+    "lr_scheduler_config",
+    "main",
+    "parse_cli",
+    "resolve_config",
+    "run",
+]
+PROG = "python -m exercises.lab.train"
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
 def free_port() -> int:
@@ -205,36 +47,83 @@ def run(config_or_kwargs: TrainConfig | dict | None = None, **overrides) -> dict
     """Train with `world_size` spawned ranks; returns {"out_dir", "metrics", "run", "wall_s"}."""
     import torch.multiprocessing as mp
 
-    from exercises.lab import train_worker
+    from exercises.lab.trainer import worker_main
 
     config = resolve_config(config_or_kwargs, **overrides)
     out_dir = Path(config.out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     config = dataclasses.replace(config, out_dir=str(out_dir))
     start = time.perf_counter()
-    mp.start_processes(train_worker.worker_main, args=(dataclasses.asdict(config), free_port()),
-                       nprocs=config.world_size, join=True, start_method="spawn")
+    mp.start_processes(
+        worker_main,
+        args=(dataclasses.asdict(config), free_port()),
+        nprocs=config.world_size,
+        join=True,
+        start_method="spawn",
+    )
     wall_s = time.perf_counter() - start
     metrics = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     run_info = json.loads((out_dir / "run.json").read_text())
     return {"out_dir": str(out_dir), "metrics": metrics, "run": run_info, "wall_s": wall_s}
 
 
+def parse_cli(argv: list[str] | None = None) -> TrainConfig:
+    """The validated TrainConfig a command line asks for: `--profile` picks the defaults, every other
+    TrainConfig field is a --flag over them (tyro, help text from the field docstrings)."""
+    import tyro
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # The profile decides the defaults the other flags override, so it is read before tyro parses the rest.
+    pre = argparse.ArgumentParser(prog=PROG, add_help=False, allow_abbrev=False)
+    pre.add_argument("--profile", default="cpu-tiny", choices=sorted(PROFILES))
+    profile = pre.parse_known_args(argv)[0].profile
+    config = tyro.cli(
+        TrainConfig,
+        args=argv,
+        default=resolve_config({"profile": profile}),
+        prog=PROG,
+        description="GRPO Wordle on TorchTitan (the course runtime's trainer).",
+        registry=_cli_registry(),
+        config=(tyro.conf.FlagConversionOff,),
+    )
+    try:
+        return resolve_config(config)
+    except ValueError as exc:  # a combination no single flag's type rules out, e.g. batch vs. world size
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
+
+
+def _cli_registry():
+    """Booleans take a value (`--console false`), as scripts and docs already write them."""
+    from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec, PrimitiveTypeInfo
+
+    registry = ConstructorRegistry()
+
+    @registry.primitive_rule
+    def _bool(info: PrimitiveTypeInfo) -> PrimitiveConstructorSpec | None:
+        if info.type is not bool:
+            return None
+        return PrimitiveConstructorSpec(
+            nargs=1,
+            metavar="{true,false}",
+            instance_from_str=_parse_bool,
+            is_instance=lambda value: isinstance(value, bool),
+            str_from_instance=lambda value: [str(value).lower()],
+        )
+
+    return registry
+
+
+def _parse_bool(args: list[str]) -> bool:
+    word = args[0].lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise ValueError(f"expected true or false, got {args[0]!r}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI: every TrainConfig field is a --flag (e.g. --steps 3 --out DIR --lr 1e-5)."""
-    parser = argparse.ArgumentParser(prog="python -m exercises.lab.train", description="GRPO Wordle on TorchTitan")
-    parser.add_argument("--out", dest="out_dir")
-    for f in fields(TrainConfig):
-        if f.name == "out_dir":
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        if f.type in ("bool", bool):
-            parser.add_argument(flag, dest=f.name, type=lambda s: s.lower() in ("1", "true", "yes"))
-        else:
-            kind = {"int": int, "float": float, "int | None": int}.get(str(f.type), str)
-            parser.add_argument(flag, dest=f.name, type=kind)
-    args = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
-    result = run(args)
+    """CLI: every TrainConfig field is a --flag (e.g. --steps 3 --out DIR --lr 1e-5 --console false)."""
+    result = run(parse_cli(argv))
     print(f"wrote {result['out_dir']} in {result['wall_s']:.1f}s", flush=True)
     return 0
 

@@ -1,8 +1,8 @@
 """Where learner kernels run. One interface, chosen once (see `make_sandbox`).
 
 A `Sandbox` starts a fresh Jupyter kernel for exactly one submission and returns a `KernelSession`
-whose `km` is an already-started jupyter_client KernelManager that nbclient can drive
-(`NotebookClient(nb, km=session.km)`). `session.close()` tears the whole sandbox down (every
+whose `km` is an already-started jupyter_client KernelManager; the engine talks to the kernel through
+`session.channel_urls()` with its own bounded client (grading/steps/kernel_io.py). `session.close()` tears the whole sandbox down (every
 process the learner started) and reports which limits were hit.
 """
 from __future__ import annotations
@@ -46,6 +46,10 @@ class KernelSession(abc.ABC):
     @abc.abstractmethod
     def close(self) -> list[str]:
         """Kill everything in the sandbox, remove scratch; return limits hit (e.g. ["memory limit"])."""
+
+    def poll_limits(self) -> set[str]:
+        """Whole-run limits enforced since the last call (e.g. an OOM kill in the run's control group)."""
+        return set()
 
     def __enter__(self) -> "KernelSession":
         return self

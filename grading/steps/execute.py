@@ -76,6 +76,7 @@ def run_notebook(nb: nbformat.NotebookNode, *, plan: GraderPlan, sandbox: Sandbo
             result.fault = str(exc)
             return result
         result.sandbox_mode = getattr(session, "mode", result.sandbox_mode)
+        run.poll_limits = getattr(session, "poll_limits", set)
         try:
             done = _run_attempt(session, learner, run=run, skip=skip, last_attempt=attempt == MAX_ATTEMPTS - 1)
         except GraderFault as exc:
@@ -110,6 +111,7 @@ class _Run:
     result: Execution
     progress: Callable[[dict], None]
     kept_bytes: int = 0  # learner output kept so far, all cells
+    poll_limits: Callable[[], set[str]] = set  # the current session's limits seen so far (cgroup OOM kills)
 
     def left_s(self) -> float:
         return self.deadline - time.monotonic()
@@ -211,9 +213,13 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
         note = t("output_truncated", lang, index=i, limit_kb=limits.max_output_kb)
         if note not in result.messages:
             result.messages.append(note)
+    over_memory = "memory limit" in run.poll_limits()  # the run's control group OOM-killed one of its processes
+    if over_memory:
+        result.hit("memory limit")
     if done.status == "dead":
-        attempt.reports[i] = CellReport(index=i, status="killed", message=t("kernel_died", lang, index=i),
-                                        duration_s=took)
+        message = (t("memory_killed", lang, index=i, limit_mb=limits.memory_mb) if over_memory
+                   else t("kernel_died", lang, index=i))
+        attempt.reports[i] = CellReport(index=i, status="killed", message=message, duration_s=took)
         return True
     if done.status in ("timeout", "hung"):
         if done.status == "timeout" or time.monotonic() - started >= cell_limit:
@@ -224,6 +230,8 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
             message = t("cell_timeout", lang, index=i, limit_s=limits.cell_timeout_s)
         if done.status == "hung":
             message = t("kernel_hung", lang, index=i)
+        if over_memory:  # e.g. a cell that waited on processes the memory limit killed
+            message = f"{t('memory_limit_cell', lang, index=i, limit_mb=limits.memory_mb)}; {message}"
         attempt.reports[i] = CellReport(index=i, status="timeout", message=message, duration_s=took)
         return done.status == "hung"
     message = ""
@@ -235,6 +243,9 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
         status, message = "error", t("output_flood", lang, index=i)
     elif done.malformed:  # the kernel sent what the grader cannot read: the learner's error for this cell
         status, message = "error", t("kernel_message_unreadable", lang, index=i, what=done.malformed[0])
+    if over_memory:
+        note = t("memory_limit_cell", lang, index=i, limit_mb=limits.memory_mb)
+        status, message = "error", f"{note}; {message}" if message else note
     attempt.reports[i] = CellReport(index=i, status=status, message=message, duration_s=took)
     return False
 

@@ -58,7 +58,7 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def _init_child(parent_pid: int, database_url: str, sandbox_mode: str, exercises_root: str,
-                reference_root: str, prewarm: dict[str, int]) -> None:
+                reference_root: str, prewarm: dict[str, int], sandbox_options: dict | None = None) -> None:
     _die_with_parent(parent_pid)
     from grading.exercise import Catalogue
     from grading.sandbox import make_sandbox
@@ -66,7 +66,7 @@ def _init_child(parent_pid: int, database_url: str, sandbox_mode: str, exercises
 
     _CHILD["sessions"] = make_sessionmaker(make_engine(database_url))
     _CHILD["catalogue"] = Catalogue(Path(exercises_root), Path(reference_root))
-    _CHILD["sandbox"] = make_sandbox(sandbox_mode, prewarm=prewarm or None)
+    _CHILD["sandbox"] = make_sandbox(sandbox_mode, prewarm=prewarm or None, **(sandbox_options or {}))
 
 
 def grade_ticket(ticket: GradingTicket) -> dict:
@@ -120,7 +120,8 @@ class LocalExecutor(Executor):
 
     def __init__(self, *, settings: Settings, processes: int) -> None:
         self._initargs = (os.getpid(), settings.database_url, settings.sandbox, str(settings.exercises_root),
-                          str(settings.reference_root), Settings.parse_prewarm(settings.sandbox_prewarm))
+                          str(settings.reference_root), Settings.parse_prewarm(settings.sandbox_prewarm),
+                          settings.sandbox_options())
         self._processes = processes
         self._pool = self._new_pool()
 

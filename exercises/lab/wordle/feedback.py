@@ -47,7 +47,7 @@ def feedback(guess: str, answer: str) -> str:
         )
     marks = ["X"] * len(guess)
     unused: list[str | None] = list(answer)
-    for i, (g, a) in enumerate(zip(guess, answer)):
+    for i, (g, a) in enumerate(zip(guess, answer, strict=True)):
         if g == a:
             marks[i] = "G"
             unused[i] = None

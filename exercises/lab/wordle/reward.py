@@ -19,7 +19,7 @@ def _partial_answer(guesses: Iterable[str], answer: str) -> float:
             continue
         unused: list[str | None] = list(answer)
         greens = 0
-        for i, (g, a) in enumerate(zip(guess, answer)):
+        for i, (g, a) in enumerate(zip(guess, answer, strict=True)):
             if g == a:
                 greens += 1
                 unused[i] = None
@@ -68,10 +68,7 @@ def compute_score(solution_str: str, ground_truth: str, extra_info: dict | None 
     length_bonus = 1.0 / max(num_turns, 1) if correct else 0.0
 
     formatted = _int_like(extra_info.get("formatted_turns"))
-    if formatted is not None and formatted >= 0:
-        formatted = min(formatted, num_turns)
-    else:
-        formatted = min(len(guesses), num_turns)
+    formatted = min(formatted if formatted is not None and formatted >= 0 else len(guesses), num_turns)
     format_score = min(formatted / num_turns, 1.0) if num_turns > 0 else 0.0
 
     score = correct + partial + length_bonus + 0.2 * format_score

@@ -141,6 +141,16 @@ def test_total_training_steps_only_when_set_and_env_overrides():
         RecipeSettings.from_env({"TOTAL_TRAINING_STEPS": "three"}, recipe_dir="/r")
 
 
+def test_from_env_defaults_are_the_scripts_values():
+    """With nothing set, from_env gives the dataclass defaults (a slotted class has no class-level defaults
+    to read back: cls.experiment_name was once a member descriptor here)."""
+    got = RecipeSettings.from_env({}, recipe_dir="/r")
+    assert got == replace(got, nnodes=1, npus_per_node=2, fsdp_size=2, save_freq=25, test_freq=5,
+                          experiment_name="qwen3_1.7b_wordle_torchtitan_npu", total_training_steps=None)
+    assert build_command(got).override_map()["trainer.experiment_name"] == "qwen3_1.7b_wordle_torchtitan_npu"
+    assert RecipeSettings.from_env({"EXPERIMENT_NAME": "mine"}, recipe_dir="/r").experiment_name == "mine"
+
+
 @pytest.mark.parametrize("word", ["plain", "a b", "trainer.logger=['console','tensorboard']", "", "#x", "~/m",
                                   "x=~/m", "a:~b", "a~b", "$HOME", "semi;colon", "quote\"s", "back\\slash",
                                   "line\nbreak", "tab\tx", "ctl\x01x", "é-ok", "{a,b}", "1e-6", "x=0.70"])

@@ -267,8 +267,8 @@ class BwrapSandbox(Sandbox):
             raise GraderFault(f"sandboxed kernel failed to start: {exc}") from exc
         self._wait_ready(session)
         deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
-        session.watcher = LimitWatcher(session.channel_urls(), km.session, output_cap_bytes=cfg.output_hard_cap_mb * MiB,
-                                       deadline=deadline, kill=session.kill)
+        session.watcher = LimitWatcher(session.channel_urls(), km.session, deadline=deadline, kill=session.kill,
+                                       output_cap_bytes=cfg.output_hard_cap_mb * MiB)
         session.watcher.start()
         session.watcher.wait_subscribed()
         return session

@@ -7,6 +7,7 @@ a breach message; that only ever hurts the learner's own result.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -154,10 +155,8 @@ class LimitWatcher(threading.Thread):
         if total > self.output_cap_bytes and not self._interrupted:
             self._add({OUTPUT})
             self._interrupted = time.monotonic()
-            try:
+            with contextlib.suppress(zmq.ZMQError):  # a full send queue: the kill backstop decides
                 interrupt()
-            except zmq.ZMQError:
-                pass
         elif (self._interrupted and total > 2 * self.output_cap_bytes and not self._killed
               and time.monotonic() - self._interrupted > INTERRUPT_GRACE_S):
             self._kill_once(OUTPUT)  # the interrupt was ignored (or caught) and the flood goes on

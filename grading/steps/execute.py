@@ -201,7 +201,8 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
         return False
     run.progress({"event": "cell", "index": i, "total": total})
     room = min(limits.max_output_kb * 1024, max(RUN_KEPT_BYTES - run.kept_bytes, 0))
-    collector = OutputCollector(max_bytes=room, marker=t("output_truncated_marker", lang, limit_kb=limits.max_output_kb))
+    marker = t("output_truncated_marker", lang, limit_kb=limits.max_output_kb)
+    collector = OutputCollector(max_bytes=room, marker=marker)
     cell_limit = min(limits.cell_timeout_s, remaining)
     started = time.monotonic()
     done = io.execute(source, limit_s=cell_limit, collector=collector, store_history=True, iopub_s=LEARNER_IOPUB_S)
@@ -221,6 +222,10 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
                    else t("kernel_died", lang, index=i))
         attempt.reports[i] = CellReport(index=i, status="killed", message=message, duration_s=took)
         return True
+    if done.flooded and done.status != "dead":  # its traffic may go on in the kernel's queues: start afresh
+        attempt.reports[i] = CellReport(index=i, status="error", message=t("output_flood", lang, index=i),
+                                        duration_s=took)
+        return True
     if done.status in ("timeout", "hung"):
         if done.status == "timeout" or time.monotonic() - started >= cell_limit:
             result.hit(TIME)
@@ -238,9 +243,8 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
     status = done.status
     if status == "error":
         reply = done.reply
-        message = t("cell_error", lang, index=i, error=f"{reply.get('ename', 'Error')}: {reply.get('evalue', '')}"[:300])
-    elif done.flooded:  # it finished, but what it sent passed a cap: the learner's error for this cell
-        status, message = "error", t("output_flood", lang, index=i)
+        error = f"{reply.get('ename', 'Error')}: {reply.get('evalue', '')}"[:300]
+        message = t("cell_error", lang, index=i, error=error)
     elif done.malformed:  # the kernel sent what the grader cannot read: the learner's error for this cell
         status, message = "error", t("kernel_message_unreadable", lang, index=i, what=done.malformed[0])
     if over_memory:

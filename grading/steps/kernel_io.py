@@ -9,6 +9,7 @@ channel, and a kernel that does not answer the interrupt in time is reported hun
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -189,10 +190,8 @@ class KernelIO:
         return self._finish(run, collector)
 
     def _interrupt_safely(self) -> None:
-        try:
+        with contextlib.suppress(zmq.ZMQError):  # a full send queue: the grace period then decides
             self.interrupt()
-        except zmq.ZMQError:  # a full send queue: the grace period then decides
-            pass
 
     def _on_iopub(self, msg: dict[str, Any], collector: OutputCollector, run: CellRun) -> bool:
         """Handle one iopub message of our cell; True when it says the cell's output is complete."""

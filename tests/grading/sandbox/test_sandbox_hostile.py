@@ -3,6 +3,7 @@ writes to the socket dir, symlinked sockets, and timers the learner controls. Ea
 end to end in the real bwrap sandbox; the grader's memory is sampled while it runs."""
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import tempfile
@@ -11,6 +12,7 @@ import time
 
 import nbformat
 import pytest
+from sandbox_helpers import FIXTURES, Recording, needs_bwrap, uid_is_clean
 
 from grading.exercise import Catalogue
 from grading.pipeline import grade_notebook
@@ -19,8 +21,6 @@ from grading.sandbox import KernelRequest
 from grading.sandbox.channels import MiB, rss_bytes
 from grading.steps.execute import run_notebook
 from grading.steps.grader_cells import plan
-
-from sandbox_helpers import FIXTURES, Recording, needs_bwrap, uid_is_clean
 
 pytestmark = [needs_bwrap, pytest.mark.slow]
 CATALOGUE = FIXTURES / "catalogue"
@@ -47,10 +47,8 @@ def host_socket():
 
     def serve():
         while not stop.is_set():
-            try:
+            with contextlib.suppress(OSError):
                 arrived.append(sock.accept())
-            except OSError:
-                pass
 
     t = threading.Thread(target=serve, daemon=True)
     t.start()
@@ -179,7 +177,8 @@ def test_the_tmpfs_remount_leaves_no_admin_capability_and_keeps_nosuid(bwrap_san
     try:
         status, out = run("bnd = [l for l in open('/proc/self/status') if l.startswith('CapBnd')][0].split()[1]\n"
                           "print(int(bnd, 16) >> 21 & 1, int(bnd, 16) >> 8 & 1)\n"
-                          "print([l.split()[5] for l in open('/proc/self/mountinfo') if l.split()[4] in ('/tmp', '/dev/shm', '/scratch')])")
+                          "mounts = [l.split() for l in open('/proc/self/mountinfo')]\n"
+                          "print([m[5] for m in mounts if m[4] in ('/tmp', '/dev/shm', '/scratch')])")
         assert status == "ok", out
         first, second = out.splitlines()[:2]
         assert first == "0 0"  # CAP_SYS_ADMIN and CAP_SETPCAP are gone from the bounding set

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from grading.sandbox.channels import FRAME_CHARGE, bounded_socket, recv_bounded
 from grading.steps.limit_output import Malformed, OutputCollector, output_size
 
-KINDS = list(OutputCollector.KINDS) + ["comm_msg", "execute_input"]
+KINDS = [*OutputCollector.KINDS, "comm_msg", "execute_input"]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
@@ -62,7 +62,8 @@ def test_errors_and_tracebacks_count_against_the_budget():
 def test_display_updates_and_clear_output_apply_within_the_cell():
     collector = OutputCollector(max_bytes=10_000)
     collector.add("display_data", {"data": {"text/plain": "1"}, "transient": {"display_id": "d"}})
-    collector.add("update_display_data", {"data": {"text/plain": "2"}, "metadata": {}, "transient": {"display_id": "d"}})
+    update = {"data": {"text/plain": "2"}, "metadata": {}, "transient": {"display_id": "d"}}
+    collector.add("update_display_data", update)
     assert collector.outputs[0]["data"] == {"text/plain": "2"}
     collector.add("stream", {"name": "stdout", "text": "a"})
     collector.add("stream", {"name": "stdout", "text": "b"})

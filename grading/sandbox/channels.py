@@ -22,6 +22,7 @@ MAX_FRAMES = 64  # identities + delimiter + signature + 4 parts + buffers of a s
 FRAME_CHARGE = 64  # bytes charged per frame on top of its length: an empty-frame flood still costs
 RCV_HWM = 2  # whole messages queued per socket before libzmq stops reading from the kernel
 SND_HWM = 16
+SEND_TIMEOUT_MS = 1000  # sends raise zmq.Again instead
 
 
 STALL_MS = 1000  # a message's next frame not there within this: the sender stopped mid-message
@@ -48,6 +49,7 @@ def bounded_socket(ctx: zmq.Context, kind: int, url: str) -> zmq.Socket:
     sock.setsockopt(zmq.SNDHWM, SND_HWM)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.RECONNECT_IVL, -1)  # a dropped connection stays dropped: no second path lookup
+    sock.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)  # a DEALER with no peer left would block forever
     sock.setsockopt(zmq.RCVBUF, 256 * 1024)
     if kind == zmq.SUB:
         sock.setsockopt(zmq.SUBSCRIBE, b"")

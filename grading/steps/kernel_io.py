@@ -127,7 +127,10 @@ class KernelIO:
         run = CellRun(status="ok")
         if self.broken:
             return CellRun(status="hung", flooded=True)
-        self.session.send(self.shell, msg)
+        try:
+            self.session.send(self.shell, msg)
+        except zmq.Again:  # no kernel on the other end any more
+            return CellRun(status="dead" if not self.is_alive() else "hung")
         start = time.monotonic()
         deadline = start + limit_s
         rss0 = rss_bytes()

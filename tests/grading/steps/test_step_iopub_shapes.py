@@ -10,7 +10,7 @@ import zmq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grading.sandbox.channels import FRAME_CHARGE, bounded_socket, recv_bounded
+from grading.sandbox.channels import FRAME_CHARGE, SEND_TIMEOUT_MS, SND_HWM, bounded_socket, recv_bounded
 from grading.steps.limit_output import Malformed, OutputCollector, output_size
 
 KINDS = [*OutputCollector.KINDS, "comm_msg", "execute_input"]
@@ -107,3 +107,23 @@ def test_a_message_far_past_its_cap_is_abandoned_mid_message(pair):
     assert receiver.poll(2000)
     got = recv_bounded(receiver, max_bytes=100_000)
     assert got.endless and got.frames is None
+
+
+@pytest.mark.timeout(30)
+def test_a_kernel_gone_for_good_never_blocks_the_engine(tmp_path):
+    import time
+
+    from grading.steps.kernel_io import KernelIO
+
+    urls = {name: f"ipc://{tmp_path}/{name}" for name in ("shell", "iopub", "control")}  # nobody listens
+    io = KernelIO(urls=urls, key=b"key", is_alive=lambda: False)
+    try:
+        started = time.monotonic()
+        run = io.execute("1", limit_s=5, collector=OutputCollector(max_bytes=100), store_history=False, iopub_s=1)
+        assert run.status == "dead" and time.monotonic() - started < 3
+        started = time.monotonic()
+        for _ in range(SND_HWM + 2):  # past the send queue, a send gives up after SEND_TIMEOUT_MS
+            io._interrupt_safely()
+        assert time.monotonic() - started < 2 * SEND_TIMEOUT_MS / 1000 + 2
+    finally:
+        io.close()

@@ -17,14 +17,15 @@ KINDS = [*OutputCollector.KINDS, "comm_msg", "execute_input"]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-    max_leaves=20)
+    max_leaves=8)
 likely_keys = st.sampled_from(["name", "text", "data", "metadata", "transient", "ename", "evalue", "traceback",
                                "execution_count", "wait", "display_id"])
 contents = st.dictionaries(likely_keys | st.text(max_size=8), json_values | st.fixed_dictionaries(
     {"display_id": json_values}), max_size=6)
 
 
-@settings(max_examples=400, deadline=None)
+@pytest.mark.slow  # ~5 s on a quiet machine, 25 s on a busy one
+@settings(max_examples=150, deadline=None)
 @given(messages=st.lists(st.tuples(st.sampled_from(KINDS), contents), max_size=12), budget=st.integers(0, 400))
 def test_any_message_shape_is_kept_within_budget_or_rejected(messages, budget):
     collector = OutputCollector(max_bytes=budget, marker="[cut]")

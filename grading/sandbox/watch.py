@@ -12,7 +12,7 @@ import json
 import re
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import zmq
 from jupyter_client.session import Session
@@ -166,11 +166,11 @@ def _classify_frames(session: Session, frames: list[bytes]) -> set[str]:
     """Limits one raw iopub message reveals; a big content frame is only scanned at its edges."""
     try:
         _, parts = session.feed_identities(frames, copy=True)
-        header = json.loads(parts[1])
+        header = json.loads(cast(bytes, parts[1]))  # recv_bounded keeps frames as bytes
         kind = header.get("msg_type") if isinstance(header, dict) else None
         if kind not in ("error", "stream"):
             return set()
-        raw = parts[4]
+        raw = cast(bytes, parts[4])
         if len(raw) <= 2 * _EDGE:
             content = json.loads(raw)
             return classify_message({"msg_type": kind, "content": content}) if isinstance(content, dict) else set()

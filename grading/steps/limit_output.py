@@ -89,7 +89,7 @@ def to_output(kind: str, content: dict[str, Any]) -> dict[str, Any]:
                 "traceback": [_text(line, "traceback line") for line in trace]}
     if kind in ("display_data", "execute_result", "update_display_data"):
         data = _mapping(content.get("data"), "data", required=True)
-        out = {"output_type": kind, "data": data,
+        out: dict[str, Any] = {"output_type": kind, "data": data,
                "metadata": _mapping(content.get("metadata"), "metadata", required=False)}
         if kind == "execute_result":
             count = content.get("execution_count")
@@ -151,7 +151,7 @@ class OutputCollector:
             and last.get("name") == out["name"] and not self.budget.truncated
         kept = self.budget.admit(out["output_type"], {"text": out["text"]} if merge else out)
         if kept is not None:
-            if merge:
+            if merge and last is not None:
                 last["text"] += kept["text"]
             else:
                 self.outputs.append(kept)

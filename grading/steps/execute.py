@@ -12,12 +12,12 @@ from typing import Any, Callable
 
 import nbformat
 
+from grading.codec import MAX_ANSWER_BYTES
 from grading.errors import GraderFault
 from grading.exercise import Limits
 from grading.i18n import t
 from grading.result import CellReport
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
-from grading.sandbox.channels import MAX_MESSAGE_BYTES
 from grading.steps.grader_cells import ANSWERS_MIME, GraderCell, GraderPlan, read_payload
 from grading.steps.kernel_io import RUN_TRAFFIC_BYTES, CellRun, KernelIO
 from grading.steps.limit_output import OutputCollector
@@ -25,6 +25,7 @@ from grading.steps.limit_output import OutputCollector
 MAX_ATTEMPTS = 3  # first run + two restarts after kernel deaths
 LEARNER_IOPUB_S = 2.0  # wait for a learner cell's last outputs after its reply
 GRADER_IOPUB_S = 30.0  # the answers payload must not be lost to a slow iopub under load
+GRADER_OUTPUT_BYTES = MAX_ANSWER_BYTES + 1024 * 1024  # a payload over the run's answer cap is dropped on arrival
 RUN_KEPT_BYTES = 8 * 1024 * 1024  # learner outputs kept over the whole run (each cell: max_output_kb)
 CONNECT_TIMEOUT_S = 30.0
 GRADER_GRACE_S = 15.0  # the most the grader's own cells may add after the run's time limit
@@ -170,7 +171,7 @@ def _give_up(i: int, learner, *, plan: GraderPlan, skip: dict[int, CellReport], 
 
 def _grader_collector() -> OutputCollector:
     """A grader cell keeps only its answers payload (the learner's code may print during its calls)."""
-    return OutputCollector(max_bytes=MAX_MESSAGE_BYTES + 1024,
+    return OutputCollector(max_bytes=GRADER_OUTPUT_BYTES,
                            keep=lambda out: ANSWERS_MIME in out.get("data", {}))
 
 
@@ -275,9 +276,17 @@ def _run_extraction(io: KernelIO, cell: GraderCell, *, run: _Run) -> str | None:
     payload = read_payload(done.outputs, nonce=run.plan.nonce)
     if done.status in ("timeout", "hung"):
         result.hit(TIME)
-        if cell.check is not None:  # the grader's clock decides, whatever the kernel did to its own alarm
-            payload = {"calls": {cell.check: [{"__raised__": {"type": "__timeout__",
-                                                              "message": f"exceeded {cell.budget_s:g} s"}}]}}
+        if cell.check is not None and cell.call_indices:  # the grader's clock decides, whatever the kernel
+            timeout = {"__raised__": {"type": "__timeout__", "message": f"exceeded {cell.budget_s:g} s"}}
+            payload = {"calls": {cell.check: [timeout] * len(cell.call_indices)}}
+    gone = {"dead": t("kernel_died_checking", lang, where=cell.label),
+            "hung": t("checking_timeout", lang, where=cell.label)}.get(done.status)
+    too_big = payload is None and (done.truncated or any("size limit" in why for why in done.malformed))
+    if too_big or (payload is not None and not run.plan.admit_payload(payload)):  # the run's answer cap
+        result.hit("answer limit")
+        result.payloads.pop(cell.label, None)
+        result.extract_failures[cell.label] = t("answers_too_large", lang, limit_mb=MAX_ANSWER_BYTES // 2**20)
+        return gone
     if payload is not None:
         _merge_payload(result, cell.label, payload)
     gone = {"dead": t("kernel_died_checking", lang, where=cell.label),

@@ -55,6 +55,9 @@ def test_idempotency_key_returns_the_same_submission(api, svc):
     ("needs_devices", 422, "resources_unavailable"),
     ("no_boundary", 400, "malformed_multipart"),
     ("text_not_file", 422, "invalid_request"),
+    ("deep_brackets", 422, "invalid_json"),
+    ("deep_list", 422, "invalid_json"),
+    ("too_many_cells", 422, "too_many_cells"),
 ])
 def test_malformed_submissions_get_documented_4xx(api, svc, case, status, code):
     token = api.tokens["alice"]
@@ -86,6 +89,17 @@ def test_malformed_submissions_get_documented_4xx(api, svc, case, status, code):
         resp = api.post(URL, content=b"abc", headers=svc.auth(token, **{"Content-Type": "multipart/form-data"}))
     elif case == "text_not_file":
         resp = api.post(URL, data={"notebook": nb.decode()}, headers=svc.auth(token))
+    elif case == "deep_brackets":
+        resp = _post(api, svc, token, b"[" * 200_000)
+    elif case == "deep_list":
+        deep = json.loads(nb)
+        deep["metadata"]["deep"] = "@@DEEP@@"
+        resp = _post(api, svc, token, json.dumps(deep).replace('"@@DEEP@@"', "[" * 5000 + "]" * 5000).encode())
+    elif case == "too_many_cells":
+        many = json.loads(nb)
+        many["cells"] = [{"cell_type": "code", "metadata": {}, "source": "1", "outputs": [], "execution_count": None,
+                          "id": f"c{i}"} for i in range(301)]
+        resp = _post(api, svc, token, json.dumps(many).encode())
     else:
         resp = _post(api, svc, token, svc.notebook("ch05.svc_gpu"))
     _error(resp, status, code)

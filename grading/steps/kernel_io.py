@@ -178,7 +178,7 @@ class KernelIO:
                 if sock is self.shell and m["header"].get("msg_type") == "execute_reply":
                     try:
                         reply = self._content(m)
-                    except (ValueError, Malformed):
+                    except (ValueError, RecursionError):  # Malformed is a ValueError
                         reply = {"status": "error", "ename": "UnreadableReply", "evalue": ""}
                         run.malformed.append("an unreadable execute_reply")
                     reply_at = time.monotonic()
@@ -206,7 +206,7 @@ class KernelIO:
             if kind == "status":
                 return content.get("execution_state") == "idle"
             collector.add(kind, content)
-        except (ValueError, Malformed) as exc:
+        except (ValueError, RecursionError) as exc:  # Malformed is a ValueError; JSON nested too deep
             run.malformed.append(f"a malformed {str(kind)[:40]} message ({str(exc)[:80]})")
         return False
 

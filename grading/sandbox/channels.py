@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import zmq
 
 MiB = 1024 * 1024
-MAX_FRAME_BYTES = 24 * MiB  # one frame (a message's content or one buffer); the answers payload must fit
+MAX_FRAME_BYTES = 48 * MiB  # one frame: past it libzmq drops the connection; up to it recv_bounded counts and drops
 MAX_MESSAGE_BYTES = 24 * MiB  # all frames of one message together
 MAX_FRAMES = 64  # identities + delimiter + signature + 4 parts + buffers of a sane message
 FRAME_CHARGE = 64  # bytes charged per frame on top of its length: an empty-frame flood still costs
-RCV_HWM = 2  # whole messages queued per socket before libzmq stops reading from the kernel
+RCV_HWM = 1  # whole messages queued per socket before libzmq stops reading from the kernel
 SND_HWM = 16
 SEND_TIMEOUT_MS = 1000  # sends raise zmq.Again instead
 

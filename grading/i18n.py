@@ -30,6 +30,13 @@ MESSAGES: dict[str, dict[str, str]] = {
     "answers_unreadable": {"en": "the grader could not read the answers ({where}); do not redefine or delete "
                                  "names starting with _tg_",
                            "zh": "评分器无法读取答案（{where}）；请勿重定义或删除以 _tg_ 开头的名称"},
+    "run_output": {"en": "the notebook's output passed the run's output limit; cells from {index} on did not run",
+                   "zh": "笔记本的输出超过整次运行的输出上限；从第 {index} 个代码单元起未运行"},
+    "output_flood": {"en": "cell {index} sent more output than the grader accepts (output limit); the other cells were "
+                            "re-run without it",
+                     "zh": "第 {index} 个代码单元发送的输出超过评分器的上限（输出限制）；其余单元已在新内核中重新运行"},
+    "kernel_message_unreadable": {"en": "cell {index}: the kernel sent {what}, which the grader cannot read",
+                                  "zh": "第 {index} 个代码单元：内核发送了评分器无法读取的消息（{what}）"},
     "output_truncated": {"en": "output of cell {index} truncated at {limit_kb} KB",
                          "zh": "第 {index} 个代码单元的输出在 {limit_kb} KB 处被截断"},
     "output_truncated_marker": {"en": "\n... [output truncated by the grader at {limit_kb} KB]\n",

@@ -1,8 +1,8 @@
 """Where learner kernels run. One interface, chosen once (see `make_sandbox`).
 
 A `Sandbox` starts a fresh Jupyter kernel for exactly one submission and returns a `KernelSession`
-whose `km` is an already-started jupyter_client KernelManager that nbclient can drive
-(`NotebookClient(nb, km=session.km)`). `session.close()` tears the whole sandbox down (every
+whose `km` is an already-started jupyter_client KernelManager; the engine talks to the kernel through
+`session.channel_urls()` with its own bounded client (grading/steps/kernel_io.py). `session.close()` tears the whole sandbox down (every
 process the learner started) and reports which limits were hit.
 """
 from __future__ import annotations
@@ -38,6 +38,11 @@ class KernelSession(abc.ABC):
     km: Any  # jupyter_client KernelManager (started)
     workdir: Path  # host-side path of the kernel's writable scratch directory
     mode: str
+
+    def channel_urls(self) -> dict[str, str]:
+        """Where the engine connects to the kernel's shell, iopub and control channels. Sandboxes whose
+        socket paths the kernel can write override this with paths only the grader controls."""
+        return {name: self.km._make_url(name) for name in ("shell", "iopub", "control")}
 
     @abc.abstractmethod
     def close(self) -> list[str]:

@@ -11,6 +11,21 @@ import sys
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+CAP_SETPCAP, CAP_SYS_ADMIN = 8, 21
+MS_NOSUID, MS_NODEV, MS_REMOUNT = 2, 4, 32
+
+
+def limit_tmpfs(libc, tmpfs: dict) -> None:
+    """Remount each writable tmpfs with its byte and inode limits (bwrap sets only the size), then give
+    up CAP_SYS_ADMIN (and CAP_SETPCAP, which dropping needs) for good: they are granted only for this."""
+    for path, (size, inodes) in tmpfs.items():
+        opts = f"size={int(size)},nr_inodes={int(inodes)}".encode()
+        if libc.mount(None, path.encode(), None, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) != 0:
+            raise SystemExit(f"titangrade sandbox: could not limit {path} (errno {ctypes.get_errno()})")
+    for cap in (CAP_SYS_ADMIN, CAP_SETPCAP):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise SystemExit(f"titangrade sandbox: could not drop capability {cap}")
 
 
 def main() -> None:
@@ -18,6 +33,8 @@ def main() -> None:
     cfg = json.loads(sys.argv[1])
     argv = sys.argv[sep + 1:]
     uid, gid = int(cfg["uid"]), int(cfg["gid"])
+    libc = ctypes.CDLL(None, use_errno=True)
+    limit_tmpfs(libc, cfg.get("tmpfs", {}))
     for path in cfg["own"]:
         os.chmod(path, 0o700)  # before chown: once it is not ours, changing its mode needs CAP_FOWNER
         os.chown(path, uid, gid)
@@ -28,7 +45,6 @@ def main() -> None:
     os.setresuid(uid, uid, uid)
     if os.getuid() != uid or os.geteuid() != uid:  # never run learner code as root by accident
         raise SystemExit("titangrade sandbox: could not drop privileges")
-    libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise SystemExit("titangrade sandbox: prctl(NO_NEW_PRIVS) failed")
     os.chdir(cfg["cwd"])

@@ -12,6 +12,7 @@ import os
 import pwd
 import shutil
 import signal
+import stat
 import sys
 import threading
 import time
@@ -31,7 +32,10 @@ from grading.sandbox.watch import CPU, DISK, FILE_SIZE, MEMORY, LimitWatcher
 
 LAUNCHER = Path(__file__).with_name("_launcher.py")
 INNER_LAUNCHER = "/opt/titangrade/launcher.py"
-SCRATCH, WORKDIR, TMPDIR = "/scratch", "/scratch/work", "/tmp"
+SCRATCH, WORKDIR, TMPDIR, SHM = "/scratch", "/scratch/work", "/tmp", "/dev/shm"
+WRITABLE = (SCRATCH, TMPDIR, SHM)  # every path the sandbox can write: tmpfs with byte and inode limits
+KERNEL_DIR, LINKS = "kernel", "links"  # in the root-only runtime dir: the kernel's bound dir, our links
+CHANNELS = ("shell", "iopub", "control", "stdin", "hb")
 ENV_ALLOW = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE",
              "OPENBLAS_L2_SIZE")
 ETC_ALLOW = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "alternatives",
@@ -51,7 +55,8 @@ class BwrapConfig:
     runtime_root: str = "/run/titangrade"  # host dir for connection files + ipc sockets; never under /tmp,
     # which inside the sandbox is the scratch tmpfs
     startup_timeout_s: float = 60.0
-    output_hard_cap_mb: int = 64  # over this the cell is interrupted; over twice this the sandbox dies
+    output_hard_cap_mb: int = 256  # run-wide traffic backstop: over this an interrupt, over twice this a kill
+    tmpfs_inodes: int = 16384  # files + dirs allowed in each writable tmpfs (/scratch, /tmp, /dev/shm)
     wall_grace_s: float = 60.0  # backstop kill at run_timeout_s + this (the engine times out first)
     bwrap: str = "bwrap"
     cgroups: str = "auto"  # whole-run memory/pids/CPU caps (cgroups.py): auto | require | off
@@ -83,6 +88,31 @@ def _parents(path: str, made: set[str]) -> list[str]:
     return args
 
 
+def seal_kernel_dir(runtime: Path, uid: int, info: dict) -> None:
+    """Once ipykernel has bound its sockets: make its dir root's (the sandbox can no longer add, replace
+    or write anything there), check every entry with lstat, and hard-link the sockets into a root-only
+    dir. The grader then connects only through those links, so it never resolves a path the sandbox can
+    write; a link names the socket inode the kernel bound, whatever later happens to the original name."""
+    kernel_dir = runtime / KERNEL_DIR
+    os.chown(kernel_dir, 0, 0, follow_symlinks=False)
+    os.chmod(kernel_dir, 0o755, follow_symlinks=False)
+    links = runtime / LINKS
+    links.mkdir(mode=0o700)
+    expected = {f"sock-{info[f'{name}_port']}": name for name in CHANNELS}
+    for entry in os.scandir(kernel_dir):
+        st = entry.stat(follow_symlinks=False)
+        if entry.name == "kernel.json" and stat.S_ISREG(st.st_mode) and st.st_uid == 0:
+            continue
+        if entry.name not in expected or not stat.S_ISSOCK(st.st_mode) or st.st_uid != uid:
+            raise GraderFault(f"unexpected entry {entry.name!r} in the kernel's socket dir")
+    for filename, name in expected.items():
+        link = links / name
+        os.link(kernel_dir / filename, link, follow_symlinks=False)
+        st = os.lstat(link)
+        if not stat.S_ISSOCK(st.st_mode) or st.st_uid != uid:
+            raise GraderFault(f"the kernel's {name} socket is not a socket of the sandbox user")
+
+
 class _SandboxKernelManager(KernelManager):
     """A KernelManager whose launch command is wrapped in bwrap and whose connection file the
     sandbox uid may read."""
@@ -95,14 +125,14 @@ class _SandboxKernelManager(KernelManager):
 
     def write_connection_file(self, **kwargs: object) -> None:
         super().write_connection_file(**kwargs)
-        os.chown(self.connection_file, *self.owner)
+        os.chmod(self.connection_file, 0o644)  # root's file: the kernel reads it and cannot change it
 
 
 class BwrapSession(KernelSession):
     mode = "bwrap"
 
     def __init__(self, *, km: _SandboxKernelManager, runtime: Path, user: pwd.struct_passwd,
-                 uids: UidPool, limits: Limits, watcher: LimitWatcher, accelerator: bool = False,
+                 uids: UidPool, limits: Limits, watcher: LimitWatcher | None, accelerator: bool = False,
                  group: RunGroup = NO_GROUP) -> None:
         self.km = km
         self.group = group
@@ -114,6 +144,10 @@ class BwrapSession(KernelSession):
         self._uids = uids
         self._closed: list[str] | None = None
         self._lock = threading.Lock()
+
+    def channel_urls(self) -> dict[str, str]:
+        """The kernel's sockets through hard links in a root-only directory (see `seal_kernel_dir`)."""
+        return {name: f"ipc://{self.runtime / LINKS / name}" for name in CHANNELS}
 
     @property
     def pid(self) -> int:
@@ -143,14 +177,18 @@ class BwrapSession(KernelSession):
             pass
 
     def _scratch_full(self) -> bool:
+        """Any writable tmpfs out of bytes or inodes (mount points only the sandbox's root may replace)."""
         inner = self._inner_pid()
         if inner is None:
             return False
-        try:
-            st = os.statvfs(f"/proc/{inner}/root{SCRATCH}")
-        except OSError:
-            return False
-        return st.f_bavail * st.f_frsize < 1 * MiB
+        for path in WRITABLE:
+            try:
+                st = os.statvfs(f"/proc/{inner}/root{path}")
+            except OSError:
+                continue
+            if st.f_bavail * st.f_frsize < 1 * MiB or st.f_favail < 2:
+                return True
+        return False
 
     def _exit_limits(self) -> set[str]:
         proc = getattr(self.km.provisioner, "process", None)
@@ -172,10 +210,11 @@ class BwrapSession(KernelSession):
         with self._lock:
             if self._closed is not None:
                 return self._closed
-            hits = set(self.watcher.hits) | self._exit_limits() | self.group.hits()
+            hits = (set(self.watcher.hits) if self.watcher else set()) | self._exit_limits() | self.group.hits()
             if self._scratch_full():
                 hits.add(DISK)
-            self.watcher.stop()
+            if self.watcher:
+                self.watcher.stop()
             try:
                 self.kill()
                 if self.km.has_kernel:
@@ -209,7 +248,7 @@ class BwrapSandbox(Sandbox):
         os.makedirs(cfg.runtime_root, mode=0o711, exist_ok=True)
         runtime = Path(cfg.runtime_root, user.pw_name)  # ours while we hold the user's lock
         shutil.rmtree(runtime, ignore_errors=True)  # a crashed worker's leftovers
-        runtime.mkdir()
+        runtime.mkdir(mode=0o700)  # root only: the sandbox sees just runtime/kernel, bound in
         group = NO_GROUP
         try:
             group = self.groups.create(user.pw_name, memory_mb=request.limits.memory_mb,
@@ -217,31 +256,32 @@ class BwrapSandbox(Sandbox):
             km = self._kernel_manager(request, user, runtime)
             km.wrap_argv = group.exec_prefix() + km.wrap_argv  # bwrap is born in the run's group
             with open(runtime / "launch.log", "wb") as log:
-                km.start_kernel(cwd=str(runtime), env=self._host_env(), stdout=log, stderr=log)
-            deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
-            session: BwrapSession | None = None
-            watcher = LimitWatcher(km, output_cap_bytes=cfg.output_hard_cap_mb * MiB, deadline=deadline,
-                                   kill=lambda: session.kill() if session else None,
-                                   stream_limit_bytes=request.limits.max_output_kb * 1024)
-            session = BwrapSession(km=km, runtime=runtime, user=user, uids=self.uids,
-                                   limits=request.limits, watcher=watcher,
-                                   accelerator=request.devices.kind != "cpu", group=group)
+                km.start_kernel(cwd="/", env=self._host_env(), stdout=log, stderr=log)
+            session = BwrapSession(km=km, runtime=runtime, user=user, uids=self.uids, limits=request.limits,
+                                   watcher=None, accelerator=request.devices.kind != "cpu", group=group)
         except Exception as exc:
             shutil.rmtree(runtime, ignore_errors=True)
             kill_uid(user.pw_uid)
             group.destroy()
             self.uids.release(user)
             raise GraderFault(f"sandboxed kernel failed to start: {exc}") from exc
-        watcher.start()
         self._wait_ready(session)
+        deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
+        session.watcher = LimitWatcher(session.channel_urls(), km.session, deadline=deadline, kill=session.kill,
+                                       output_cap_bytes=cfg.output_hard_cap_mb * MiB)
+        session.watcher.start()
+        session.watcher.wait_subscribed()
         return session
 
     def _wait_ready(self, session: BwrapSession) -> None:
+        """kernel_info through a plain client while only ipykernel runs (no learner code yet), then seal
+        the kernel's dir and link its sockets; the kernel manager's own control socket is closed (never read)."""
         kc = session.km.client()
-        kc.start_channels()
+        kc.start_channels(stdin=False, hb=False)
         try:
             kc.wait_for_ready(timeout=self.config.startup_timeout_s)
-            session.watcher.wait_subscribed()
+            seal_kernel_dir(session.runtime, session.user.pw_uid, session.km.get_connection_info())
+            session.km._close_control_socket()
         except Exception as exc:
             log = (session.runtime / "launch.log").read_text(errors="replace")[-2000:]
             session.close()
@@ -256,15 +296,16 @@ class BwrapSandbox(Sandbox):
 
     def _kernel_manager(self, request: KernelRequest, user: pwd.struct_passwd,
                         runtime: Path) -> _SandboxKernelManager:
-        km = _SandboxKernelManager(transport="ipc", ip=str(runtime / "kernel"),
-                                   connection_file=str(runtime / "kernel.json"))
+        kernel_dir = runtime / KERNEL_DIR
+        kernel_dir.mkdir(mode=0o700)
+        os.chown(kernel_dir, user.pw_uid, user.pw_gid)  # ipykernel binds its sockets here; sealed once ready
+        km = _SandboxKernelManager(transport="ipc", ip=str(kernel_dir / "sock"),
+                                   connection_file=str(kernel_dir / "kernel.json"))
         km._kernel_spec = KernelSpec(argv=[self.config.python, "-m", "ipykernel_launcher", "-f",
                                            "{connection_file}"],
                                      display_name="titangrade sandbox", language="python",
                                      interrupt_mode="message")
         km.owner = (user.pw_uid, user.pw_gid)
-        os.chmod(runtime, 0o711)
-        os.chown(runtime, user.pw_uid, user.pw_gid)
         km.wrap_argv = self.bwrap_argv(request, user, runtime)
         return km
 
@@ -303,7 +344,9 @@ class BwrapSandbox(Sandbox):
         args = [cfg.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "titangrade",
                 "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                "--cap-add", "CAP_CHOWN", "--ro-bind", "/usr", "/usr"]
+                "--cap-add", "CAP_CHOWN",
+                "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",  # the launcher's tmpfs remount only
+                "--ro-bind", "/usr", "/usr"]
         for top in ("bin", "lib", "lib64", "lib32", "sbin"):
             host = Path("/", top)
             if host.is_symlink():
@@ -329,10 +372,12 @@ class BwrapSandbox(Sandbox):
         args += views.bwrap_args(request.hidden_modules, (*cfg.ro_paths, cfg.exercises),
                                  [cfg.pythonpath, *sys.path[1:]])
         args += _parents(INNER_LAUNCHER, made) + ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
-        args += _parents(str(runtime), made) + ["--bind", str(runtime), str(runtime)]
+        kernel_dir = str(runtime / KERNEL_DIR)
+        args += _parents(kernel_dir, made) + ["--bind", kernel_dir, kernel_dir]
         for node in device_nodes(request.devices):
             args += ["--dev-bind", node, node]
         args += ["--chdir", "/"]
         launch = {"uid": user.pw_uid, "gid": user.pw_gid, "own": [WORKDIR], "cwd": WORKDIR,
+                  "tmpfs": {path: [lim.scratch_mb * MiB, cfg.tmpfs_inodes] for path in WRITABLE},
                   "rlimits": rlimits(lim, accelerator=accelerator), "env": self.kernel_env(request)}
         return args + ["--", self.config.python, "-I", "-S", INNER_LAUNCHER, json.dumps(launch), "--"]

@@ -48,7 +48,16 @@ class UnsafeLocalSandbox(Sandbox):
         km = KernelManager(kernel_name="python3")
         try:
             km.start_kernel(cwd=str(workdir), env=env)
+            kc = km.client()
+            kc.start_channels(stdin=False, hb=False)
+            try:  # ready before it is handed over: the engine's sockets connect once and never retry
+                kc.wait_for_ready(timeout=60)
+            finally:
+                kc.stop_channels()
+            km._close_control_socket()  # never read; the engine interrupts through its own bounded socket
         except Exception as exc:  # the kernel not starting is our fault, not the learner's
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
             shutil.rmtree(workdir, ignore_errors=True)
             raise GraderFault(f"kernel failed to start: {exc}") from exc
         return _LocalSession(km, workdir)

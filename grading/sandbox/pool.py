@@ -30,7 +30,7 @@ def _modules(family: str) -> list[str]:
 def warm_up(session: KernelSession, family: str, timeout_s: float = 120) -> None:
     """Import the family's heavy modules in the kernel; raises if that fails."""
     kc = session.km.client()
-    kc.start_channels()
+    kc.start_channels(stdin=False, hb=False)  # trusted code only, but no channel it does not read
     try:
         kc.wait_for_ready(timeout=timeout_s)
         msg_id = kc.execute(_WARM_CELL.format(mods=_modules(family)), silent=True, store_history=False)

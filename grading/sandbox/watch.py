@@ -7,13 +7,17 @@ a breach message; that only ever hurts the learner's own result.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import zmq
 from jupyter_client.session import Session
+
+from grading.sandbox.channels import MiB, bounded_socket, recv_bounded, rss_bytes
 
 INTERRUPT_GRACE_S = 5.0
 MEMORY, CPU, FILE_SIZE, DISK, PROCESSES, OUTPUT, TIME = (
@@ -21,6 +25,7 @@ MEMORY, CPU, FILE_SIZE, DISK, PROCESSES, OUTPUT, TIME = (
     "time limit")
 
 _EDGE = 64 * 1024
+RSS_GUARD_BYTES = 120 * MiB  # this process grew that much while the kernel ran: no socket bound explains it
 _ENAME = {"MemoryError": MEMORY, "OutOfMemoryError": MEMORY}
 _PATTERNS = [
     (re.compile(r"MemoryError|Cannot allocate memory|can't allocate memory|std::bad_alloc|"
@@ -52,33 +57,21 @@ def classify_message(msg: dict[str, Any]) -> set[str]:
     return set()
 
 
-def message_size(msg: dict[str, Any]) -> int:
-    """Bytes of learner-visible payload in an IOPub message (stream text, display/result data)."""
-    content = msg.get("content", {})
-    if "text" in content:
-        return len(content["text"])
-    data = content.get("data")
-    if isinstance(data, dict):
-        return sum(len(v) if isinstance(v, str) else len(str(v)) for v in data.values())
-    if "traceback" in content:
-        return sum(len(line) for line in content["traceback"])
-    return 0
-
-
 class LimitWatcher(threading.Thread):
     """Watches one kernel until stopped; `hits` is the set of limits seen so far.
 
-    One cell's output over `output_cap_bytes` interrupts it; over twice that, or past `deadline`
-    (monotonic seconds), `kill()` ends the sandbox so a runaway kernel never takes the worker down.
+    It counts every iopub message's bytes over the whole run (cells are the engine's business: a kernel
+    can forge cell boundaries). Past `output_cap_bytes` it interrupts the kernel once; past twice that
+    after INTERRUPT_GRACE_S, or past `deadline` (monotonic seconds), or when this process's memory grows
+    by RSS_GUARD_BYTES, `kill()` ends the sandbox, so a runaway kernel never takes the worker down.
     """
 
-    def __init__(self, km: Any, *, output_cap_bytes: int, deadline: float | None,
-                 kill: Callable[[], None], stream_limit_bytes: int | None = None) -> None:
+    def __init__(self, urls: dict[str, str], session: Session, *, output_cap_bytes: int, deadline: float | None,
+                 kill: Callable[[], None]) -> None:
         super().__init__(daemon=True, name="tg-limit-watcher")
-        self.km = km
+        self.urls = urls
+        self.session = Session(key=session.key, signature_scheme=session.signature_scheme)
         self.output_cap_bytes = output_cap_bytes
-        self.stream_limit_bytes = stream_limit_bytes  # the exercise's max_output_kb: reported, not enforced
-        self.stream_bytes = 0
         self.deadline = deadline
         self._kill = kill
         self._halt = threading.Event()
@@ -88,6 +81,7 @@ class LimitWatcher(threading.Thread):
         self.output_bytes = 0
         self._interrupted: float | bool = False
         self._killed = False
+        self._rss0 = 0
 
     @property
     def hits(self) -> set[str]:
@@ -98,9 +92,10 @@ class LimitWatcher(threading.Thread):
         """Start accounting afresh (a pre-warmed kernel handed to its submission)."""
         with self._lock:
             self._hits.clear()
-            self.output_bytes = self.stream_bytes = 0
+            self.output_bytes = 0
             self._interrupted = self._killed = False
             self.deadline = deadline
+            self._rss0 = rss_bytes()
 
     def stop(self) -> None:
         self._halt.set()
@@ -114,39 +109,40 @@ class LimitWatcher(threading.Thread):
             with self._lock:
                 self._hits |= hits
 
+    def _kill_once(self, limit: str) -> None:
+        self._add({limit})
+        if not self._killed:
+            self._killed = True
+            self._kill()
+
     def run(self) -> None:
-        # Raw sockets in a private context: jupyter_client's blocking client batches messages behind
-        # its event loop, which let a flood run for seconds before the watcher saw any of it.
+        # Raw, bounded sockets in a private context (channels.py); messages are read frame by frame.
         ctx = zmq.Context()
-        session = Session(key=self.km.session.key, signature_scheme=self.km.session.signature_scheme)
-        iopub = ctx.socket(zmq.SUB)
-        iopub.setsockopt(zmq.SUBSCRIBE, b"")
-        iopub.connect(self.km._make_url("iopub"))
-        control = ctx.socket(zmq.DEALER)
-        control.connect(self.km._make_url("control"))
+        iopub = bounded_socket(ctx, zmq.SUB, self.urls["iopub"])
+        control = bounded_socket(ctx, zmq.DEALER, self.urls["control"])
+        self._rss0 = rss_bytes()
         self._ready.set()
+        next_rss = 0.0
         try:
             while not self._halt.is_set():
-                if self.deadline is not None and time.monotonic() > self.deadline and not self._killed:
-                    self._add({TIME})
-                    self._killed = True
-                    self._kill()
+                now = time.monotonic()
+                if self.deadline is not None and now > self.deadline:
+                    self._kill_once(TIME)
+                if now >= next_rss:
+                    next_rss = now + 0.02
+                    if self._rss0 and rss_bytes() - self._rss0 > RSS_GUARD_BYTES:
+                        self._kill_once(OUTPUT)
+                if control.poll(0):
+                    recv_bounded(control)  # interrupt replies (or anything else): read, never kept
                 if not iopub.poll(50):
                     continue
-                try:
-                    _, parts = session.feed_identities(iopub.recv_multipart())
-                    msg = session.deserialize(parts)
-                except Exception:  # a malformed or unsigned message is not ours to judge
-                    continue
-                self._add(classify_message(msg))
-                if msg.get("msg_type") == "execute_input":  # the output cap is per cell
-                    with self._lock:
-                        self.output_bytes, self.stream_bytes, self._interrupted = 0, 0, False
-                elif msg.get("msg_type") == "stream":  # learner prints (grader payloads are display_data)
-                    self.stream_bytes += message_size(msg)
-                    if self.stream_limit_bytes is not None and self.stream_bytes > self.stream_limit_bytes:
-                        self._add({OUTPUT})  # also when the flood then kills the kernel before the engine sees it
-                self._account(lambda: session.send(control, "interrupt_request", {}), message_size(msg))
+                got = recv_bounded(iopub)
+                if got.endless:
+                    self._kill_once(OUTPUT)
+                    break
+                if got.frames is not None:
+                    self._add(_classify_frames(self.session, got.frames))
+                self._account(lambda: self.session.send(control, "interrupt_request", {}), got.charged)
         finally:
             iopub.close(linger=0)
             control.close(linger=0)
@@ -159,8 +155,25 @@ class LimitWatcher(threading.Thread):
         if total > self.output_cap_bytes and not self._interrupted:
             self._add({OUTPUT})
             self._interrupted = time.monotonic()
-            interrupt()
+            with contextlib.suppress(zmq.ZMQError):  # a full send queue: the kill backstop decides
+                interrupt()
         elif (self._interrupted and total > 2 * self.output_cap_bytes and not self._killed
               and time.monotonic() - self._interrupted > INTERRUPT_GRACE_S):
-            self._killed = True  # the interrupt was ignored (or caught) and the flood goes on
-            self._kill()
+            self._kill_once(OUTPUT)  # the interrupt was ignored (or caught) and the flood goes on
+
+
+def _classify_frames(session: Session, frames: list[bytes]) -> set[str]:
+    """Limits one raw iopub message reveals; a big content frame is only scanned at its edges."""
+    try:
+        _, parts = session.feed_identities(frames, copy=True)
+        header = json.loads(cast(bytes, parts[1]))  # recv_bounded keeps frames as bytes
+        kind = header.get("msg_type") if isinstance(header, dict) else None
+        if kind not in ("error", "stream"):
+            return set()
+        raw = cast(bytes, parts[4])
+        if len(raw) <= 2 * _EDGE:
+            content = json.loads(raw)
+            return classify_message({"msg_type": kind, "content": content}) if isinstance(content, dict) else set()
+        return classify_text(raw[:_EDGE].decode("utf-8", "replace") + "\n" + raw[-_EDGE:].decode("utf-8", "replace"))
+    except (ValueError, IndexError, TypeError):  # not a message we can read: nothing to learn from it
+        return set()

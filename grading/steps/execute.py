@@ -6,34 +6,30 @@ kernel re-runs the other cells without it, within the same deadline, so other an
 """
 from __future__ import annotations
 
-import logging
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import nbformat
-from jupyter_client.asynchronous import AsyncKernelClient
-from jupyter_core.utils import run_sync
-from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from grading.codec import MAX_ANSWER_BYTES
 from grading.errors import GraderFault
 from grading.exercise import Limits
 from grading.i18n import t
 from grading.result import CellReport
-from grading.sandbox import KernelRequest, Sandbox
-from grading.steps.grader_cells import GraderCell, GraderPlan, read_payload
-from grading.steps.limit_output import OutputBudget
+from grading.sandbox import KernelRequest, KernelSession, Sandbox
+from grading.steps.grader_cells import ANSWERS_MIME, GraderCell, GraderPlan, read_payload
+from grading.steps.kernel_io import RUN_TRAFFIC_BYTES, CellRun, KernelIO
+from grading.steps.limit_output import OutputCollector
 
-TIMEOUT_ENAME = "TitangradeCellTimeout"
-_NBCLIENT_LOG = logging.getLogger("grading.nbclient")  # nbclient logs every timeout as an error; we report them
 MAX_ATTEMPTS = 3  # first run + two restarts after kernel deaths
-PROBE_TIMEOUT_S = 3.0
 LEARNER_IOPUB_S = 2.0  # wait for a learner cell's last outputs after its reply
 GRADER_IOPUB_S = 30.0  # the answers payload must not be lost to a slow iopub under load
 GRADER_OUTPUT_BYTES = MAX_ANSWER_BYTES + 1024 * 1024  # a payload over the run's answer cap is dropped on arrival
+RUN_KEPT_BYTES = 8 * 1024 * 1024  # learner outputs kept over the whole run (each cell: max_output_kb)
+CONNECT_TIMEOUT_S = 30.0
+GRADER_GRACE_S = 15.0  # the most the grader's own cells may add after the run's time limit
+OUTPUT, TIME = "output limit", "time limit"
 
 
 @dataclass(kw_only=True)
@@ -55,39 +51,6 @@ class Execution:
             self.limits_hit.append(limit)
 
 
-class _Client(NotebookClient):
-    """nbclient that enforces the output budget while messages arrive, not after."""
-
-    budget: OutputBudget | None = None
-    marker: str = ""
-    marked: bool = False
-
-    async def async_start_new_kernel_client(self) -> AsyncKernelClient:
-        # Sandboxes hand over a blocking KernelManager whose client() blocks the event loop, so an
-        # iopub wait would starve the timeout; talk to the same kernel through an async client.
-        info = self.km.get_connection_info(session=True)
-        self.kc = AsyncKernelClient(**info, connection_file=self.km.connection_file, parent=self.km)
-        self.kc.start_channels()
-        await self.kc.wait_for_ready(timeout=self.startup_timeout)
-        self.kc.allow_stdin = False
-        return self.kc
-
-    start_new_kernel_client = run_sync(async_start_new_kernel_client)
-
-    def output(self, outs, msg, display_id, cell_index):  # type: ignore[override]
-        budget = self.budget
-        if budget is None or msg["msg_type"] == "error":  # tracebacks are kept: they explain failures
-            return super().output(outs, msg, display_id, cell_index)
-        content = budget.admit(msg["msg_type"], msg["content"])
-        out = None
-        if content is not None:
-            out = super().output(outs, {**msg, "content": content}, display_id, cell_index)
-        if budget.truncated and not self.marked:
-            self.marked = True
-            outs.append(nbformat.v4.new_output("stream", name="stderr", text=self.marker))
-        return out
-
-
 @dataclass(kw_only=True)
 class _Attempt:
     """One kernel's run; `restart_for` names the learner cell that killed or hung it."""
@@ -99,12 +62,14 @@ class _Attempt:
 
 def run_notebook(nb: nbformat.NotebookNode, *, plan: GraderPlan, sandbox: Sandbox, request: KernelRequest,
                  lang: str = "en", progress: Callable[[dict], None] = lambda e: None) -> Execution:
-    """Execute `nb` (already sanitized) with the grader cells of `plan`; never raises for learner faults."""
+    """Execute `nb` (already sanitized) with the grader cells of `plan`; never raises for learner faults.
+    The run's time limit covers everything: kernel starts, learner cells and the grader's own cells."""
     limits = request.limits
     learner = [c for c in nb.cells if c.cell_type == "code"]
     result = Execution(sandbox_mode=getattr(sandbox, "mode", ""))
     skip: dict[int, CellReport] = {}
-    deadline = time.monotonic() + limits.run_timeout_s
+    run = _Run(deadline=time.monotonic() + limits.run_timeout_s, limits=limits, lang=lang, plan=plan,
+               result=result, progress=progress)
     for attempt in range(MAX_ATTEMPTS):
         try:
             session = sandbox.start(request)
@@ -112,73 +77,84 @@ def run_notebook(nb: nbformat.NotebookNode, *, plan: GraderPlan, sandbox: Sandbo
             result.fault = str(exc)
             return result
         result.sandbox_mode = getattr(session, "mode", result.sandbox_mode)
+        run.poll_limits = getattr(session, "poll_limits", set)
         try:
-            run = _run_attempt(session.km, learner, plan=plan, limits=limits, skip=skip, deadline=deadline,
-                               lang=lang, progress=progress, result=result,
-                               last_attempt=attempt == MAX_ATTEMPTS - 1,
-                               poll_limits=getattr(session, "poll_limits", set))
+            done = _run_attempt(session, learner, run=run, skip=skip, last_attempt=attempt == MAX_ATTEMPTS - 1)
         except GraderFault as exc:
             result.fault = str(exc)
             return result
         finally:
             for limit in session.close() or []:
                 result.hit(limit)
-        if run.restart_for is None or attempt == MAX_ATTEMPTS - 1:
+        if done.restart_for is None or attempt == MAX_ATTEMPTS - 1:
             break
-        skip[run.restart_for] = run.reports[run.restart_for]
+        skip[done.restart_for] = done.reports[done.restart_for]
         result.restarts += 1
         result.payloads.clear()
         result.extract_failures.clear()
-        progress({"event": "restart", "skipped": run.restart_for})
-    result.cells = [run.reports[i] for i in range(len(learner))]
-    result.outputs = [run.outputs.get(i, []) for i in range(len(learner))]
+        progress({"event": "restart", "skipped": done.restart_for})
+    result.cells = [done.reports[i] for i in range(len(learner))]
+    result.outputs = [done.outputs.get(i, []) for i in range(len(learner))]
     for report in result.cells:
         if report.status != "ok" and report.message and report.message not in result.messages:
             result.messages.append(report.message)
     return result
 
 
-def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[int, CellReport], deadline: float,
-                 lang: str, progress: Callable[[dict], None], result: Execution, last_attempt: bool,
-                 poll_limits: Callable[[], set[str]] = set) -> _Attempt:
-    cells = [nbformat.v4.new_code_cell(plan.seed.source)] + [nbformat.v4.new_code_cell(c.source) for c in learner]
-    extract_at = len(cells)
-    cells += [nbformat.v4.new_code_cell(c.source) for c in plan.extract]
-    client = _Client(nbformat.v4.new_notebook(cells=cells), km=km, allow_errors=True, interrupt_on_timeout=True,
-                     error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "", "traceback": []},
-                     record_timing=False, startup_timeout=60, shell_timeout_interval=1, log=_NBCLIENT_LOG)
-    client.marker = t("output_truncated_marker", lang, limit_kb=limits.max_output_kb)
-    replies: list[dict] = []
-    client.on_cell_executed = lambda **kw: replies.append(kw.get("execute_reply") or {})
-    attempt = _Attempt()
+@dataclass(kw_only=True)
+class _Run:
+    """What every attempt of one run shares: its deadline, limits and the result being filled."""
+
+    deadline: float
+    limits: Limits
+    lang: str
+    plan: GraderPlan
+    result: Execution
+    progress: Callable[[dict], None]
+    kept_bytes: int = 0  # learner output kept so far, all cells
+    poll_limits: Callable[[], set[str]] = set  # the current session's limits seen so far (cgroup OOM kills)
+
+    def left_s(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def grader_left_s(self) -> float:
+        """The grader's cells share the run's time; past it, only a fixed grace to read earlier answers."""
+        return self.deadline + GRADER_GRACE_S - time.monotonic()
+
+
+def _connect(session: KernelSession) -> KernelIO:
+    km = session.km
+    io = None
     try:
-        client.start_new_kernel_client()
-    except RuntimeError as exc:  # jupyter_client: "Kernel died before replying" / "didn't respond"
+        io = KernelIO(urls=session.channel_urls(), key=km.session.key,
+                      signature_scheme=km.session.signature_scheme, is_alive=km.is_alive)
+        io.wait_ready(CONNECT_TIMEOUT_S)
+        return io
+    except Exception as exc:
+        if io is not None:
+            io.close()  # a sandbox that hands over unusable channels is ours to fix
         raise GraderFault(f"kernel failed to start or respond: {exc}") from exc
+
+
+def _run_attempt(session: KernelSession, learner, *, run: _Run, skip: dict[int, CellReport],
+                 last_attempt: bool) -> _Attempt:
+    attempt = _Attempt()
+    io = _connect(session)
     try:
-        with client.setup_kernel(cleanup_kc=False):
-            _run_grader_cell(client, 0, plan.seed, replies, fatal=True)
-            for i, cell in enumerate(learner):
-                if i in skip:
-                    attempt.reports[i] = skip[i]
-                    continue
-                if _run_learner_cell(client, i, cell_at=i + 1, limits=limits, deadline=deadline, lang=lang,
-                                     replies=replies, attempt=attempt, result=result, total=len(learner),
-                                     progress=progress, poll_limits=poll_limits):
-                    if not last_attempt:
-                        attempt.restart_for = i
-                    else:
-                        _give_up(i, learner, plan=plan, skip=skip, attempt=attempt, result=result, lang=lang)
-                    return attempt
-            for j, grader_cell in enumerate(plan.extract):
-                if not _run_extraction(client, extract_at + j, grader_cell, plan=plan, replies=replies,
-                                       lang=lang, result=result):
-                    for rest in plan.extract[j + 1:]:
-                        result.extract_failures[rest.label] = result.extract_failures[grader_cell.label]
-                    break
+        _run_grader_cell(io, run.plan.seed, run=run, fatal=True)
+        for i, cell in enumerate(learner):
+            if i in skip:
+                attempt.reports[i] = skip[i]
+                continue
+            if _run_learner_cell(io, i, cell.source, run=run, attempt=attempt, total=len(learner)):
+                if not last_attempt and run.left_s() > 0:  # a restart past the run's limit would only skip
+                    attempt.restart_for = i
+                else:
+                    _give_up(i, learner, plan=run.plan, skip=skip, attempt=attempt, result=run.result, lang=run.lang)
+                return attempt
+        _run_extractions(io, run=run)
     finally:
-        if client.kc is not None:
-            client.kc.stop_channels()
+        io.close()
     return attempt
 
 
@@ -193,86 +169,85 @@ def _give_up(i: int, learner, *, plan: GraderPlan, skip: dict[int, CellReport], 
         result.extract_failures[cell.label] = message
 
 
-def _execute(client: _Client, index: int, timeout_s: float, replies: list[dict], *, budget: OutputBudget | None,
-             store_history: bool, iopub_s: float = LEARNER_IOPUB_S) -> tuple[str, dict]:
-    """Run one cell; return (status, reply content) with status ok|error|timeout|dead."""
-    limit_s = max(timeout_s, 0.1)
-    client.timeout_func = lambda _cell: limit_s  # the `timeout` trait is an int; this keeps sub-second deadlines
-    client.iopub_timeout = max(1, math.ceil(iopub_s))
-    client.budget, client.marked = budget, False
-    replies.clear()
-    cell = client.nb.cells[index]
-    try:
-        client.execute_cell(cell, index, store_history=store_history)
-    except DeadKernelError:
-        return "dead", {}
-    except CellTimeoutError:  # iopub never went idle after the interrupt
-        return "timeout", {}
-    content = (replies[-1] if replies else {}).get("content", {})
-    if content.get("status") == "error":
-        return ("timeout" if content.get("ename") == TIMEOUT_ENAME else "error"), content
-    return "ok", content
+def _grader_collector() -> OutputCollector:
+    """A grader cell keeps only its answers payload (the learner's code may print during its calls)."""
+    return OutputCollector(max_bytes=GRADER_OUTPUT_BYTES,
+                           keep=lambda out: ANSWERS_MIME in out.get("data", {}))
 
 
-def _run_grader_cell(client: _Client, index: int, cell: GraderCell, replies: list[dict], *, fatal: bool) -> str:
-    iopub_s = 1.0 if cell.label == "probe" else GRADER_IOPUB_S
-    status, content = _execute(client, index, cell.budget_s, replies, budget=OutputBudget(GRADER_OUTPUT_BYTES),
-                               store_history=False, iopub_s=iopub_s)
-    if fatal and status != "ok":
-        detail = f"{content.get('ename', status)}: {content.get('evalue', '')}"
-        raise GraderFault(f"grader {cell.label} cell failed ({detail})")
-    return status
+def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) -> CellRun:
+    left = run.grader_left_s()
+    done = io.execute(cell.source, limit_s=max(min(cell.budget_s, left), 0.0), collector=_grader_collector(),
+                      store_history=False, iopub_s=min(GRADER_IOPUB_S, max(left, 1.0)), run_cap=False)
+    if fatal and done.status != "ok":
+        detail = f"{done.reply.get('ename', done.status)}: {done.reply.get('evalue', '')}"
+        raise GraderFault(f"grader {cell.label} cell failed ({str(detail)[:300]})")
+    if done.flooded:
+        run.result.hit(OUTPUT)
+    return done
 
 
-def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, deadline: float, lang: str,
-                      replies: list[dict], attempt: _Attempt, result: Execution, total: int,
-                      progress: Callable[[dict], None], poll_limits: Callable[[], set[str]] = set) -> bool:
+def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: _Attempt, total: int) -> bool:
     """Run learner cell i; True if the kernel died or hung in it (the caller restarts without it)."""
-    remaining = deadline - time.monotonic()
+    limits, lang, result = run.limits, run.lang, run.result
+    remaining = run.left_s()
     if remaining <= 0:
-        result.hit("time limit")
+        result.hit(TIME)
         attempt.reports[i] = CellReport(index=i, status="skipped",
                                         message=t("run_timeout", lang, limit_s=limits.run_timeout_s, index=i))
         return False
-    progress({"event": "cell", "index": i, "total": total})
-    budget = OutputBudget(limits.max_output_kb * 1024)
+    if io.run_charged > RUN_TRAFFIC_BYTES:
+        result.hit(OUTPUT)
+        attempt.reports[i] = CellReport(index=i, status="skipped", message=t("run_output", lang, index=i))
+        return False
+    run.progress({"event": "cell", "index": i, "total": total})
+    room = min(limits.max_output_kb * 1024, max(RUN_KEPT_BYTES - run.kept_bytes, 0))
+    marker = t("output_truncated_marker", lang, limit_kb=limits.max_output_kb)
+    collector = OutputCollector(max_bytes=room, marker=marker)
     cell_limit = min(limits.cell_timeout_s, remaining)
     started = time.monotonic()
-    status, content = _execute(client, cell_at, cell_limit, replies, budget=budget, store_history=True)
+    done = io.execute(source, limit_s=cell_limit, collector=collector, store_history=True, iopub_s=LEARNER_IOPUB_S)
     took = round(time.monotonic() - started, 3)
-    attempt.outputs[i] = list(client.nb.cells[cell_at].get("outputs", []))
-    if budget.truncated:
-        result.hit("output limit")
+    attempt.outputs[i] = done.outputs
+    run.kept_bytes += room - collector.budget.remaining
+    if done.truncated or done.flooded:
+        result.hit(OUTPUT)
         note = t("output_truncated", lang, index=i, limit_kb=limits.max_output_kb)
         if note not in result.messages:
             result.messages.append(note)
-    over_memory = "memory limit" in poll_limits()  # the run's control group OOM-killed one of its processes
+    over_memory = "memory limit" in run.poll_limits()  # the run's control group OOM-killed one of its processes
     if over_memory:
         result.hit("memory limit")
-    if status == "dead":
+    if done.status == "dead":
         message = (t("memory_killed", lang, index=i, limit_mb=limits.memory_mb) if over_memory
                    else t("kernel_died", lang, index=i))
         attempt.reports[i] = CellReport(index=i, status="killed", message=message, duration_s=took)
         return True
-    if status == "timeout":
-        result.hit("time limit")
+    if done.flooded and done.status != "dead":  # its traffic may go on in the kernel's queues: start afresh
+        attempt.reports[i] = CellReport(index=i, status="error", message=t("output_flood", lang, index=i),
+                                        duration_s=took)
+        return True
+    if done.status in ("timeout", "hung"):
+        if done.status == "timeout" or time.monotonic() - started >= cell_limit:
+            result.hit(TIME)
         if cell_limit < limits.cell_timeout_s:
             message = t("run_timeout", lang, limit_s=limits.run_timeout_s, index=i)
         else:
             message = t("cell_timeout", lang, index=i, limit_s=limits.cell_timeout_s)
-        probe = GraderCell(label="probe", source="pass", budget_s=PROBE_TIMEOUT_S)
-        client.nb.cells.append(nbformat.v4.new_code_cell(probe.source))
-        alive = _run_grader_cell(client, len(client.nb.cells) - 1, probe, replies, fatal=False) == "ok"
-        client.nb.cells.pop()
-        if not alive:
+        if done.status == "hung":
             message = t("kernel_hung", lang, index=i)
         if over_memory:  # e.g. a cell that waited on processes the memory limit killed
             message = f"{t('memory_limit_cell', lang, index=i, limit_mb=limits.memory_mb)}; {message}"
         attempt.reports[i] = CellReport(index=i, status="timeout", message=message, duration_s=took)
-        return not alive
+        return done.status == "hung"
     message = ""
+    status = done.status
     if status == "error":
-        message = t("cell_error", lang, index=i, error=f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"[:300])
+        reply = done.reply
+        error = f"{reply.get('ename', 'Error')}: {reply.get('evalue', '')}"[:300]
+        message = t("cell_error", lang, index=i, error=error)
+    elif done.malformed:  # the kernel sent what the grader cannot read: the learner's error for this cell
+        status, message = "error", t("kernel_message_unreadable", lang, index=i, what=done.malformed[0])
     if over_memory:
         note = t("memory_limit_cell", lang, index=i, limit_mb=limits.memory_mb)
         status, message = "error", f"{note}; {message}" if message else note
@@ -280,26 +255,56 @@ def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, 
     return False
 
 
-def _run_extraction(client: _Client, index: int, cell: GraderCell, *, plan: GraderPlan, replies: list[dict],
-                    lang: str, result: Execution) -> bool:
-    """Run one extraction cell and keep its payload; False if the kernel is gone afterwards."""
-    status = _run_grader_cell(client, index, cell, replies, fatal=False)
-    payload = read_payload(client.nb.cells[index].get("outputs", []), nonce=plan.nonce)
-    client.nb.cells[index].outputs = []  # the payload is kept once, in result.payloads
-    over_cap = payload is None and client.budget is not None and client.budget.truncated
-    if over_cap or (payload is not None and not plan.admit_payload(payload)):  # the run's answer cap (grading.codec)
-        result.hit("answer limit")
-        result.extract_failures[cell.label] = t("answers_too_large", lang, limit_mb=MAX_ANSWER_BYTES // 2**20)
-        return True
-    if payload is not None:
-        result.payloads[cell.label] = payload
-        return True
-    if status == "dead":
-        result.extract_failures[cell.label] = t("kernel_died_checking", lang, where=cell.label)
-        return False
-    if status == "timeout":
-        result.hit("time limit")
+def _run_extractions(io: KernelIO, *, run: _Run) -> None:
+    """Run the extraction cells in order; once the kernel is gone, the rest fail with the same reason."""
+    gone: str | None = None
+    for cell in run.plan.extract:
+        if gone is not None:
+            run.result.extract_failures.setdefault(cell.label, gone)
+        elif cell.label not in run.result.extract_failures:  # else an earlier call of this check failed it
+            gone = _run_extraction(io, cell, run=run)
+
+
+def _run_extraction(io: KernelIO, cell: GraderCell, *, run: _Run) -> str | None:
+    """Run one extraction cell and keep its payload; returns why the kernel is gone, if it is."""
+    result, lang = run.result, run.lang
+    if run.grader_left_s() <= 0:
+        result.hit(TIME)
         result.extract_failures[cell.label] = t("checking_timeout", lang, where=cell.label)
-        return True
-    result.extract_failures[cell.label] = t("answers_unreadable", lang, where=cell.label)
-    return True
+        return result.extract_failures[cell.label]
+    done = _run_grader_cell(io, cell, run=run, fatal=False)
+    payload = read_payload(done.outputs, nonce=run.plan.nonce)
+    if done.status in ("timeout", "hung"):
+        result.hit(TIME)
+        if cell.check is not None and cell.call_indices:  # the grader's clock decides, whatever the kernel
+            timeout = {"__raised__": {"type": "__timeout__", "message": f"exceeded {cell.budget_s:g} s"}}
+            payload = {"calls": {cell.check: [timeout] * len(cell.call_indices)}}
+    gone = {"dead": t("kernel_died_checking", lang, where=cell.label),
+            "hung": t("checking_timeout", lang, where=cell.label)}.get(done.status)
+    too_big = payload is None and (done.truncated or any("size limit" in why for why in done.malformed))
+    if too_big or (payload is not None and not run.plan.admit_payload(payload)):  # the run's answer cap
+        result.hit("answer limit")
+        result.payloads.pop(cell.label, None)
+        result.extract_failures[cell.label] = t("answers_too_large", lang, limit_mb=MAX_ANSWER_BYTES // 2**20)
+        return gone
+    if payload is not None:
+        _merge_payload(result, cell.label, payload)
+    gone = {"dead": t("kernel_died_checking", lang, where=cell.label),
+            "hung": t("checking_timeout", lang, where=cell.label)}.get(done.status)
+    if payload is None:  # one call without a result fails the whole check, as one cell per check did
+        result.payloads.pop(cell.label, None)
+        result.extract_failures[cell.label] = gone or t(
+            "checking_timeout" if done.status == "timeout" else "answers_unreadable", lang, where=cell.label)
+    return gone
+
+
+def _merge_payload(result: Execution, label: str, payload: dict[str, Any]) -> None:
+    """Per-call cells of one check add their call results to the check's payload, in order."""
+    have = result.payloads.get(label)
+    if have is None:
+        result.payloads[label] = payload
+        return
+    for check, calls in (payload.get("calls") or {}).items():
+        kept = have.setdefault("calls", {}).get(check)
+        if isinstance(kept, list) and isinstance(calls, list):
+            kept.extend(calls)

@@ -24,6 +24,7 @@ from grading.i18n import MESSAGES
 ANSWERS_MIME = "application/vnd.titangrade.answers+json"
 _KERNEL_SOURCE = Path(kernel_side.__file__).read_text(encoding="utf-8")
 DEFAULT_CALL_TIMEOUT_S = 10.0
+CALL_SLACK_S = 1.5  # decoding the inputs and encoding the result, on top of a call's own time limit
 MIN_SCRUB_CHARS = 4  # shorter hidden strings are not scrubbed (they would cut up ordinary words)
 
 
@@ -114,13 +115,16 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         if hidden:
             parts.append((f"check {check.name}, hidden cases", hidden, hidden_cells))
         for label, indices, into in parts:
-            sent = [{"args": calls[i].get("args", []), "kwargs": calls[i].get("kwargs", {})} for i in indices]
-            payload = {check.name: {"answer": check.answer, "calls": sent}}
-            into.append(GraderCell(
-                label=label, check=check.name, call_indices=indices,
-                source=(f"import json as _tg_json\n{handle}({nonce!r}, {{}}, _tg_json.loads({json.dumps(payload)!r}), "
-                        f"{timeout!r})\ndel _tg_json\n"),
-                budget_s=timeout * max(1, len(sent)) + 15.0))
+            # one cell per call: the grader's clock (budget_s) then bounds each call, whatever the kernel does
+            # to its own alarm; cells sharing a label have their results merged (see parts_of)
+            for one in [(i,) for i in indices] or [()]:
+                sent = [{"args": calls[i].get("args", []), "kwargs": calls[i].get("kwargs", {})} for i in one]
+                payload = {check.name: {"answer": check.answer, "calls": sent}}
+                into.append(GraderCell(
+                    label=label, check=check.name, call_indices=one,
+                    source=(f"import json as _tg_json\n{handle}({nonce!r}, {{}}, "
+                            f"_tg_json.loads({json.dumps(payload)!r}), {timeout!r})\ndel _tg_json\n"),
+                    budget_s=timeout + CALL_SLACK_S))
     hidden = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
     public = _public_text(exercise, checks)
     scrub = (nonce, handle, *(h for h in hidden if len(h) >= MIN_SCRUB_CHARS and h not in public))

@@ -163,9 +163,6 @@ def test_many_failing_cells_give_one_counted_line_and_throttled_progress(graded)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="jupyter_client's deserialize raises RecursionError inside nbclient; the "
-                                        "grader's own kernel I/O (issue 9, items 4 and 9, another branch) reads "
-                                        "kernel messages itself and must turn this into the cell's error")
 def test_a_deeply_nested_kernel_message_is_the_learners_error(graded):
     result, _ = graded("deep_message")
     assert result.status is Status.ERROR and scores(result)["public_cases"] == 2

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from grading.sandbox.watch import classify_message, classify_text, message_size
+from grading.sandbox.watch import classify_message, classify_text
 
 
 @pytest.mark.parametrize("text, limit", [
@@ -36,9 +36,3 @@ def test_a_flood_is_scanned_at_its_edges_only():
     assert classify_message({"msg_type": "stream", "content": {"name": "stdout", "text": flood}}) == {"disk limit"}
     hidden_in_middle = "y" * 5_000_000 + "MemoryError" + "y" * 5_000_000
     assert classify_message({"msg_type": "stream", "content": {"text": hidden_in_middle}}) == set()
-
-
-def test_message_size_counts_learner_visible_payload():
-    assert message_size({"content": {"text": "abc"}}) == 3
-    assert message_size({"content": {"data": {"text/plain": "12345", "image/png": "xx"}}}) == 7
-    assert message_size({"content": {"execution_state": "idle"}}) == 0

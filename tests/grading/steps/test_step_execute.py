@@ -79,3 +79,30 @@ def test_after_two_restarts_the_engine_gives_up_and_says_so(toy_catalogue, engin
     assert "after two restarts" in result.cells[3].message and result.cells[4].message == result.cells[3].message
     assert "re-run without it" in result.cells[1].message
     assert result.payloads == {} and set(result.extract_failures) == {c.label for c in p.extract}
+
+
+FORGE = ("K = get_ipython().kernel\nP = K.get_parent()\n"
+         "def send(kind, content):\n    K.session.send(K.iopub_socket, kind, content, parent=P)\n")
+
+
+def test_errors_count_and_a_forged_execute_input_starts_no_new_budget(toy_catalogue, engine_sandbox):
+    exercise = toy_catalogue.get("ch05.toy")
+    p = plan(exercise, reference=exercise.reference())
+    flood = FORGE + ("for i in range(200):\n"
+                     "    send('execute_input', {'code': '', 'execution_count': i})\n"
+                     "    send('error', {'ename': 'E', 'evalue': str(i), 'traceback': ['x' * 20_000]})")
+    limits = exercise.manifest.limits
+    result = run_notebook(_nb("answer_int = 42", flood), plan=p, sandbox=engine_sandbox,
+                          request=KernelRequest(limits=limits))
+    kept = sum(len(repr(o)) for o in result.outputs[1])
+    assert kept < limits.max_output_kb * 1024 + 2000 and "output limit" in result.limits_hit
+    assert result.payloads["answers"]["answers"]["answer_int"] == 42
+
+
+def test_a_malformed_message_is_an_error_of_that_cell_only(toy_catalogue, engine_sandbox):
+    exercise = toy_catalogue.get("ch05.toy")
+    p = plan(exercise, reference=exercise.reference())
+    result = run_notebook(_nb("answer_int = 42", FORGE + "send('display_data', {'metadata': {}})", "print('next')"),
+                          plan=p, sandbox=engine_sandbox, request=KernelRequest(limits=exercise.manifest.limits))
+    assert result.fault is None and [c.status for c in result.cells] == ["ok", "error", "ok"]
+    assert "cannot read" in result.cells[1].message and result.outputs[2][0]["text"] == "next\n"

@@ -1,0 +1,217 @@
+"""The engine's own client for one kernel: runs one cell at a time under grader-side clocks and caps.
+
+Not nbclient: a learner's kernel holds the session key and may send anything on any channel, so this
+client opens only the shell, iopub and control channels (never stdin or heartbeat), bounds every socket
+(grading/sandbox/channels.py), counts the bytes of every message it receives (any type, any parent,
+buffers included) and keeps only outputs whose parent is the engine's own execute_request. Every time
+limit is a deadline here, outside the kernel: past it the cell is interrupted through the control
+channel, and a kernel that does not answer the interrupt in time is reported hung (the caller kills it).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq
+from jupyter_client.session import Session
+
+from grading.sandbox.channels import MiB, Received, bounded_socket, recv_bounded, rss_bytes
+from grading.steps.limit_output import Malformed, OutputCollector
+
+INTERRUPT_GRACE_S = 5.0  # a kernel that has not answered an interrupt by then is hung
+CELL_FLOOD_BYTES = 64 * MiB  # traffic while one cell runs; past it the cell is interrupted
+RUN_TRAFFIC_BYTES = 192 * MiB  # traffic of a whole run; past it learner cells stop running
+RSS_GUARD_BYTES = 100 * MiB  # grader memory growth during one cell that no socket bound explains
+_POLL_MS = 50
+_ALIVE_EVERY_S = 0.25
+_RSS_EVERY_S = 0.02
+
+
+@dataclass(kw_only=True)
+class CellRun:
+    """What one execute_request produced. status: ok | error | timeout | dead | hung."""
+
+    status: str
+    reply: dict[str, Any] = field(default_factory=dict)  # the execute_reply's content
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False  # kept outputs hit the cell's output budget
+    flooded: bool = False  # traffic passed a cap (cell, run, message size, grader memory)
+    malformed: list[str] = field(default_factory=list)  # why messages with our parent were unreadable
+    charged: int = 0
+
+
+class KernelIO:
+    """Shell + iopub + control sockets to one kernel, driven synchronously from the engine's thread."""
+
+    def __init__(self, *, urls: dict[str, str], key: bytes, signature_scheme: str = "hmac-sha256",
+                 is_alive=lambda: True) -> None:
+        self.session = Session(key=key, signature_scheme=signature_scheme)
+        self.ctx = zmq.Context()
+        self.shell = bounded_socket(self.ctx, zmq.DEALER, urls["shell"])
+        self.iopub = bounded_socket(self.ctx, zmq.SUB, urls["iopub"])
+        self.control = bounded_socket(self.ctx, zmq.DEALER, urls["control"])
+        self.poller = zmq.Poller()
+        for sock in (self.shell, self.iopub, self.control):
+            self.poller.register(sock, zmq.POLLIN)
+        self.is_alive = is_alive
+        self.run_charged = 0  # all traffic of this run so far (kept across cells)
+        self.broken = False  # a socket was left mid-message: nothing more can be read reliably
+
+    def close(self) -> None:
+        for sock in (self.shell, self.iopub, self.control):
+            sock.close(linger=0)
+        self.ctx.term()
+
+    # ---- one message ---------------------------------------------------------------------------------
+
+    def _read(self, sock: zmq.Socket) -> tuple[Received, dict[str, Any] | None, str | None]:
+        """(what arrived, the message without its content parsed, why it is unreadable)."""
+        got = recv_bounded(sock)
+        self.run_charged += got.charged
+        if got.endless:
+            self.broken = True
+        if got.frames is None:
+            return got, None, "a message over the size limit" if got.charged else None
+        try:
+            _, parts = self.session.feed_identities(got.frames, copy=True)
+            msg = self.session.deserialize(parts, content=False, copy=True)
+        except Exception:  # bad signature, bad JSON, missing parts: all the kernel's doing
+            return got, None, "an unreadable message"
+        if not isinstance(msg.get("header"), dict) or not isinstance(msg.get("parent_header"), dict):
+            return got, None, "a message without a header"
+        return got, msg, None
+
+    @staticmethod
+    def _content(msg: dict[str, Any]) -> dict[str, Any]:
+        content = msg["content"]
+        if isinstance(content, (bytes, memoryview)):
+            content = json.loads(bytes(content))
+        if not isinstance(content, dict):
+            raise Malformed("content is not an object")
+        return content
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Handshake (kernel_info on shell, any iopub message back) so no output of the first cell is
+        lost to a subscription still on its way; raises TimeoutError."""
+        deadline = time.monotonic() + timeout_s
+        shell_ok = iopub_ok = False
+        while not (shell_ok and iopub_ok):
+            if time.monotonic() > deadline or self.broken:
+                raise TimeoutError(f"no kernel_info reply within {timeout_s:g} s")
+            if not self.is_alive():
+                raise RuntimeError("the kernel died before replying to kernel_info")
+            self.session.send(self.shell, "kernel_info_request", {})
+            until = time.monotonic() + 0.5
+            while time.monotonic() < until and not (shell_ok and iopub_ok):
+                for sock, _ in self.poller.poll(_POLL_MS):
+                    _, msg, _ = self._read(sock)
+                    shell_ok |= sock is self.shell and msg is not None
+                    iopub_ok |= sock is self.iopub and msg is not None
+
+    # ---- one cell ------------------------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        self.session.send(self.control, "interrupt_request", {})
+
+    def execute(self, code: str, *, limit_s: float, collector: OutputCollector, store_history: bool,
+                iopub_s: float, flood_bytes: int = CELL_FLOOD_BYTES, run_cap: bool = True) -> CellRun:
+        """Run `code`; keep its outputs in `collector`. Never raises for anything the kernel sends.
+        `run_cap=False` for the grader's own cells: past the run's traffic cap they still read answers."""
+        msg = self.session.msg("execute_request", {
+            "code": code, "silent": False, "store_history": store_history, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": False})
+        msg_id = msg["header"]["msg_id"]
+        run = CellRun(status="ok")
+        if self.broken:
+            return CellRun(status="hung", flooded=True)
+        try:
+            self.session.send(self.shell, msg)
+        except zmq.Again:  # no kernel on the other end any more
+            return CellRun(status="dead" if not self.is_alive() else "hung")
+        start = time.monotonic()
+        deadline = start + limit_s
+        rss0 = rss_bytes()
+        interrupted_at: float | None = None
+        timed_out = False
+        reply: dict[str, Any] | None = None
+        idle = False
+        reply_at = 0.0
+        next_alive = next_rss = start
+        while True:
+            now = time.monotonic()
+            if reply is not None and (idle or now > reply_at + iopub_s or now > deadline + INTERRUPT_GRACE_S):
+                break
+            if now >= next_rss:
+                next_rss = now + _RSS_EVERY_S
+                if rss0 and rss_bytes() - rss0 > RSS_GUARD_BYTES:
+                    run.flooded = self.broken = True  # growth no bound explains: stop listening, kill
+            if now >= next_alive:
+                next_alive = now + _ALIVE_EVERY_S
+                if not self.is_alive():
+                    run.status = "dead"
+                    return self._finish(run, collector)
+            over = run.charged > flood_bytes or (run_cap and self.run_charged > RUN_TRAFFIC_BYTES) or self.broken
+            if over:
+                run.flooded = True
+            if interrupted_at is None and (now > deadline or over):
+                timed_out = now > deadline
+                interrupted_at = now
+                self._interrupt_safely()
+            if interrupted_at is not None and reply is None and (
+                    now > interrupted_at + INTERRUPT_GRACE_S or self.broken or run.charged > 2 * flood_bytes):
+                run.status = "hung"
+                return self._finish(run, collector)
+            for sock, _ in self.poller.poll(_POLL_MS):
+                if self.broken:
+                    break
+                got, m, why = self._read(sock)
+                run.charged += got.charged
+                if got.oversized:
+                    run.flooded = True
+                if m is None or m["parent_header"].get("msg_id") != msg_id:
+                    if why and sock is not self.control:
+                        run.malformed.append(why)  # could have been ours: the learner's error either way
+                    continue
+                if sock is self.shell and m["header"].get("msg_type") == "execute_reply":
+                    try:
+                        reply = self._content(m)
+                    except (ValueError, RecursionError):  # Malformed is a ValueError
+                        reply = {"status": "error", "ename": "UnreadableReply", "evalue": ""}
+                        run.malformed.append("an unreadable execute_reply")
+                    reply_at = time.monotonic()
+                elif sock is self.iopub:
+                    idle = self._on_iopub(m, collector, run) or idle
+        run.reply = reply or {}
+        status = run.reply.get("status")
+        if timed_out:
+            run.status = "timeout"
+        elif status == "error" or status == "aborted":
+            run.status = "error"
+        return self._finish(run, collector)
+
+    def _interrupt_safely(self) -> None:
+        with contextlib.suppress(zmq.ZMQError):  # a full send queue: the grace period then decides
+            self.interrupt()
+
+    def _on_iopub(self, msg: dict[str, Any], collector: OutputCollector, run: CellRun) -> bool:
+        """Handle one iopub message of our cell; True when it says the cell's output is complete."""
+        kind = msg["header"].get("msg_type")
+        if kind not in ("status", *collector.KINDS):
+            return False  # execute_input, comm_*, unknown types: counted already, never stored
+        try:
+            content = self._content(msg)
+            if kind == "status":
+                return content.get("execution_state") == "idle"
+            collector.add(kind, content)
+        except (ValueError, RecursionError) as exc:  # Malformed is a ValueError; JSON nested too deep
+            run.malformed.append(f"a malformed {str(kind)[:40]} message ({str(exc)[:80]})")
+        return False
+
+    @staticmethod
+    def _finish(run: CellRun, collector: OutputCollector) -> CellRun:
+        run.outputs = collector.outputs
+        run.truncated = collector.truncated
+        return run

@@ -1,0 +1,130 @@
+"""Iopub message shapes (fuzzed) and the bounded reader, without a kernel: whatever a kernel sends, output
+handling either keeps it within budget or rejects it as Malformed, and reading never holds more than
+its caps."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import zmq
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grading.sandbox.channels import FRAME_CHARGE, SEND_TIMEOUT_MS, SND_HWM, bounded_socket, recv_bounded
+from grading.steps.limit_output import Malformed, OutputCollector, output_size
+
+KINDS = [*OutputCollector.KINDS, "comm_msg", "execute_input"]
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=8)
+likely_keys = st.sampled_from(["name", "text", "data", "metadata", "transient", "ename", "evalue", "traceback",
+                               "execution_count", "wait", "display_id"])
+contents = st.dictionaries(likely_keys | st.text(max_size=8), json_values | st.fixed_dictionaries(
+    {"display_id": json_values}), max_size=6)
+
+
+@pytest.mark.slow  # ~5 s on a quiet machine, 25 s on a busy one
+@settings(max_examples=150, deadline=None)
+@given(messages=st.lists(st.tuples(st.sampled_from(KINDS), contents), max_size=12), budget=st.integers(0, 400))
+def test_any_message_shape_is_kept_within_budget_or_rejected(messages, budget):
+    collector = OutputCollector(max_bytes=budget, marker="[cut]")
+    for kind, content in messages:
+        try:
+            collector.add(kind, content)
+        except Malformed:
+            continue
+    kept = [o for o in collector.outputs if o.get("text") != "[cut]"]
+    assert sum(output_size(o) for o in kept) <= budget + 64 * len(kept)  # merged streams count their text
+    json.dumps(collector.outputs)  # whatever was kept is plain JSON
+
+
+@pytest.mark.parametrize("kind, content", [
+    ("display_data", {"metadata": {}}),
+    ("display_data", {"data": "text"}),
+    ("execute_result", {"data": {}, "execution_count": "1"}),
+    ("stream", {"name": "stdout", "text": 5}),
+    ("error", {"ename": "E", "evalue": "", "traceback": None}),
+    ("update_display_data", {"data": {}}),
+    ("clear_output", {"wait": "yes"}),
+])
+def test_known_bad_shapes_are_malformed_not_crashes(kind, content):
+    with pytest.raises(Malformed):
+        OutputCollector(max_bytes=1000).add(kind, content)
+
+
+def test_errors_and_tracebacks_count_against_the_budget():
+    collector = OutputCollector(max_bytes=10_000, marker="[cut]")
+    for _ in range(50):
+        collector.add("error", {"ename": "E", "evalue": "", "traceback": ["x" * 1000]})
+    assert collector.truncated and sum(output_size(o) for o in collector.outputs) < 11_000
+
+
+def test_display_updates_and_clear_output_apply_within_the_cell():
+    collector = OutputCollector(max_bytes=10_000)
+    collector.add("display_data", {"data": {"text/plain": "1"}, "transient": {"display_id": "d"}})
+    update = {"data": {"text/plain": "2"}, "metadata": {}, "transient": {"display_id": "d"}}
+    collector.add("update_display_data", update)
+    assert collector.outputs[0]["data"] == {"text/plain": "2"}
+    collector.add("stream", {"name": "stdout", "text": "a"})
+    collector.add("stream", {"name": "stdout", "text": "b"})
+    assert collector.outputs[-1]["text"] == "ab"
+    collector.add("clear_output", {"wait": True})
+    collector.add("stream", {"name": "stdout", "text": "c"})
+    assert collector.outputs == [{"output_type": "stream", "name": "stdout", "text": "c"}]
+
+
+@pytest.fixture
+def pair():
+    ctx = zmq.Context()
+    sender = ctx.socket(zmq.PAIR)
+    port = sender.bind_to_random_port("tcp://127.0.0.1")
+    receiver = bounded_socket(ctx, zmq.PAIR, f"tcp://127.0.0.1:{port}")
+    yield sender, receiver
+    sender.close(linger=0)
+    receiver.close(linger=0)
+    ctx.term()
+
+
+def test_a_normal_message_is_read_whole_and_charged_per_frame(pair):
+    sender, receiver = pair
+    sender.send_multipart([b"a", b"bc"])
+    assert receiver.poll(2000)
+    got = recv_bounded(receiver)
+    assert got.frames == [b"a", b"bc"] and got.charged == 3 + 2 * FRAME_CHARGE
+
+
+def test_too_many_frames_are_counted_and_dropped(pair):
+    sender, receiver = pair
+    sender.send_multipart([b"x"] * 100 + [b"end"])
+    assert receiver.poll(2000)
+    got = recv_bounded(receiver, max_frames=64)
+    assert got.oversized and not got.endless and got.charged == 103 + 101 * FRAME_CHARGE
+
+
+def test_a_message_far_past_its_cap_is_abandoned_mid_message(pair):
+    sender, receiver = pair
+    sender.send_multipart([b"y" * 1000] * 3000)  # stands for one that never ends: reading stops at 2x the cap
+    assert receiver.poll(2000)
+    got = recv_bounded(receiver, max_bytes=100_000)
+    assert got.endless and got.frames is None
+
+
+@pytest.mark.timeout(30)
+def test_a_kernel_gone_for_good_never_blocks_the_engine(tmp_path):
+    import time
+
+    from grading.steps.kernel_io import KernelIO
+
+    urls = {name: f"ipc://{tmp_path}/{name}" for name in ("shell", "iopub", "control")}  # nobody listens
+    io = KernelIO(urls=urls, key=b"key", is_alive=lambda: False)
+    try:
+        started = time.monotonic()
+        run = io.execute("1", limit_s=5, collector=OutputCollector(max_bytes=100), store_history=False, iopub_s=1)
+        assert run.status == "dead" and time.monotonic() - started < 3
+        started = time.monotonic()
+        for _ in range(SND_HWM + 2):  # past the send queue, a send gives up after SEND_TIMEOUT_MS
+            io._interrupt_safely()
+        assert time.monotonic() - started < 2 * SEND_TIMEOUT_MS / 1000 + 2
+    finally:
+        io.close()

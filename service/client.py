@@ -8,8 +8,27 @@ from pathlib import Path
 import httpx
 
 
+def _about(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def describe_estimate(event: dict) -> str:
+    """One line for a queued submission: its position and when it should start and finish."""
+    text = f"  queued: position {event['position']}"
+    if event.get("start_in_s") is None:
+        reason = "no worker that can run it is up" if not event.get("worker_slots") else "no grading history yet"
+        return f"{text}, no estimate ({reason})"
+    return (f"{text}, starts in about {_about(event['start_in_s'])}, result in about "
+            f"{_about(event['finish_in_s'])} ({event['worker_slots']} slot(s); this exercise usually takes "
+            f"{_about(event['typical_s'])})")
+
+
 def _describe(event: dict) -> str | None:
     kind = event.get("event")
+    if kind == "estimate":
+        return describe_estimate(event)
+    if kind == "done" and event.get("status") == "superseded":
+        return f"  superseded by your newer attempt {event.get('superseded_by')}; only that one is graded"
     if kind == "cell":
         return f"  running cell {event.get('index', 0) + 1} of {event.get('total', '?')}"
     return {"queued": "  queued", "claimed": "  picked up by a worker", "started": "  kernel started",

@@ -29,7 +29,15 @@ class Settings(BaseSettings):
     migrate_on_start: bool = Field(True, description="`serve` upgrades the schema itself; workers never do")
 
     # queue and workers
-    executor: Literal["local"] = Field("local", description="grading backend; a Ray executor comes later")
+    executor: Literal["local", "ray"] = Field("local", description="grading backend: a local process pool, or "
+                                              "Ray tasks on a cluster (docs/cluster.md)")
+    ray_address: str = Field("auto", description='Ray cluster to join with executor=ray: "auto" (the one `ray '
+                             'start` runs on this host) or HOST:PORT of its head')
+    ray_cpus_per_rank: float = Field(1.0, gt=0, description="Ray CPUs a job reserves per rank (world_size ranks)")
+    ray_place_timeout_s: float = Field(10.0, gt=0, description="a multi-rank job's placement group must be "
+                                       "reserved this fast, else the job is retried")
+    ray_node_cooldown_s: float = Field(30.0, ge=0, description="a node that lost a job (died, crashed) gets no "
+                                       "new job for this long")
     worker_slots: int = Field(2, ge=1, description="concurrent grading jobs per worker process")
     short_reserved_slots: int = Field(1, ge=0, description="slots that only take short-lane jobs")
     worker_devices: str = Field("", description='accelerators this worker offers, e.g. "npu:0-7" or "cuda:0,1"; '
@@ -46,6 +54,16 @@ class Settings(BaseSettings):
     poll_s: float = Field(0.5, gt=0, description="idle workers look for jobs this often")
     shutdown_grace_s: float = Field(10.0, ge=0, description="on SIGTERM, running jobs get this long before "
                                     "they are handed back to the queue")
+    queue_policy: Literal["fair", "fifo"] = Field("fair", description="fair: within a lane and priority the next "
+                                                  "job goes to the learner with the least work running, then the "
+                                                  "one granted longest ago; fifo: oldest job first")
+    max_running_per_learner: int = Field(0, ge=0, description="jobs of one learner running at once, all workers "
+                                         "together; 0 = no cap")
+    supersede_queued: Literal["off", "training", "all"] = Field(
+        "training", description="course default: a new attempt supersedes the same learner's still-queued "
+        "attempts at that exercise (training = long-lane exercises only); instructors override it per course")
+    estimate_recent_runs: int = Field(20, ge=1, description="waiting-time estimates use the median grading "
+                                      "time of this many recent runs of the exercise")
     max_attempts: int = Field(3, ge=1, description="grader-fault retries before a submission is not_gradable")
     retry_backoff_s: float = Field(2.0, ge=0, description="delay before a retried job may run again")
 

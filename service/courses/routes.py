@@ -7,7 +7,8 @@ from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
 from service.courses import service
-from service.deps import SessionDep, StaffUser
+from service.courses.schemas import CourseSettingsPublic, CourseSettingsUpdate
+from service.deps import SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden
 
 router = APIRouter(prefix="/courses", tags=["courses"])
@@ -24,3 +25,28 @@ def gradebook(course: str, user: StaffUser, session: SessionDep, policy: Literal
         return PlainTextResponse(service.to_csv(rows), media_type="text/csv",
                                  headers={"Content-Disposition": f'attachment; filename="{course}-gradebook.csv"'})
     return {"course": course, "policy": policy, "rows": rows}
+
+
+def _settings_public(session, *, course: str, default: str) -> CourseSettingsPublic:
+    policy = service.supersede_policy(session, course=course, default=default)
+    row = service.get_settings(session, course=course)
+    return CourseSettingsPublic(course=course, supersede=policy,
+                                supersede_is_default=row is None or row.supersede is None)
+
+
+@router.get("/{course}/settings", response_model=CourseSettingsPublic)
+def course_settings(course: str, user: StaffUser, session: SessionDep, settings: SettingsDep) -> CourseSettingsPublic:
+    """The course's policies (today: whether a new attempt supersedes queued ones)."""
+    if not user.can_see_course(course):
+        raise Forbidden(f"your token is scoped to course {user.course!r}, not {course!r}")
+    return _settings_public(session, course=course, default=settings.supersede_queued)
+
+
+@router.put("/{course}/settings", response_model=CourseSettingsPublic)
+def update_course_settings(course: str, body: CourseSettingsUpdate, user: StaffUser, session: SessionDep,
+                           settings: SettingsDep) -> CourseSettingsPublic:
+    """Set the course's supersede policy (`null` returns to the service default)."""
+    if not user.can_see_course(course):
+        raise Forbidden(f"your token is scoped to course {user.course!r}, not {course!r}")
+    service.update_settings(session, course=course, supersede=body.supersede, by_user=user.user)
+    return _settings_public(session, course=course, default=settings.supersede_queued)

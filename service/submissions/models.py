@@ -32,6 +32,7 @@ class Submission(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     graded_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    superseded_by: Mapped[str | None] = mapped_column(String(32), nullable=True)  # a later attempt's id
 
     @property
     def effective_score(self) -> float | None:

@@ -77,20 +77,28 @@ def list_submissions(user: CurrentUser, session: SessionDep, exercise_id: str | 
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic)
-def get_submission(submission_id: str, user: CurrentUser, session: SessionDep) -> SubmissionPublic:
-    return service.to_public(service.get(session, user=user, submission_id=submission_id))
+def get_submission(submission_id: str, user: CurrentUser, session: SessionDep,
+                   settings: SettingsDep) -> SubmissionPublic:
+    """The submission; while it waits, `queue` has its position and estimated start and finish."""
+    sub = service.get(session, user=user, submission_id=submission_id)
+    return service.to_public(sub, queue_estimate=service.wait_estimate(session, sub=sub, settings=settings))
 
 
 @router.get("/{submission_id}/events", response_class=StreamingResponse,
             responses={200: {"content": {"text/event-stream": {}},
-                             "description": "queued, claimed, started, cell (index/total), checks, done"}})
+                             "description": "queued, estimate (position, start_in_s, finish_in_s; "
+                                            "while queued, when it changes), claimed, started, cell "
+                                            "(index/total), checks, done"}})
 def submission_events(request: Request, submission_id: str, user: CurrentUser, session: SessionDep,
                       last_event_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
     """Server-sent progress events, replayed from the start (or after Last-Event-ID) until `done`."""
     service.get(session, user=user, submission_id=submission_id)
     session.commit()
     after = int(last_event_id) if (last_event_id or "").isdigit() else 0
-    return StreamingResponse(events.stream(request.app.state.sessions, submission_id=submission_id, after_id=after),
+    estimate = events.estimator(request.app.state.sessions, submission_id=submission_id,
+                                settings=request.app.state.settings)
+    return StreamingResponse(events.stream(request.app.state.sessions, submission_id=submission_id, after_id=after,
+                                           estimate=estimate),
                              media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 

@@ -12,18 +12,20 @@ from sqlalchemy.orm import Session
 from grading.exercise import Exercise
 from service.auth.service import Principal
 from service.config import Settings
+from service.courses import service as courses
 from service.db import utcnow
 from service.errors import Forbidden, NotFound, TooMany, Unsatisfiable
 from service.grades.models import OutboxEvent, ScoreOverride
+from service.queue import estimates
 from service.queue import service as queue
 from service.queue.models import Job
-from service.submissions.models import Submission
+from service.submissions.models import ProgressEvent, Submission
 from service.submissions.schemas import CheckPublic, SubmissionPublic
 
 DEFAULT_COURSE = "default"
 
 
-def to_public(sub: Submission) -> SubmissionPublic:
+def to_public(sub: Submission, *, queue_estimate: dict | None = None) -> SubmissionPublic:
     result = sub.result or {}
     return SubmissionPublic(
         id=sub.id, user=sub.user, course=sub.course, exercise_id=sub.exercise_id, status=sub.status,
@@ -31,7 +33,8 @@ def to_public(sub: Submission) -> SubmissionPublic:
         attempt=sub.attempt, lang=sub.lang, message=sub.message,
         checks=[CheckPublic(**c) for c in result.get("checks", [])], limits_hit=result.get("limits_hit", []),
         sandbox=result.get("sandbox", ""), grading_s=sub.grading_s, created_at=sub.created_at,
-        started_at=sub.started_at, graded_at=sub.graded_at)
+        started_at=sub.started_at, graded_at=sub.graded_at, superseded_by=sub.superseded_by,
+        queue=queue_estimate)
 
 
 def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_world_size: int) -> None:
@@ -56,8 +59,11 @@ def _check_limits(session: Session, *, user: Principal, exercise_id: str, settin
                       "wait a minute and submit again")
     done = session.scalar(select(func.count()).select_from(Submission)
                           .where(Submission.user == user.user, Submission.exercise_id == exercise_id))
+    superseded = session.scalar(select(func.count()).select_from(Submission)
+                                .where(Submission.user == user.user, Submission.exercise_id == exercise_id,
+                                       Submission.status == "superseded")) or 0
     limit = settings.max_attempts_per_exercise
-    if limit and done >= limit and not user.is_staff:
+    if limit and (done or 0) - superseded >= limit and not user.is_staff:  # a superseded attempt was never graded
         raise TooMany(f"you have used all {limit} attempts for {exercise_id}; ask an instructor if you need more",
                       code="attempt_limit")
     return done + 1
@@ -83,7 +89,8 @@ def create(session: Session, *, user: Principal, exercise: Exercise, notebook: b
     session.flush()
     queue.enqueue(session, submission_id=sub.id, lane=manifest.lane, priority=queue.INTERACTIVE_PRIORITY,
                   devices=manifest.resources.devices, world_size=manifest.resources.world_size,
-                  max_attempts=settings.max_attempts)
+                  max_attempts=settings.max_attempts, learner=sub.user)
+    _supersede_earlier(session, sub=sub, exercise=exercise, default=settings.supersede_queued)
     try:
         session.commit()
     except IntegrityError:  # the same key raced in from a second request
@@ -93,6 +100,42 @@ def create(session: Session, *, user: Principal, exercise: Exercise, notebook: b
             raise
         return existing, False
     return sub, True
+
+
+def wait_estimate(session: Session, *, sub: Submission, settings: Settings) -> dict | None:
+    """Position and estimated start/finish while the submission waits (None once it runs or ends). A worker
+    counts as live until its jobs' leases would expire, so a heartbeat delayed by load does not hide it."""
+    if sub.status != "queued":
+        return None
+    found = estimates.for_submission(session, submission_id=sub.id, policy=settings.queue_policy,
+                                     recent_runs=settings.estimate_recent_runs,
+                                     live_within_s=max(3 * settings.heartbeat_s, settings.lease_s))
+    return found.public() if found is not None else None
+
+
+def supersedes(policy: str, exercise: Exercise) -> bool:
+    """Whether a new attempt at `exercise` supersedes queued ones under a course's policy (off|training|all);
+    training means the long-lane exercises, whose grading holds the scarce accelerator slots."""
+    return policy == "all" or (policy == "training" and exercise.manifest.lane == "long")
+
+
+def _supersede_earlier(session: Session, *, sub: Submission, exercise: Exercise, default: str) -> list[str]:
+    """Mark the learner's still-queued attempts at this exercise superseded by `sub` (in its transaction).
+    Only jobs not yet claimed are cancelled (the queue re-checks that on the locked row), so a running
+    attempt is never dropped, and `sub` itself, the latest, is always graded."""
+    if not supersedes(courses.supersede_policy(session, course=sub.course, default=default), exercise):
+        return []
+    earlier = session.scalars(select(Submission.id).where(
+        Submission.user == sub.user, Submission.course == sub.course, Submission.exercise_id == sub.exercise_id,
+        Submission.status == "queued", Submission.id != sub.id)).all()
+    cancelled = queue.cancel_queued(session, submission_ids=earlier, reason=f"superseded by {sub.id}")
+    for old in session.scalars(select(Submission).where(Submission.id.in_(cancelled))):
+        old.status, old.superseded_by = "superseded", sub.id
+        old.message = (f"superseded by your attempt {sub.attempt} ({sub.id}) before it started: only the "
+                       "latest queued attempt at this exercise is graded, so your waiting time stays short")
+        session.add(ProgressEvent(submission_id=old.id, event="done",
+                                  data={"status": "superseded", "score": None, "superseded_by": sub.id}))
+    return cancelled
 
 
 def get(session: Session, *, user: Principal, submission_id: str) -> Submission:
@@ -130,7 +173,7 @@ def regrade(session: Session, *, subs: list[Submission], priority: int, max_atte
         queue.enqueue(session, submission_id=sub.id, lane=manifest.lane, priority=priority,
                       devices=manifest.resources.devices, world_size=manifest.resources.world_size,
                       max_attempts=max_attempts)
-        sub.status = "queued"
+        sub.status, sub.superseded_by = "queued", None  # an instructor may grade a superseded attempt after all
         queued.append(sub.id)
     session.commit()
     return queued

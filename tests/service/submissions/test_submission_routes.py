@@ -175,6 +175,7 @@ def test_health_metrics_and_openapi(api, svc):
 
 def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc):
     from service.db import transaction
+    from service.grades.service import record_grade
     from service.queue import service as queue
     from service.submissions import events
 
@@ -185,7 +186,8 @@ def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc)
     with transaction(sessions) as s:
         events.add(s, submission_id=sid, event={"event": "cell", "index": 0, "total": 2})
     with transaction(sessions) as s:
-        queue.complete(s, job=job, result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+        assert queue.complete(s, job=job)
+        record_grade(s, submission_id=sid, result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
 
     def stream(**headers):
         frames = []

@@ -348,7 +348,7 @@ CHECKS = {'script_keys': {'expected': {'model_engine': 'torchtitan',
 
 MISTAKES = [{'name': 'no_plus_prefix',
   'score': 9.6364,
-  'fails': {'script_keys': 'expert_tensor_parallel_size'},
+  'fails': {'script_keys': "'+' prefix"},
   'patch': [{'find': "    '+' + A + 'torchtitan.expert_tensor_parallel_size': 1,",
              'replace': "    A + 'torchtitan.expert_tensor_parallel_size': 1,"}]},
  {'name': 'reshard_bool_kept',

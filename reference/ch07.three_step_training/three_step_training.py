@@ -110,11 +110,11 @@ if result is not None:
 # (CHECKS: the answer file), and typical mistakes as patches of the solution with the score
 # and the check each must fail.
 CHECKS = {'config': {'extra_keys': 'ignore',
-            'feedback': {'en': "Translate the course's TorchTitan run into TrainConfig fields: the keys "
-                               'named above do not match the 3-step run (TOTAL_TRAINING_STEPS=3 SAVE_FREQ=-1 '
-                               "TEST_FREQ=-1, validation before training) or the actor's torchtitan/optim settings.",
-                         'zh': '把课程的 TorchTitan 运行翻译成 TrainConfig 字段：上面列出的键与 3 步运行（TOTAL_TRAINING_STEPS=3 '
-                               'SAVE_FREQ=-1 TEST_FREQ=-1，训练前验证）或 actor 的 torchtitan/optim 设置不一致。'},
+            'feedback': {'en': "Translate the course's TorchTitan run into TrainConfig fields: some keys "
+                               'do not match the 3-step run (TOTAL_TRAINING_STEPS=3 SAVE_FREQ=-1 TEST_FREQ=-1, '
+                               "validation before training) or the actor's torchtitan/optim settings in the table.",
+                         'zh': '把课程的 TorchTitan 运行翻译成 TrainConfig 字段：有的键与 3 步运行（TOTAL_TRAINING_STEPS=3 '
+                               'SAVE_FREQ=-1 TEST_FREQ=-1，训练前验证）或表中 actor 的 torchtitan/optim 设置不一致。'},
             'expected': {'profile': 'cpu-tiny',
                          'steps': 3,
                          'save_freq': -1,
@@ -208,23 +208,23 @@ CHECKS = {'config': {'extra_keys': 'ignore',
 
 MISTAKES = [{'name': 'default_reshard',
   'score': 9.2,
-  'fails': {'config': 'reshard_after_forward', 'run_setup': 'reshard_after_forward'},
+  'fails': {'config': 'TrainConfig fields', 'run_setup': 'reshard_after_forward'},
   'patch': [{'find': "    'reshard_after_forward': 'always', # actor.torchtitan.reshard_after_forward=always",
              'replace': "    'reshard_after_forward': 'default', # "
                         'actor.torchtitan.reshard_after_forward=always'}]},
  {'name': 'keeps_save_freq',
   'score': 9.2,
-  'fails': {'config': 'save_freq', 'run_setup': 'checkpoints'},
+  'fails': {'config': 'TrainConfig fields', 'run_setup': 'checkpoints'},
   'patch': [{'find': "    'save_freq': -1,                 # SAVE_FREQ=-1: no checkpoint",
              'replace': "    'save_freq': 25,                 # SAVE_FREQ=-1: no checkpoint"}]},
  {'name': 'no_val_before_train',
   'score': 9.2,
-  'fails': {'config': 'val_before_train', 'run_setup': 'config.val_before_train'},
+  'fails': {'config': 'TrainConfig fields', 'run_setup': 'config.val_before_train'},
   'patch': [{'find': "    'val_before_train': True,        # trainer.val_before_train=True: validate once before step 1\n",
              'replace': ''}]},
  {'name': 'no_warmup',
   'score': 8.8667,
-  'fails': {'config': 'warmup_steps', 'trace_values': 'actor/lr'},
+  'fails': {'config': 'TrainConfig fields', 'trace_values': 'actor/lr'},
   'patch': [{'find': "    'warmup_steps': 5,               # optim.lr_warmup_steps=5",
              'replace': "    'warmup_steps': 0,               # no warm-up"}]}]
 

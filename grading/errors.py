@@ -1,6 +1,7 @@
 """Typed failures of the grading engine.
 
-`InvalidSubmission` is the learner's (or client's) fault and maps to a 4xx before anything runs.
+`InvalidSubmission` is the learner's (or client's) fault and is raised before anything runs; its `code` is
+stable, and the service maps codes to HTTP statuses (service/errors.py), so the engine knows no HTTP.
 `GraderFault` is ours: the caller retries it or records the submission as not gradable, never as a 0.
 """
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 class InvalidSubmission(ValueError):
     """The submitted notebook cannot be graded as sent. `code` is stable, `message` names the fix."""
 
-    def __init__(self, code: str, message: str, *, status_code: int = 422) -> None:
+    def __init__(self, code: str, message: str, **_legacy: object) -> None:
+        # `**_legacy` swallows the old `status_code=` keyword that grading/steps/validate.py still passes
+        # (that file belongs to the engine hardening work); it is ignored. Drop it once no caller sends it.
         super().__init__(message)
         self.code = code
         self.message = message
-        self.status_code = status_code
 
     def to_dict(self) -> dict:
         return {"code": self.code, "message": self.message}
@@ -32,8 +34,8 @@ class GraderFault(RuntimeError):
 
 class UnknownExercise(InvalidSubmission):
     def __init__(self, exercise_id: str) -> None:
-        super().__init__(
-            "unknown_exercise",
-            f"exercise {exercise_id!r} does not exist; list exercises with `titangrade exercises list`",
-            status_code=404,
-        )
+        shown = exercise_id if len(exercise_id) <= 80 else exercise_id[:79] + "…"
+        super().__init__("unknown_exercise",
+                         f"exercise {shown!r} does not exist; see the list of exercises (`titangrade exercises "
+                         "list` on the command line, GET /api/v1/exercises over HTTP)")
+        self.exercise_id = exercise_id

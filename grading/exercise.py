@@ -49,6 +49,7 @@ class Limits(_Strict):
     max_file_mb: int = Field(256, gt=0, description="RLIMIT_FSIZE")
     scratch_mb: int = Field(512, gt=0, description="size of the writable scratch tmpfs")
     max_output_kb: int = Field(256, gt=0, description="kept output per cell; the rest is truncated")
+    max_code_cells: int = Field(300, gt=0, description="code cells a submission may have; more is refused at intake")
 
 
 class Resources(_Strict):

@@ -30,11 +30,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("tokens", help="API tokens")
     tsub = p.add_subparsers(dest="tokens_command", required=True)
-    c = tsub.add_parser("create", help="print a new bearer token (stored hashed)")
-    c.add_argument("--role", required=True, choices=("learner", "instructor", "admin"))
-    c.add_argument("--user", required=True)
+    c = tsub.add_parser("create", help="print a new bearer token (stored hashed); enrols the user in --course")
+    c.add_argument("--role", required=True, choices=("learner", "instructor", "admin"),
+                   help="learner/instructor need --course; admin is the one global role")
+    c.add_argument("--user", required=True, help="the user's subject (id) at the issuer")
     c.add_argument("--course", default=None)
+    c.add_argument("--issuer", default="titangrade", help="who vouches for the user (default: titangrade)")
+    c.add_argument("--expires-days", type=float, default=90.0, help="lifetime in days (default 90)")
+    c.add_argument("--label", default="", help="a note shown by `tokens list`")
     c.set_defaults(func=cmd_tokens_create)
+    c = tsub.add_parser("list", help="tokens (never the tokens themselves): id, user, course, state, expiry")
+    c.add_argument("--user", default=None, help="only this subject's tokens")
+    c.add_argument("--all", action="store_true", help="include revoked and expired tokens")
+    c.set_defaults(func=cmd_tokens_list)
+    c = tsub.add_parser("revoke", help="revoke tokens by id (from `tokens list`)")
+    c.add_argument("ids", nargs="+", type=int)
+    c.set_defaults(func=cmd_tokens_revoke)
 
     p = sub.add_parser("submit", help="upload a notebook, follow its progress, print the result")
     p.add_argument("notebook")
@@ -107,14 +118,16 @@ def _bootstrap_token(settings, sessions) -> None:
 
     with transaction(sessions) as s:
         if has_admin(s):
-            print("titangrade: tokens: create one with `titangrade tokens create --role learner --user NAME`")
+            print("titangrade: tokens: create one with `titangrade tokens create --role learner --user NAME "
+                  "--course C`")
             return
         if settings.mode != "dev":
             print("titangrade: no admin token yet; create one with `titangrade tokens create --role admin --user NAME`")
             return
-        token = create_token(s, user="admin", role="admin")
-    print(f"titangrade: DEV MODE bootstrap admin token (shown once): {token}")
-    print("titangrade: more tokens: `titangrade tokens create --role learner --user NAME [--course C]`")
+        token = create_token(s, user="admin", role="admin", label="dev bootstrap")
+    print(f"titangrade: DEV MODE bootstrap admin token (shown once, expires in 90 days): {token}")
+    print("titangrade: more tokens: `titangrade tokens create --role learner --user NAME --course C` "
+          "or POST /api/v1/tokens")
 
 
 def _build_worker(settings, sessions):
@@ -196,18 +209,58 @@ def cmd_db(args) -> int:
     return 0
 
 
+def _token_sessions():
+    from service.db import make_sessionmaker
+
+    return make_sessionmaker(_engine(_settings(), migrate=False))
+
+
 def cmd_tokens_create(args) -> int:
     from service.auth.service import create_token
-    from service.db import make_sessionmaker, transaction
+    from service.db import transaction
 
-    settings = _settings()
-    sessions = make_sessionmaker(_engine(settings, migrate=False))
+    sessions = _token_sessions()
     try:
         with transaction(sessions) as s:
-            token = create_token(s, user=args.user, role=args.role, course=args.course)
+            token = create_token(s, user=args.user, role=args.role, course=args.course, issuer=args.issuer,
+                                 expires_in_days=args.expires_days, label=args.label)
     except ValueError as exc:
-        sys.exit(f"titangrade: {exc}")
+        sys.exit(f"titangrade: {exc} (see `titangrade tokens create --help`)")
     print(token)
+    return 0
+
+
+def cmd_tokens_list(args) -> int:
+    from service.auth.service import list_tokens, token_state
+    from service.timefmt import rfc3339
+
+    with _token_sessions()() as s:
+        rows = list_tokens(s, include_inactive=args.all)
+        s.commit()
+    rows = [(t, i) for t, i in rows if args.user is None or i.subject == args.user]
+    print(f"{'id':>5}  {'state':8} {'user':28} {'role/course':24} {'expires':25} label")
+    for t, i in rows:
+        scope = "admin (global)" if i.global_role == "admin" and t.course is None else (t.course or "all courses")
+        user = i.subject if i.issuer == "titangrade" else f"{i.issuer}:{i.subject}"
+        print(f"{t.id:>5}  {token_state(t):8} {user[:28]:28} {scope[:24]:24} "
+              f"{rfc3339(t.expires_at) or 'never':25} {t.label}")
+    return 0
+
+
+def cmd_tokens_revoke(args) -> int:
+    from service.auth.service import revoke_token
+    from service.db import transaction
+
+    missing = []
+    with transaction(_token_sessions()) as s:
+        for token_id in args.ids:
+            if revoke_token(s, token_id=token_id) is None:
+                missing.append(token_id)
+    done = [i for i in args.ids if i not in missing]
+    if done:
+        print(f"titangrade: revoked {', '.join(map(str, done))}")
+    if missing:
+        sys.exit(f"titangrade: no token with id {', '.join(map(str, missing))} (see `titangrade tokens list --all`)")
     return 0
 
 

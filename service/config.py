@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from grading.exercise import DEFAULT_EXERCISES_ROOT, DEFAULT_REFERENCE_ROOT
+from grading.pipeline import DEFAULT_MAX_BYTES
 
 
 class UnsafeSettings(ValueError):
@@ -68,7 +69,12 @@ class Settings(BaseSettings):
     retry_backoff_s: float = Field(2.0, ge=0, description="delay before a retried job may run again")
 
     # request limits
-    max_upload_mb: float = Field(5.0, gt=0)
+    max_upload_bytes: int = Field(DEFAULT_MAX_BYTES, gt=0, le=DEFAULT_MAX_BYTES,
+                                  description="notebook size limit (413), checked at intake; at most the "
+                                  "engine's own limit, so an accepted notebook is never refused by a worker")
+    events_poll_s: float = Field(0.5, gt=0, description="an open event stream looks for new events this often")
+    events_max_s: float = Field(300.0, gt=0, description="an event stream ends after this long; clients "
+                                "resume with Last-Event-ID")
     submissions_per_minute: int = Field(10, ge=1, description="per learner, all exercises")
     max_attempts_per_exercise: int = Field(0, ge=0, description="per learner; 0 = unlimited")
 
@@ -109,10 +115,6 @@ class Settings(BaseSettings):
                                  "(families: light, torch, training)")
             out[family] = int(count)
         return out
-
-    @property
-    def max_upload_bytes(self) -> int:
-        return int(self.max_upload_mb * 1024 * 1024)
 
     def resolve_sandbox(self) -> tuple["Settings", str]:
         """Decide the sandbox once: auto means bwrap, and an unusable bwrap is refused in every mode.

@@ -19,7 +19,7 @@ def healthz() -> dict:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses={503: {"description": "the database is unreachable or no worker is alive"}})
 def readyz(request: Request) -> JSONResponse:
     settings = request.app.state.settings
     try:

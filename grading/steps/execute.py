@@ -18,6 +18,7 @@ from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from grading.codec import MAX_ANSWER_BYTES
 from grading.errors import GraderFault
 from grading.exercise import Limits
 from grading.i18n import t
@@ -32,7 +33,7 @@ MAX_ATTEMPTS = 3  # first run + two restarts after kernel deaths
 PROBE_TIMEOUT_S = 3.0
 LEARNER_IOPUB_S = 2.0  # wait for a learner cell's last outputs after its reply
 GRADER_IOPUB_S = 30.0  # the answers payload must not be lost to a slow iopub under load
-GRADER_OUTPUT_BYTES = 64 * 1024 * 1024
+GRADER_OUTPUT_BYTES = MAX_ANSWER_BYTES + 1024 * 1024  # a payload over the run's answer cap is dropped on arrival
 
 
 @dataclass(kw_only=True)
@@ -284,6 +285,12 @@ def _run_extraction(client: _Client, index: int, cell: GraderCell, *, plan: Grad
     """Run one extraction cell and keep its payload; False if the kernel is gone afterwards."""
     status = _run_grader_cell(client, index, cell, replies, fatal=False)
     payload = read_payload(client.nb.cells[index].get("outputs", []), nonce=plan.nonce)
+    client.nb.cells[index].outputs = []  # the payload is kept once, in result.payloads
+    over_cap = payload is None and client.budget is not None and client.budget.truncated
+    if over_cap or (payload is not None and not plan.admit_payload(payload)):  # the run's answer cap (grading.codec)
+        result.hit("answer limit")
+        result.extract_failures[cell.label] = t("answers_too_large", lang, limit_mb=MAX_ANSWER_BYTES // 2**20)
+        return True
     if payload is not None:
         result.payloads[cell.label] = payload
         return True

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from service.deps import CatalogueDep, CurrentUser, SessionDep, SettingsDep, StaffUser
 from service.exercises import service
 from service.exercises.schemas import ExercisePublic, ExerciseStats
+from service.openapi import errors
 from service.queue.service import BULK_REGRADE_PRIORITY
 from service.submissions import service as submissions
 from service.submissions.models import Submission
@@ -21,13 +22,13 @@ def list_exercises(_: CurrentUser, catalogue: CatalogueDep) -> list[ExercisePubl
     return service.list_all(catalogue)
 
 
-@router.get("/{exercise_id}", response_model=ExercisePublic)
+@router.get("/{exercise_id}", response_model=ExercisePublic, responses=errors(404))
 def get_exercise(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> ExercisePublic:
     return service.to_public(catalogue.get(exercise_id))
 
 
 @router.get("/{exercise_id}/notebook", response_class=FileResponse,
-            responses={200: {"content": {"application/x-ipynb+json": {}}}})
+            responses={200: {"content": {"application/x-ipynb+json": {"schema": {"type": "object"}}}}, **errors(404)})
 def get_template(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> FileResponse:
     """The learner template from exercises/ (never anything under reference/)."""
     exercise = catalogue.get(exercise_id)
@@ -35,19 +36,22 @@ def get_template(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> F
                         filename=exercise.notebook_path.name)
 
 
-@router.get("/{exercise_id}/stats", response_model=ExerciseStats)
+@router.get("/{exercise_id}/stats", response_model=ExerciseStats, responses=errors(403, 404))
 def exercise_stats(exercise_id: str, user: StaffUser, session: SessionDep, catalogue: CatalogueDep) -> ExerciseStats:
     return service.stats(session, user=user, exercise=catalogue.get(exercise_id))
 
 
-@router.post("/{exercise_id}/regrade", status_code=202, response_model=RegradeAccepted)
+@router.post("/{exercise_id}/regrade", status_code=202, response_model=RegradeAccepted, responses=errors(403, 404))
 def regrade_exercise(exercise_id: str, user: StaffUser, session: SessionDep, settings: SettingsDep,
                      catalogue: CatalogueDep) -> RegradeAccepted:
     """Regrade every submission of an exercise (in the caller's course) behind interactive work."""
     catalogue.get(exercise_id)
-    stmt = select(Submission).where(Submission.exercise_id == exercise_id)
-    if user.role == "instructor" and user.course is not None:
-        stmt = stmt.where(Submission.course == user.course)
-    ids = submissions.regrade(session, subs=list(session.scalars(stmt)), priority=BULK_REGRADE_PRIORITY,
-                              max_attempts=settings.max_attempts, catalogue=catalogue)
-    return RegradeAccepted(queued=len(ids), submission_ids=ids)
+    stmt = select(Submission).where(Submission.exercise_id == exercise_id, service.taught_by(user))
+    subs = list(session.scalars(stmt.order_by(Submission.created_at, Submission.id)))
+    ids, skipped = submissions.regrade(session, subs=subs, priority=BULK_REGRADE_PRIORITY,
+                                       max_attempts=settings.max_attempts, catalogue=catalogue)
+    if not subs:
+        message = f"no submissions of {exercise_id} in the courses you teach; nothing to regrade"
+    else:
+        message = f"{len(ids)} run(s) queued" + (f"; {len(skipped)} skipped (see `skipped`)" if skipped else "")
+    return RegradeAccepted(queued=len(ids), submission_ids=ids, skipped=skipped, message=message)

@@ -4,13 +4,18 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from sqlalchemy import select
+from sqlalchemy import select, true
 from sqlalchemy.orm import Session
 
 from grading.exercise import Catalogue, Exercise
-from service.auth.service import Principal
+from service.auth.principal import Principal
 from service.exercises.schemas import ExercisePublic, ExerciseStats
 from service.submissions.models import Submission
+
+
+def taught_by(user: Principal):
+    """A WHERE clause for the submissions in courses `user` teaches (admins: all)."""
+    return true() if user.is_admin else Submission.course.in_(user.teaching())
 
 
 def to_public(exercise: Exercise) -> ExercisePublic:
@@ -33,10 +38,8 @@ def _bucket(score: float, max_score: float) -> str:
 
 
 def stats(session: Session, *, user: Principal, exercise: Exercise) -> ExerciseStats:
-    stmt = select(Submission).where(Submission.exercise_id == exercise.id)
-    if user.role == "instructor" and user.course is not None:
-        stmt = stmt.where(Submission.course == user.course)
-    subs = list(session.scalars(stmt))
+    subs = list(session.scalars(select(Submission).where(Submission.exercise_id == exercise.id,
+                                                         taught_by(user))))
     scored = [s for s in subs if s.effective_score is not None]
     passes: Counter[str] = Counter()
     seen: Counter[str] = Counter()

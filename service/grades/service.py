@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from service.db import utcnow
 from service.grades.models import OutboxEvent
 from service.submissions.models import ProgressEvent, Submission
+from service.timefmt import rfc3339
 
 
 def not_gradable_message(error: str) -> str:
@@ -61,7 +62,7 @@ def record_grade(session: Session, *, submission_id: str, result: dict | None, f
                 "manual_score": sub.manual_score,
                 "max_score": sub.max_score,
                 "attempt": sub.attempt,
-                "timestamp": now.isoformat() + "Z",
+                "timestamp": rfc3339(now),
             },
         )
     )

@@ -23,6 +23,7 @@ from service.db import utcnow
 from service.queue.models import Job, WorkerBeat
 from service.queue.service import FAIR_SHARE_MEMORY_S
 from service.submissions.models import Submission
+from service.timefmt import rfc3339
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,7 +49,7 @@ class WaitEstimate:
 
     def public(self) -> dict:
         def iso(t: dt.datetime | None) -> str | None:
-            return t.isoformat() + "Z" if t is not None else None
+            return rfc3339(t)  # RFC 3339 with offset, like every timestamp the API sends
 
         def rounded(x: float | None) -> float | None:
             return round(x, 1) if x is not None else None

@@ -1,37 +1,67 @@
-"""Progress events: written by workers into the database, streamed to clients as server-sent events."""
+"""Progress events: written by workers into the database, streamed to clients as server-sent events.
+
+Every event belongs to one grading run of a submission (ProgressEvent.run; a regrade starts run + 1).
+A stream follows the submission's current run and ends after that run's `done`. A client that reconnects
+with the `done` event's id (as a browser's EventSource does after every normal close) gets 204 No
+Content, which tells EventSource to stop. A stream also ends after `max_s`; the client resumes with
+Last-Event-ID.
+"""
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
 import json
+import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from service.submissions.models import ProgressEvent
+from service.submissions.models import ProgressEvent, Submission
 
-POLL_S = 0.25
 KEEPALIVE_S = 15.0
+RETRY_MS = 3000  # how long EventSource waits before reconnecting after a timeout close
 ESTIMATE_S = 3.0  # how often a queued submission's waiting-time estimate is recomputed on the stream
 
 
 def add(session: Session, *, submission_id: str, event: dict) -> None:
-    """Persist one engine progress event (so any API process can stream it)."""
+    """Persist one engine progress event (so any API process can stream it); it joins the current run."""
     data = {k: v for k, v in event.items() if k != "event"}
     session.add(ProgressEvent(submission_id=submission_id, event=str(event.get("event", "progress"))[:20], data=data))
 
 
-def since(session: Session, *, submission_id: str, after_id: int) -> list[ProgressEvent]:
-    return list(session.scalars(select(ProgressEvent).where(ProgressEvent.submission_id == submission_id,
-                                                            ProgressEvent.id > after_id)
-                                .order_by(ProgressEvent.id)))
+def since(session: Session, *, submission_id: str, after_id: int, run: int | None = None) -> list[ProgressEvent]:
+    stmt = select(ProgressEvent).where(ProgressEvent.submission_id == submission_id, ProgressEvent.id > after_id)
+    if run is not None:
+        stmt = stmt.where(ProgressEvent.run == run)
+    return list(session.scalars(stmt.order_by(ProgressEvent.id)))
 
 
-def _fetch(factory: sessionmaker[Session], submission_id: str, after_id: int) -> list[tuple[int, str, dict]]:
+@dataclass(frozen=True, slots=True)
+class StreamPlan:
+    run: int
+    after_id: int
+
+
+def plan(session: Session, *, sub: Submission, last_event_id: int | None) -> StreamPlan | None:
+    """Where a (re)connecting stream starts in the current run; None when that run is done and the client
+    has already seen its `done` (answer 204)."""
+    done_id = session.scalar(select(func.max(ProgressEvent.id)).where(
+        ProgressEvent.submission_id == sub.id, ProgressEvent.run == sub.run, ProgressEvent.event == "done"))
+    if last_event_id is None:
+        return StreamPlan(sub.run, 0)
+    if done_id is not None and last_event_id >= done_id:
+        return None
+    newest = session.scalar(select(func.max(ProgressEvent.id)).where(ProgressEvent.submission_id == sub.id)) or 0
+    return StreamPlan(sub.run, min(last_event_id, newest))  # an id from the future cannot hide new events
+
+
+def _fetch(factory: sessionmaker[Session], submission_id: str, run: int,
+           after_id: int) -> list[tuple[int, str, dict]]:
     with factory() as session:
-        rows = since(session, submission_id=submission_id, after_id=after_id)
+        rows = since(session, submission_id=submission_id, after_id=after_id, run=run)
         out = [(r.id, r.event, r.data) for r in rows]
         session.commit()
         return out
@@ -43,7 +73,6 @@ def format_sse(event_id: int, event: str, data: dict) -> str:
 
 def estimator(factory: sessionmaker[Session], *, submission_id: str, settings) -> Callable[[], dict | None]:
     """A callable giving the submission's current waiting-time estimate (None once it is not queued)."""
-    from service.submissions.models import Submission
     from service.submissions.service import wait_estimate
 
     def current() -> dict | None:
@@ -64,38 +93,39 @@ def _worth_sending(new: dict, last: dict | None) -> bool:
         return True
     if new["finish_at"] is None:
         return False
-    moved = abs((dt.datetime.fromisoformat(new["finish_at"][:-1])
-                 - dt.datetime.fromisoformat(last["finish_at"][:-1])).total_seconds())
+    moved = abs((dt.datetime.fromisoformat(new["finish_at"])
+                 - dt.datetime.fromisoformat(last["finish_at"])).total_seconds())
     return moved >= max(5.0, 0.1 * (new["finish_in_s"] or 0.0))
 
 
-async def stream(factory: sessionmaker[Session], *, submission_id: str, after_id: int = 0,
-                 estimate: Callable[[], dict | None] | None = None) -> AsyncIterator[str]:
-    """Yield SSE frames until the grade is stored ('done'); a comment line keeps idle connections open.
+async def stream(factory: sessionmaker[Session], *, submission_id: str, start: StreamPlan, poll_s: float,
+                 max_s: float, estimate: Callable[[], dict | None] | None = None) -> AsyncIterator[str]:
+    """Yield the run's SSE frames until its `done` (or `max_s`); comment lines keep idle connections open.
     With `estimate`, an `estimate` frame (no id: it is not replayed) reports the waiting time while queued."""
-    idle, since_estimate, last_estimate = 0.0, ESTIMATE_S, None
+    deadline = time.monotonic() + max_s
+    after_id, quiet_since = start.after_id, time.monotonic()
+    last_estimate, estimated_at = None, float("-inf")
+    yield f"retry: {RETRY_MS}\n\n"
     while True:
-        rows = await run_in_threadpool(_fetch, factory, submission_id, after_id)
-        finished = False
+        rows = await run_in_threadpool(_fetch, factory, submission_id, start.run, after_id)
         for event_id, event, data in rows:
             after_id = event_id
-            yield format_sse(event_id, event, data)
-            finished = finished or event == "done"
-        if finished:
-            return
-        if estimate is not None and since_estimate >= ESTIMATE_S:
-            since_estimate = 0.0
+            yield format_sse(event_id, event, {**data, "run": start.run})
+            if event == "done":
+                return
+        now = time.monotonic()
+        if estimate is not None and now - estimated_at >= ESTIMATE_S:
+            estimated_at = now
             found = await run_in_threadpool(estimate)
             if found is not None and _worth_sending(found, last_estimate):
-                last_estimate = found
-                idle = 0.0
+                last_estimate, quiet_since = found, now
                 yield f"event: estimate\ndata: {json.dumps({'event': 'estimate', **found})}\n\n"
-        since_estimate += POLL_S
         if rows:
-            idle = 0.0
-        else:
-            idle += POLL_S
-            if idle >= KEEPALIVE_S:
-                idle = 0.0
-                yield ": keep-alive\n\n"
-        await asyncio.sleep(POLL_S)
+            quiet_since = now
+        elif now - quiet_since >= KEEPALIVE_S:
+            quiet_since = now
+            yield ": keep-alive\n\n"
+        if now >= deadline:
+            yield ": stream time limit reached; reconnect with Last-Event-ID\n\n"
+            return
+        await asyncio.sleep(poll_s)

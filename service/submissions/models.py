@@ -3,24 +3,51 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import (JSON, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text,
-                        UniqueConstraint)
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    insert,
+    select,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
+from service.auth.models import LOCAL_ISSUER, Identity  # registers the FK target wherever submissions are used
 from service.db import Base, utcnow
+
+
+def _local_identity(context) -> int:
+    """A row written with only a user name (a script, a benchmark, an older test) belongs to the local
+    (issuer "titangrade") identity of that name, made if missing. The API always sets identity_id itself."""
+    name = context.get_current_parameters()["user"]
+    conn = context.connection
+    found = conn.execute(select(Identity.id).where(Identity.issuer == LOCAL_ISSUER, Identity.subject == name)).scalar()
+    if found is None:
+        found = conn.execute(insert(Identity).values(issuer=LOCAL_ISSUER, subject=name, name=name,
+                                                     created_at=utcnow()).returning(Identity.id)).scalar_one()
+    return found
 
 
 class Submission(Base):
     __tablename__ = "submissions"
-    __table_args__ = (UniqueConstraint("user", "idempotency_key", name="uq_submission_idempotency"),)
+    __table_args__ = (UniqueConstraint("identity_id", "idempotency_key", name="uq_submission_idempotency"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    user: Mapped[str] = mapped_column(String(200), index=True)
+    identity_id: Mapped[int] = mapped_column(ForeignKey(Identity.id), index=True, default=_local_identity)
+    user: Mapped[str] = mapped_column(String(200), index=True)  # the identity's name when submitted (display)
     course: Mapped[str] = mapped_column(String(200), index=True)
     exercise_id: Mapped[str] = mapped_column(String(100), index=True)
     lang: Mapped[str] = mapped_column(String(8), default="en")
     attempt: Mapped[int] = mapped_column(Integer)
     idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    request_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)  # binds the Idempotency-Key
+    run: Mapped[int] = mapped_column(Integer, default=1)  # grading run: 1 at intake, +1 per regrade
     notebook: Mapped[bytes] = mapped_column(LargeBinary)
     status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -39,11 +66,21 @@ class Submission(Base):
         return self.manual_score if self.manual_score is not None else self.score
 
 
+def _current_run(context) -> int:
+    """An event belongs to the submission's current run, read in the inserting transaction."""
+    submission_id = context.get_current_parameters()["submission_id"]
+    run = context.connection.execute(select(Submission.run).where(Submission.id == submission_id)).scalar()
+    return run or 1
+
+
 class ProgressEvent(Base):
+    """One progress event of one grading run; streams follow the current run (service/submissions/events.py)."""
+
     __tablename__ = "progress_events"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    run: Mapped[int] = mapped_column(Integer, default=_current_run)
     event: Mapped[str] = mapped_column(String(20))
     data: Mapped[dict] = mapped_column(JSON, default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -1,9 +1,9 @@
 """What the submissions API sends and receives (never ORM rows)."""
 from __future__ import annotations
 
-import datetime as dt
+from pydantic import BaseModel, ConfigDict, Field
 
-from pydantic import BaseModel, Field
+from service.timefmt import Timestamp
 
 
 class CheckPublic(BaseModel):
@@ -32,6 +32,7 @@ class SubmissionAccepted(BaseModel):
     id: str
     status: str
     exercise_id: str
+    course: str
     attempt: int
     links: dict[str, str]
 
@@ -48,15 +49,16 @@ class SubmissionPublic(BaseModel):
     manual_score: float | None
     max_score: float
     attempt: int
+    run: int = Field(description="grading run: 1 at intake, +1 per regrade; the event stream follows the current run")
     lang: str
     message: str
     checks: list[CheckPublic]
     limits_hit: list[str] = []
     sandbox: str = ""
     grading_s: float | None
-    created_at: dt.datetime
-    started_at: dt.datetime | None
-    graded_at: dt.datetime | None
+    created_at: Timestamp
+    started_at: Timestamp | None
+    graded_at: Timestamp | None
     superseded_by: str | None = None
     queue: QueueEstimate | None = Field(None, description="position and estimated start/finish while queued")
 
@@ -69,7 +71,25 @@ class OverrideCreate(BaseModel):
     score: float | None = Field(ge=0, description="the score to record; null removes the override")
     reason: str = Field(min_length=3, max_length=2000)
 
+    model_config = ConfigDict(strict=True, extra="forbid")  # `false` is not a score of 0
+
+
+class RegradeSkipped(BaseModel):
+    submission_id: str
+    reason: str = Field(description="why no new run was queued, e.g. already_pending")
+    message: str
+
 
 class RegradeAccepted(BaseModel):
     queued: int
-    submission_ids: list[str]
+    submission_ids: list[str] = Field(description="the submissions that got a new run")
+    skipped: list[RegradeSkipped] = []
+    message: str = ""
+
+
+class OverridePublic(BaseModel):
+    old_score: float | None
+    new_score: float | None
+    reason: str
+    by: str
+    at: Timestamp

@@ -1,28 +1,35 @@
-"""Submission verbs: create (submission + job in one transaction), get, list, regrade, override."""
+"""Submission verbs: create (submission + job in one transaction), get, list, regrade, override.
+
+Access is by identity and course membership: a learner reads their own submissions (within the token's
+course scope); instructors read and act on their courses' submissions; admins on all.
+"""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import re
 import uuid
 from collections.abc import Callable
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from grading.exercise import Exercise
-from service.auth.service import Principal
+from service.auth.principal import Principal
 from service.config import Settings
 from service.courses import service as courses
 from service.db import utcnow
-from service.errors import Forbidden, NotFound, TooMany, Unsatisfiable
+from service.errors import Forbidden, NotFound, ServiceError, TooMany, Unsatisfiable, clip
 from service.grades.models import OutboxEvent, ScoreOverride
 from service.queue import estimates
 from service.queue import service as queue
 from service.queue.models import Job
 from service.submissions.models import ProgressEvent, Submission
-from service.submissions.schemas import CheckPublic, SubmissionPublic
+from service.submissions.schemas import CheckPublic, RegradeSkipped, SubmissionPublic
+from service.timefmt import rfc3339
 
-DEFAULT_COURSE = "default"
+SUBMISSION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex; anything else cannot exist (and never reaches the DB)
 
 
 def to_public(sub: Submission, *, queue_estimate: dict | None = None) -> SubmissionPublic:
@@ -30,11 +37,51 @@ def to_public(sub: Submission, *, queue_estimate: dict | None = None) -> Submiss
     return SubmissionPublic(
         id=sub.id, user=sub.user, course=sub.course, exercise_id=sub.exercise_id, status=sub.status,
         score=sub.effective_score, auto_score=sub.score, manual_score=sub.manual_score, max_score=sub.max_score,
-        attempt=sub.attempt, lang=sub.lang, message=sub.message,
+        attempt=sub.attempt, run=sub.run, lang=sub.lang, message=sub.message,
         checks=[CheckPublic(**c) for c in result.get("checks", [])], limits_hit=result.get("limits_hit", []),
         sandbox=result.get("sandbox", ""), grading_s=sub.grading_s, created_at=sub.created_at,
         started_at=sub.started_at, graded_at=sub.graded_at, superseded_by=sub.superseded_by,
         queue=queue_estimate)
+
+
+def request_hash(*, notebook: bytes, exercise_id: str | None, course: str | None) -> str:
+    """What an Idempotency-Key is bound to: the notebook and the form fields, as sent."""
+    digest = hashlib.sha256()
+    for part in (exercise_id or "", course or ""):
+        digest.update(part.encode("utf-8", "replace") + b"\0")
+    digest.update(notebook)
+    return digest.hexdigest()
+
+
+def replay(session: Session, *, user: Principal, key: str, fingerprint: str) -> Submission | None:
+    """The submission an Idempotency-Key already made, or None; the same key on another request is a 422."""
+    sub = session.scalar(select(Submission).where(Submission.identity_id == user.identity_id,
+                                                  Submission.idempotency_key == key))
+    if sub is not None and sub.request_hash is not None and sub.request_hash != fingerprint:
+        raise ServiceError(
+            f"Idempotency-Key {clip(key)!r} was already used for a different request (submission {sub.id}); "
+            "send a new key for a new submission, or repeat the original request exactly",
+            code="idempotency_key_reused", status_code=422,
+            zh=f"Idempotency-Key {clip(key)!r} 已用于另一个不同的请求（提交 {sub.id}）；新的提交请使用新的键")
+    return sub
+
+
+def choose_course(user: Principal, requested: str | None) -> str:
+    """The course a submission is filed under: the one asked for (if the caller belongs to it), else the
+    token's course, else the caller's only course."""
+    if requested:
+        if user.in_scope(requested) and user.role_in(requested) is not None:
+            return requested
+        raise Forbidden(f"you are not enrolled in course {clip(requested)!r}; your courses: "
+                        f"{', '.join(sorted(user.memberships)) or 'none'}",
+                        code="not_enrolled", zh=f"你没有加入课程 {clip(requested)!r}")
+    if user.scope:
+        return user.scope
+    if len(user.memberships) == 1:
+        return next(iter(user.memberships))
+    raise ServiceError("say which course this submission is for: send the form field `course` (one of "
+                       f"{', '.join(sorted(user.memberships)) or 'your courses'})", code="course_required",
+                       status_code=422, zh="请用表单字段 `course` 指明提交所属的课程")
 
 
 def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_world_size: int) -> None:
@@ -43,47 +90,48 @@ def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_wo
     if res.devices and res.devices > (offered := max_devices()):
         raise Unsatisfiable(f"exercise {exercise.id} needs {res.devices} accelerator(s) but the largest worker "
                             f"offers {offered}; ask an administrator to start a worker whose "
-                            f"TITANGRADE_WORKER_DEVICES lists at least {res.devices} (e.g. npu:0-{res.devices - 1})")
+                            f"TITANGRADE_WORKER_DEVICES lists at least {res.devices} (e.g. npu:0-{res.devices - 1})",
+                            zh=f"练习 {exercise.id} 需要 {res.devices} 个加速卡，"
+                               f"但目前最大的评分节点只有 {offered} 个；请联系管理员")
     if res.world_size > max_world_size:
         raise Unsatisfiable(f"exercise {exercise.id} launches {res.world_size} ranks but workers run at most "
-                            f"{max_world_size}; raise TITANGRADE_WORKER_MAX_WORLD_SIZE on a larger host")
+                            f"{max_world_size}; raise TITANGRADE_WORKER_MAX_WORLD_SIZE on a larger host",
+                            zh=f"练习 {exercise.id} 需要 {res.world_size} 个进程，超过评分节点的上限；请联系管理员")
 
 
 def _check_limits(session: Session, *, user: Principal, exercise_id: str, settings: Settings) -> int:
     """Enforce the per-learner rate and attempt limits; return the next attempt number."""
-    since = utcnow() - dt.timedelta(seconds=60)
-    recent = session.scalar(select(func.count()).select_from(Submission)
-                            .where(Submission.user == user.user, Submission.created_at >= since))
+    now = utcnow()
+    mine = Submission.identity_id == user.identity_id
+    recent, oldest = session.execute(select(func.count(), func.min(Submission.created_at))
+                                      .where(mine, Submission.created_at >= now - dt.timedelta(seconds=60))).one()
     if recent >= settings.submissions_per_minute and not user.is_staff:
+        wait_s = 60 - (now - oldest).total_seconds() if oldest else 60
         raise TooMany(f"more than {settings.submissions_per_minute} submissions in the last minute; "
-                      "wait a minute and submit again")
+                      f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again",
+                      retry_after_s=int(wait_s) + 1,
+                      zh=f"一分钟内提交超过 {settings.submissions_per_minute} 次；"
+                         f"请等待 {max(1, round(wait_s))} 秒后再提交")
     done = session.scalar(select(func.count()).select_from(Submission)
-                          .where(Submission.user == user.user, Submission.exercise_id == exercise_id))
+                          .where(mine, Submission.exercise_id == exercise_id)) or 0
     superseded = session.scalar(select(func.count()).select_from(Submission)
-                                .where(Submission.user == user.user, Submission.exercise_id == exercise_id,
+                                .where(mine, Submission.exercise_id == exercise_id,
                                        Submission.status == "superseded")) or 0
     limit = settings.max_attempts_per_exercise
-    if limit and (done or 0) - superseded >= limit and not user.is_staff:  # a superseded attempt was never graded
-        raise TooMany(f"you have used all {limit} attempts for {exercise_id}; ask an instructor if you need more",
-                      code="attempt_limit")
+    if limit and done - superseded >= limit and not user.is_staff:  # a superseded attempt was never graded
+        raise Forbidden(f"you have used all {limit} attempts for {exercise_id}; ask an instructor if you need more",
+                        code="attempt_limit", zh=f"{exercise_id} 的 {limit} 次提交机会已用完；如需更多请联系教师")
     return done + 1
 
 
-def _by_idempotency_key(session: Session, *, user: str, key: str) -> Submission | None:
-    return session.scalar(select(Submission).where(Submission.user == user, Submission.idempotency_key == key))
-
-
-def create(session: Session, *, user: Principal, exercise: Exercise, notebook: bytes, lang: str,
-           idempotency_key: str | None, settings: Settings) -> tuple[Submission, bool]:
+def create(session: Session, *, user: Principal, exercise: Exercise, course: str, notebook: bytes, lang: str,
+           idempotency_key: str | None, fingerprint: str, settings: Settings) -> tuple[Submission, bool]:
     """Store the submission and its job together; a repeated Idempotency-Key returns the first one."""
-    if idempotency_key:
-        existing = _by_idempotency_key(session, user=user.user, key=idempotency_key)
-        if existing is not None:
-            return existing, False
     attempt = _check_limits(session, user=user, exercise_id=exercise.id, settings=settings)
     manifest = exercise.manifest
-    sub = Submission(id=uuid.uuid4().hex, user=user.user, course=user.course or DEFAULT_COURSE,
+    sub = Submission(id=uuid.uuid4().hex, identity_id=user.identity_id, user=user.name, course=course,
                      exercise_id=exercise.id, lang=lang, attempt=attempt, idempotency_key=idempotency_key,
+                     request_hash=fingerprint if idempotency_key else None, run=1,
                      notebook=notebook, status="queued", max_score=manifest.max_score, message="")
     session.add(sub)
     session.flush()
@@ -95,11 +143,17 @@ def create(session: Session, *, user: Principal, exercise: Exercise, notebook: b
         session.commit()
     except IntegrityError:  # the same key raced in from a second request
         session.rollback()
-        existing = _by_idempotency_key(session, user=user.user, key=idempotency_key or "")
+        existing = replay(session, user=user, key=idempotency_key or "", fingerprint=fingerprint)
         if existing is None:
             raise
         return existing, False
     return sub, True
+
+
+def _not_found(submission_id: str) -> NotFound:
+    return NotFound(f"submission {clip(submission_id)} does not exist or is not yours; list yours with "
+                    "GET /api/v1/submissions",
+                    zh=f"提交 {clip(submission_id)} 不存在或不属于你；可用 GET /api/v1/submissions 查看自己的提交")
 
 
 def wait_estimate(session: Session, *, sub: Submission, settings: Settings) -> dict | None:
@@ -126,8 +180,8 @@ def _supersede_earlier(session: Session, *, sub: Submission, exercise: Exercise,
     if not supersedes(courses.supersede_policy(session, course=sub.course, default=default), exercise):
         return []
     earlier = session.scalars(select(Submission.id).where(
-        Submission.user == sub.user, Submission.course == sub.course, Submission.exercise_id == sub.exercise_id,
-        Submission.status == "queued", Submission.id != sub.id)).all()
+        Submission.identity_id == sub.identity_id, Submission.course == sub.course,
+        Submission.exercise_id == sub.exercise_id, Submission.status == "queued", Submission.id != sub.id)).all()
     cancelled = queue.cancel_queued(session, submission_ids=earlier, reason=f"superseded by {sub.id}")
     for old in session.scalars(select(Submission).where(Submission.id.in_(cancelled))):
         old.status, old.superseded_by = "superseded", sub.id
@@ -140,19 +194,36 @@ def _supersede_earlier(session: Session, *, sub: Submission, exercise: Exercise,
 
 def get(session: Session, *, user: Principal, submission_id: str) -> Submission:
     """A submission the caller may read; someone else's looks exactly like a missing one."""
-    sub = session.get(Submission, submission_id)
-    if sub is None or not (sub.user == user.user or user.can_see_course(sub.course)):
-        raise NotFound(f"submission {submission_id} does not exist or is not yours; list yours with GET /api/v1/submissions")
+    sub = session.get(Submission, submission_id) if SUBMISSION_ID.fullmatch(submission_id) else None
+    if sub is None or not ((sub.identity_id == user.identity_id and user.in_scope(sub.course))
+                           or user.can_teach(sub.course)):
+        raise _not_found(submission_id)
     return sub
+
+
+def get_for_staff(session: Session, *, user: Principal, submission_id: str) -> Submission:
+    """A submission the caller teaches (admins: any); a learner's own gets 403, anything else 404."""
+    sub = get(session, user=user, submission_id=submission_id)
+    if not user.can_teach(sub.course):
+        raise Forbidden(f"only instructors of course {clip(sub.course)} can do this",
+                        zh=f"只有课程 {clip(sub.course)} 的教师可以执行此操作")
+    return sub
+
+
+def visible(user: Principal):
+    """A WHERE clause for the submissions `user` may read."""
+    if user.is_admin:
+        return true()
+    own = Submission.identity_id == user.identity_id
+    if user.scope is not None:
+        own = and_(own, Submission.course == user.scope)
+    teaching = user.teaching()
+    return or_(own, Submission.course.in_(teaching)) if teaching else own
 
 
 def list_visible(session: Session, *, user: Principal, exercise_id: str | None = None,
                  course: str | None = None, limit: int = 100) -> list[Submission]:
-    stmt = select(Submission).order_by(Submission.created_at.desc()).limit(limit)
-    if user.role == "learner":
-        stmt = stmt.where(Submission.user == user.user)
-    elif user.role == "instructor" and user.course is not None:
-        stmt = stmt.where(Submission.course == user.course)
+    stmt = select(Submission).where(visible(user)).order_by(Submission.created_at.desc(), Submission.id).limit(limit)
     if exercise_id:
         stmt = stmt.where(Submission.exercise_id == exercise_id)
     if course:
@@ -161,38 +232,44 @@ def list_visible(session: Session, *, user: Principal, exercise_id: str | None =
 
 
 def regrade(session: Session, *, subs: list[Submission], priority: int, max_attempts: int,
-            catalogue) -> list[str]:
-    """Queue a fresh grading run for each submission whose job is not already pending."""
-    queued = []
+            catalogue) -> tuple[list[str], list[RegradeSkipped]]:
+    """Queue a fresh grading run (run + 1) for each submission whose job is not already pending."""
+    queued, skipped = [], []
     for sub in subs:
         pending = session.scalar(select(Job.id).where(Job.submission_id == sub.id,
                                                       Job.status.in_(("queued", "running"))).limit(1))
         if pending is not None:
+            skipped.append(RegradeSkipped(
+                submission_id=sub.id, reason="already_pending",
+                message=f"run {sub.run} of submission {sub.id} is still queued or being graded; it was not "
+                        "queued again (it will be graded once; regrade after it finishes)"))
             continue
         manifest = catalogue.get(sub.exercise_id).manifest
+        sub.run += 1
+        sub.status, sub.superseded_by = "queued", None  # an instructor may grade a superseded attempt after all
+        session.flush()  # the new run number is what the "queued" event records
         queue.enqueue(session, submission_id=sub.id, lane=manifest.lane, priority=priority,
                       devices=manifest.resources.devices, world_size=manifest.resources.world_size,
                       max_attempts=max_attempts)
-        sub.status, sub.superseded_by = "queued", None  # an instructor may grade a superseded attempt after all
         queued.append(sub.id)
     session.commit()
-    return queued
+    return queued, skipped
 
 
 def override(session: Session, *, user: Principal, sub: Submission, score: float | None, reason: str) -> Submission:
     """Record a manual score with its reason (audit row) and emit a grade event, all in one transaction."""
-    if not user.can_see_course(sub.course):
-        raise Forbidden(f"you are not an instructor of course {sub.course}")
+    if not user.can_teach(sub.course):
+        raise Forbidden(f"you are not an instructor of course {clip(sub.course)}")
     if score is not None and score > sub.max_score:
         raise Unsatisfiable(f"score {score} exceeds the maximum {sub.max_score} for {sub.exercise_id}",
                             code="score_out_of_range")
     session.add(ScoreOverride(submission_id=sub.id, old_score=sub.effective_score, new_score=score,
-                              reason=reason, by_user=user.user))
+                              reason=reason, by_user=user.name))
     sub.manual_score = score
     session.add(OutboxEvent(submission_id=sub.id, kind="grade.overridden", payload={
         "submission_id": sub.id, "user": sub.user, "course": sub.course, "exercise_id": sub.exercise_id,
         "status": sub.status, "score": sub.score, "manual_score": score, "max_score": sub.max_score,
-        "reason": reason, "by": user.user, "timestamp": utcnow().isoformat() + "Z"}))
+        "reason": reason, "by": user.name, "timestamp": rfc3339(utcnow())}))
     session.commit()
     return sub
 

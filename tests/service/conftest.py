@@ -44,10 +44,14 @@ def add_submission():
 
 def _add_submission(session, *, user="alice", course="c1", exercise_id="ch05.svc_sum", lane="short",
                    priority=0, devices=0, max_attempts=3, notebook=b"{}", max_score=3.0):
+    from service.auth.service import get_or_create_identity, set_membership
     from service.queue import service as queue
     from service.submissions.models import Submission
 
-    sub = Submission(id=uuid.uuid4().hex, user=user, course=course, exercise_id=exercise_id, lang="en",
+    identity = get_or_create_identity(session, issuer="titangrade", subject=user)
+    set_membership(session, identity=identity, course=course, role="learner")
+    sub = Submission(id=uuid.uuid4().hex, identity_id=identity.id, user=user, course=course,
+                     exercise_id=exercise_id, lang="en",
                      attempt=1, notebook=notebook, status="queued", max_score=max_score, message="")
     session.add(sub)
     session.flush()
@@ -110,7 +114,7 @@ def svc():
     from types import SimpleNamespace
 
     return SimpleNamespace(settings=service_settings, tokens=make_tokens, notebook=notebook_bytes, auth=auth,
-                           catalogue_dir=CATALOGUE_DIR)
+                           catalogue_dir=CATALOGUE_DIR, live_server=lambda app: LiveServer(app))
 
 
 @pytest.fixture(scope="session")
@@ -122,3 +126,50 @@ def e2e():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+class LiveServer:
+    """The real app under uvicorn on a free port, in a thread (real sockets, real HTTP parsing)."""
+
+    def __init__(self, app) -> None:
+        import socket
+        import threading
+
+        import uvicorn
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.app = app
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, name="tg-live-api", daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        import time
+
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the live test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def live_api(module_db_url, test_catalogue):
+    """A module's real HTTP server over its own database, with `tokens` as in `api`."""
+    from service.app import create_app
+
+    app = create_app(service_settings(module_db_url), catalogue=test_catalogue)
+    tokens = make_tokens(app.state.sessions)
+    with LiveServer(app) as live:
+        live.tokens = tokens
+        yield live
+    app.state.engine.dispose()

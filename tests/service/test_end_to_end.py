@@ -45,7 +45,7 @@ def test_solution_full_marks_template_zero_privacy_and_gradebook(served, svc, e2
                 events.append(json.loads(line[6:]))
     kinds = [e["event"] for e in events]
     assert kinds[0] == "queued" and kinds[-1] == "done" and "started" in kinds and "checks" in kinds
-    assert [e for e in events if e["event"] == "cell"][-1] == {"event": "cell", "index": 1, "total": 2}
+    assert [e for e in events if e["event"] == "cell"][-1] == {"event": "cell", "index": 1, "total": 2, "run": 1}
     a = e2e.get(url, tok["alice"], alice)
     assert (a["status"], a["score"], a["max_score"], a["lang"]) == ("graded", 3.0, 3.0, "zh")
     assert all(c["passed"] for c in a["checks"]) and a["graded_at"] and a["attempt"] == 1

@@ -55,6 +55,9 @@ def test_idempotency_key_returns_the_same_submission(api, svc):
     ("needs_devices", 422, "resources_unavailable"),
     ("no_boundary", 400, "malformed_multipart"),
     ("text_not_file", 422, "invalid_request"),
+    ("deep_brackets", 422, "invalid_json"),
+    ("deep_list", 422, "invalid_json"),
+    ("too_many_cells", 422, "too_many_cells"),
 ])
 def test_malformed_submissions_get_documented_4xx(api, svc, case, status, code):
     token = api.tokens["alice"]
@@ -86,6 +89,17 @@ def test_malformed_submissions_get_documented_4xx(api, svc, case, status, code):
         resp = api.post(URL, content=b"abc", headers=svc.auth(token, **{"Content-Type": "multipart/form-data"}))
     elif case == "text_not_file":
         resp = api.post(URL, data={"notebook": nb.decode()}, headers=svc.auth(token))
+    elif case == "deep_brackets":
+        resp = _post(api, svc, token, b"[" * 200_000)
+    elif case == "deep_list":
+        deep = json.loads(nb)
+        deep["metadata"]["deep"] = "@@DEEP@@"
+        resp = _post(api, svc, token, json.dumps(deep).replace('"@@DEEP@@"', "[" * 5000 + "]" * 5000).encode())
+    elif case == "too_many_cells":
+        many = json.loads(nb)
+        many["cells"] = [{"cell_type": "code", "metadata": {}, "source": "1", "outputs": [], "execution_count": None,
+                          "id": f"c{i}"} for i in range(301)]
+        resp = _post(api, svc, token, json.dumps(many).encode())
     else:
         resp = _post(api, svc, token, svc.notebook("ch05.svc_gpu"))
     _error(resp, status, code)
@@ -123,10 +137,12 @@ def test_rate_and_attempt_limits(api, svc):
                                                                        "max_attempts_per_exercise": 3})
     for _ in range(2):
         assert _post(api, svc, api.tokens["alice"], svc.notebook()).status_code == 202
-    _error(_post(api, svc, api.tokens["alice"], svc.notebook()), 429, "rate_limited")
+    limited = _post(api, svc, api.tokens["alice"], svc.notebook())
+    _error(limited, 429, "rate_limited")
+    assert 1 <= int(limited.headers["Retry-After"]) <= 61
     api.app_state.settings = api.app_state.settings.model_copy(update={"submissions_per_minute": 100})
     assert _post(api, svc, api.tokens["alice"], svc.notebook()).status_code == 202
-    _error(_post(api, svc, api.tokens["alice"], svc.notebook()), 429, "attempt_limit")
+    _error(_post(api, svc, api.tokens["alice"], svc.notebook()), 403, "attempt_limit")  # a quota, not a rate
     assert _post(api, svc, api.tokens["bob"], svc.notebook()).status_code == 202  # per learner
 
 
@@ -202,6 +218,22 @@ def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc)
 
     full = stream()
     assert [f[1]["event"] for f in full] == ["queued", "claimed", "cell", "done"]
-    assert full[-1][1] == {"event": "done", "status": "graded", "score": 3.0, "max_score": 3.0}
+    assert full[-1][1] == {"event": "done", "status": "graded", "score": 3.0, "max_score": 3.0, "run": 1}
     resumed = stream(**{"Last-Event-ID": str(full[1][0])})
     assert [f[1]["event"] for f in resumed] == ["cell", "done"]
+
+
+@pytest.mark.parametrize("change", ["notebook", "exercise"])
+def test_idempotency_key_is_bound_to_the_request(api, svc, change):
+    first = _post(api, svc, api.tokens["alice"], svc.notebook(), headers={"Idempotency-Key": "k-2"})
+    assert first.status_code == 202
+    if change == "notebook":
+        other = _post(api, svc, api.tokens["alice"], svc.notebook(wrong_word=True), headers={"Idempotency-Key": "k-2"})
+    else:
+        other = _post(api, svc, api.tokens["alice"], svc.notebook(), data={"exercise_id": "ch05.svc_long"},
+                      headers={"Idempotency-Key": "k-2"})
+    assert first.json()["id"] in _error(other, 422, "idempotency_key_reused")
+    same = _post(api, svc, api.tokens["alice"], svc.notebook(), headers={"Idempotency-Key": "k-2"})
+    assert same.status_code == 200 and same.json()["id"] == first.json()["id"]
+    # keys belong to one identity: bob may use the same key for his own submission
+    assert _post(api, svc, api.tokens["bob"], svc.notebook(), headers={"Idempotency-Key": "k-2"}).status_code == 202

@@ -68,8 +68,11 @@ def test_the_event_stream_sends_an_estimate_while_queued(api, svc):
 
     async def first_frames():
         frames = []
-        gen = events.stream(state.sessions, submission_id=ids[1], estimate=estimate)
+        gen = events.stream(state.sessions, submission_id=ids[1], start=events.StreamPlan(1, 0), poll_s=0.25,
+                            max_s=30, estimate=estimate)
         async for frame in gen:
+            if frame.startswith("retry: "):  # the stream's first frame: EventSource's reconnect delay
+                continue
             frames.append(frame)
             if frame.startswith("event: estimate"):
                 break

@@ -1,0 +1,148 @@
+"""Every error response has one shape, `{"error": {"code", "message"}}`, with the headers HTTP asks for
+(WWW-Authenticate on 401, Retry-After on 429, Allow on 405) and the message in the caller's language."""
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
+
+from grading.errors import InvalidSubmission
+from service.errors import ServiceError, clip, from_engine, preferred_lang
+
+log = logging.getLogger("titangrade.api")
+API_DOCS = "/api/v1/docs"
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="stable, machine-readable")
+    message: str = Field(description="what went wrong and how to fix it, in the Accept-Language (en or zh)")
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+class BodyTooLarge(StarletteHTTPException):
+    """Raised while the body streams in; an HTTPException so FastAPI's body parsing passes it through."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, detail=f"the request body is larger than {limit} bytes")
+        self.limit = limit
+
+
+def too_large_text(limit: int, lang: str) -> str:
+    if lang == "zh":
+        return f"请求体超过 {limit} 字节的上限；笔记本请先清除输出（Kernel > Restart & Clear Output）再提交"
+    return (f"the request body is larger than the {limit}-byte limit; for a notebook, clear its outputs "
+            "(Kernel > Restart & Clear Output) and submit again")
+
+
+# Validation error types whose pydantic message is written for people; any other type gets a plain
+# "is not valid", so Python internals (e.g. "pop expected at most 1 argument") never reach a client.
+_READABLE = ("missing", "int_parsing", "int_type", "float_parsing", "float_type", "string_type", "bool_parsing",
+             "greater_than", "greater_than_equal", "less_than", "less_than_equal", "string_too_short",
+             "string_too_long", "literal_error", "enum", "json_invalid", "finite_number", "dict_type",
+             "model_attributes_type", "list_type", "int_from_float", "bool_type", "too_long", "too_short")
+
+
+def validation_text(errors: list[dict], lang: str) -> str:
+    parts = []
+    for err in errors[:5]:
+        loc = ".".join(clip(p, 40) for p in err.get("loc", ()) if p not in ("body",)) or "body"
+        kind = str(err.get("type", ""))
+        if kind == "missing":
+            what = "is required" if lang == "en" else "为必填项"
+        elif loc.endswith("notebook"):
+            what = ("must be an uploaded file (multipart/form-data: -F notebook=@file.ipynb)" if lang == "en"
+                    else "必须是上传的文件（multipart/form-data：-F notebook=@file.ipynb）")
+        elif kind in _READABLE:
+            what = clip(err.get("msg", "is not valid"), 200)
+        else:
+            what = "is not valid" if lang == "en" else "无效"
+        parts.append(f"{loc}: {what}")
+    if len(errors) > 5:
+        parts.append(f"... and {len(errors) - 5} more")
+    joined = "; ".join(parts)
+    if lang == "zh":
+        return f"请求无效：{joined}；接口说明见 {API_DOCS}"
+    return f"the request is invalid: {joined}; the API is described at {API_DOCS}"
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route accepts at this path (Starlette's own 405 names only the first route's)."""
+    allowed = [m for m in ("GET", "POST", "PUT", "PATCH", "DELETE")
+               if any(route.matches({**request.scope, "method": m})[0] is Match.FULL for route in request.app.routes)]
+    return allowed
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    def lang_of(request: Request) -> str:
+        return preferred_lang(request.headers.get("accept-language"))
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(request: Request, exc: ServiceError):
+        headers = dict(exc.headers)
+        if exc.status_code == 401 and "WWW-Authenticate" not in headers:
+            headers["WWW-Authenticate"] = 'Bearer realm="titangrade"'
+        return error_response(exc.status_code, exc.code, exc.text(lang_of(request)), headers)
+
+    @app.exception_handler(InvalidSubmission)
+    async def _invalid(request: Request, exc: InvalidSubmission):
+        err = from_engine(exc)
+        return error_response(err.status_code, err.code, err.text(lang_of(request)))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError):
+        return error_response(422, "invalid_request", validation_text(list(exc.errors()), lang_of(request)))
+
+    @app.exception_handler(RecursionError)
+    async def _too_deep(request: Request, exc: RecursionError):
+        err = ServiceError("the JSON nests too deeply to read; send the notebook as Jupyter saved it",
+                           code="nesting_too_deep", status_code=422,
+                           zh="JSON 嵌套层数过深；请提交从 Jupyter 保存的笔记本")
+        return error_response(422, err.code, err.text(lang_of(request)))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException):
+        lang = lang_of(request)
+        where = f"{request.method} {clip(request.url.path)}"
+        headers = dict(exc.headers or {})
+        if isinstance(exc, BodyTooLarge) or exc.status_code == 413:
+            return error_response(413, "too_large", too_large_text(getattr(exc, "limit", 0), lang))
+        if exc.status_code == 400:
+            if isinstance(exc.__cause__, RecursionError):
+                return await _too_deep(request, exc.__cause__)
+            if "multipart" in request.headers.get("content-type", ""):
+                message = ("the request body is not valid multipart/form-data; send the notebook as a file field: "
+                           "curl -F notebook=@mine.ipynb -F exercise_id=ch07.wordle_reward ..." if lang == "en" else
+                           "请求体不是有效的 multipart/form-data；请以文件字段发送笔记本："
+                           "curl -F notebook=@mine.ipynb ...")
+                return error_response(400, "malformed_multipart", message)
+            message = ("the request body could not be read; send JSON with Content-Type: application/json"
+                       if lang == "en" else "无法读取请求体；请以 Content-Type: application/json 发送 JSON")
+            return error_response(400, "malformed_body", message)
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request))
+            message = (f"{where}: this path does not take {request.method}; it takes {headers['Allow']}"
+                       if lang == "en" else f"{where}：该路径不支持 {request.method}，支持 {headers['Allow']}")
+            return error_response(405, "method_not_allowed", message, headers)
+        if exc.status_code == 404:
+            message = (f"{where}: no such endpoint; the API is listed at {API_DOCS}" if lang == "en"
+                       else f"{where}：没有这个接口；接口列表见 {API_DOCS}")
+            return error_response(404, "not_found", message, headers)
+        return error_response(exc.status_code, "http_error", clip(exc.detail, 300), headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception):
+        log.exception("unexpected error on %s %s", request.method, clip(request.url.path))
+        return error_response(500, "internal_error",
+                              f"unexpected server error ({type(exc).__name__}); it has been logged")

@@ -1,0 +1,89 @@
+"""RequestGuard: what happens to every request before a route runs.
+
+1. A trailing slash is dropped (`/api/v1/submissions/` is `/api/v1/submissions`, no 307 redirect).
+2. Under /api/v1 (docs and schema excepted) the caller is authenticated from the headers alone; an
+   unauthenticated request gets its 401 before a byte of its body is read.
+3. The body is capped: the notebook limit (+ multipart framing) for uploads, `JSON_BODY_LIMIT` elsewhere;
+   by Content-Length when sent, and by counting the stream when not (chunked uploads).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from service.auth.authenticators import Authenticator, CredentialRejected, authenticate
+from service.errors import preferred_lang
+from service.http_errors import BodyTooLarge, error_response, too_large_text
+
+JSON_BODY_LIMIT = 64 * 1024
+MULTIPART_SLACK = 64 * 1024  # boundaries, part headers and the exercise_id field around the notebook
+
+
+class RequestGuard:
+    def __init__(self, app: ASGIApp, *, api_prefix: str, public_paths: Sequence[str], upload_paths: Sequence[str],
+                 authenticators: Sequence[Authenticator]) -> None:
+        self.app = app
+        self.api_prefix = api_prefix
+        self.public = frozenset(public_paths)
+        self.uploads = frozenset(upload_paths)
+        self.authenticators = list(authenticators)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        if len(path) > 1 and path.endswith("/"):
+            raw_path = (scope.get("raw_path") or b"").rstrip(b"/") or b"/"
+            scope = dict(scope, path=path.rstrip("/") or "/", raw_path=raw_path)
+            path = scope["path"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        lang = preferred_lang(headers.get("accept-language"))
+        state = scope["app"].state
+        if path.startswith(self.api_prefix + "/") and path not in self.public:
+            try:
+                principal = await run_in_threadpool(self._authenticate, state.sessions, headers)
+            except CredentialRejected as exc:
+                await self._reject(scope, receive, send, exc.zh if lang == "zh" else exc.message, exc.challenge)
+                return
+            if principal is None:
+                message = ("send `Authorization: Bearer <token>`; your instructor or an administrator gives you a token"
+                           if lang == "en" else "请发送 `Authorization: Bearer <令牌>`；令牌由教师或管理员发放")
+                await self._reject(scope, receive, send, message, self.authenticators[0].challenge)
+                return
+            scope.setdefault("state", {})["principal"] = principal
+        limit = (state.settings.max_upload_bytes + MULTIPART_SLACK if path in self.uploads else JSON_BODY_LIMIT)
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            await error_response(413, "too_large", too_large_text(limit, lang))(scope, receive, send)
+            return
+        await self.app(scope, _capped(receive, limit), send)
+
+    def _authenticate(self, sessions, headers):
+        with sessions() as session:
+            try:
+                return authenticate(session, headers, self.authenticators)
+            finally:
+                session.commit()  # end the read transaction (SQLite holds the writer lock until then)
+
+    @staticmethod
+    async def _reject(scope: Scope, receive: Receive, send: Send, message: str, challenge: str) -> None:
+        response = error_response(401, "not_authenticated", message, {"WWW-Authenticate": challenge})
+        await response(scope, receive, send)
+
+
+def _capped(receive: Receive, limit: int) -> Receive:
+    seen = 0
+
+    async def wrapped():
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise BodyTooLarge(limit)
+        return message
+
+    return wrapped

@@ -1,0 +1,69 @@
+"""The OpenAPI document: every 4xx declared with the one error schema, the bearer scheme, and links that
+tell clients (and schemathesis' stateful tests) how a new submission's id feeds the other endpoints."""
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from service.http_errors import ErrorBody
+
+ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
+DESCRIPTIONS = {400: "malformed body", 401: "no valid credential (see WWW-Authenticate)",
+                403: "authenticated, but not allowed here", 404: "no such resource (or not yours)",
+                405: "method not allowed (see Allow)", 409: "conflict", 413: "body too large",
+                422: "invalid request", 429: "too many requests (see Retry-After)"}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """`responses=` for a route: each status described, with the error schema."""
+    return {s: {"model": ErrorBody, "description": DESCRIPTIONS[s]} for s in statuses}
+
+
+def _links(paths: dict) -> None:
+    def op_id(path: str, method: str) -> str | None:
+        return paths.get(path, {}).get(method, {}).get("operationId")
+
+    sub = "/api/v1/submissions/{submission_id}"
+    created = paths.get("/api/v1/submissions", {}).get("post", {}).get("responses", {})
+    links = {}
+    for name, path, method in (("GetSubmission", sub, "get"), ("SubmissionEvents", sub + "/events", "get"),
+                               ("RegradeSubmission", sub + "/regrade", "post"),
+                               ("OverrideScore", sub + "/override", "post"),
+                               ("ListOverrides", sub + "/overrides", "get")):
+        if (target := op_id(path, method)) is not None:
+            links[name] = {"operationId": target, "parameters": {"submission_id": "$response.body#/id"}}
+    for status in ("200", "202"):
+        if status in created:
+            created[status]["links"] = links
+    made = paths.get("/api/v1/tokens", {}).get("post", {}).get("responses", {}).get("201")
+    if made is not None and (target := op_id("/api/v1/tokens/{token_id}", "delete")):
+        made["links"] = {"RevokeToken": {"operationId": target, "parameters": {"token_id": "$response.body#/id"}}}
+
+
+def build_openapi(app: FastAPI, *, api_prefix: str, public_paths: set[str]) -> dict:
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+    schemas.pop("HTTPValidationError", None)
+    schemas.pop("ValidationError", None)
+    schemas["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+    for sub_name, sub_schema in schemas["ErrorBody"].pop("$defs", {}).items():
+        schemas[sub_name] = sub_schema
+    for path, ops in schema.get("paths", {}).items():
+        for op in ops.values():
+            responses = op.setdefault("responses", {})
+            statuses = {422} if op.get("parameters") or "requestBody" in op else set()
+            if path.startswith(api_prefix + "/") and path not in public_paths:
+                statuses.add(401)
+            if "requestBody" in op:
+                statuses |= {400, 413}
+            if any(p.get("in") == "path" for p in op.get("parameters", [])):
+                statuses.add(404)
+            for status in statuses:
+                responses.setdefault(str(status), {"description": DESCRIPTIONS[status]})
+            for status, body in responses.items():
+                if status.startswith("4"):
+                    body["content"] = {"application/json": {"schema": ERROR_REF}}
+    _links(schema["paths"])
+    return schema

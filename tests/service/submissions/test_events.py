@@ -1,0 +1,111 @@
+"""Server-sent events follow the current grading run: they end after its done, a reconnect after done gets
+204 (EventSource stops), a regrade streams the new run only, and every stream has a time limit."""
+from __future__ import annotations
+
+import json
+import time
+
+URL = "/api/v1/submissions"
+
+
+def _frames(api, svc, sid, token, **headers):
+    frames = []
+    with api.stream("GET", f"{URL}/{sid}/events", headers=svc.auth(token, **headers)) as resp:
+        if resp.status_code != 200:
+            return resp.status_code, []
+        for line in resp.iter_lines():
+            if line.startswith("id: "):
+                frames.append([int(line[4:])])
+            elif line.startswith("data: "):
+                frames[-1].append(json.loads(line[6:]))
+    return 200, frames
+
+
+def _grade(api, score: float) -> None:
+    from service.db import transaction
+    from service.grades.service import record_grade
+    from service.queue import service as queue
+
+    with transaction(api.app_state.sessions) as s:
+        job = queue.claim(s, worker_id="w", lanes=("short",), free_devices=0, max_world_size=1, lease_s=30)
+    with transaction(api.app_state.sessions) as s:
+        assert queue.complete(s, job=job)
+        record_grade(s, submission_id=job.submission_id,
+                     result={"status": "graded", "score": score, "max_score": 3.0, "checks": []})
+
+
+def test_reconnect_after_done_gets_204_at_once(api, svc):
+    token = api.tokens["alice"]
+    sid = api.post(URL, files={"notebook": ("a.ipynb", svc.notebook())}, headers=svc.auth(token)).json()["id"]
+    _grade(api, 3.0)
+    status, frames = _frames(api, svc, sid, token)
+    assert status == 200 and frames[-1][1]["event"] == "done"
+    started = time.monotonic()
+    status, _ = _frames(api, svc, sid, token, **{"Last-Event-ID": str(frames[-1][0])})
+    assert status == 204 and time.monotonic() - started < 2
+
+
+def test_after_a_regrade_the_stream_follows_the_new_run(api, svc):
+    token, teacher = api.tokens["alice"], api.tokens["teacher"]
+    sid = api.post(URL, files={"notebook": ("a.ipynb", svc.notebook())}, headers=svc.auth(token)).json()["id"]
+    _grade(api, 1.0)
+    _, first = _frames(api, svc, sid, token)
+    old_done = first[-1][0]
+    again = api.post(f"{URL}/{sid}/regrade", headers=svc.auth(teacher))
+    assert again.status_code == 202 and again.json()["submission_ids"] == [sid]
+    noop = api.post(f"{URL}/{sid}/regrade", headers=svc.auth(teacher))
+    assert noop.status_code == 200 and noop.json()["queued"] == 0
+    assert noop.json()["skipped"][0]["reason"] == "already_pending" and "still queued" in noop.json()["message"]
+    # run 2 is queued: a reconnect with run 1's done id streams run 2 and does not replay run 1's done
+    api.app_state.settings = api.app_state.settings.model_copy(update={"events_max_s": 1.0, "events_poll_s": 0.1})
+    started = time.monotonic()
+    status, waiting = _frames(api, svc, sid, token, **{"Last-Event-ID": str(old_done)})
+    assert status == 200 and [(f[1]["event"], f[1]["run"]) for f in waiting] == [("queued", 2)]
+    assert 0.9 < time.monotonic() - started < 5  # ended by the stream time limit, not by a done
+    _grade(api, 3.0)
+    status, second = _frames(api, svc, sid, token, **{"Last-Event-ID": str(waiting[-1][0])})
+    assert [f[1]["event"] for f in second] == ["claimed", "done"]
+    assert second[-1][1] == {"event": "done", "status": "graded", "score": 3.0, "max_score": 3.0, "run": 2}
+    status, fresh = _frames(api, svc, sid, token)  # a new client sees the current run from its start
+    assert [f[1]["event"] for f in fresh] == ["queued", "claimed", "done"] and all(f[1]["run"] == 2 for f in fresh)
+    assert api.get(f"{URL}/{sid}", headers=svc.auth(token)).json()["run"] == 2
+
+
+def test_odd_last_event_ids_replay_or_end_but_never_fail(api, svc):
+    token = api.tokens["alice"]
+    sid = api.post(URL, files={"notebook": ("a.ipynb", svc.notebook())}, headers=svc.auth(token)).json()["id"]
+    _grade(api, 2.0)
+    status, _ = _frames(api, svc, sid, token, **{"Last-Event-ID": "9" * 40})  # past the done: nothing more
+    assert status == 204
+    for odd in ("\u00b2".encode("latin-1"), b"-1", b"abc"):  # not a plain number: replay the run
+        status, frames = _frames(api, svc, sid, token, **{"Last-Event-ID": odd})
+        assert status == 200 and [f[1]["event"] for f in frames] == ["queued", "claimed", "done"]
+
+
+def test_cli_client_resumes_a_timed_out_stream_until_done(live_api, svc):
+    """`titangrade submit` follows through stream time limits (Last-Event-ID) and stops at done or 204."""
+    import threading
+
+    import httpx
+
+    from service.client import _follow
+
+    state = live_api.app.state
+    saved = state.settings
+    state.settings = saved.model_copy(update={"events_max_s": 0.5, "events_poll_s": 0.1})
+    try:
+        headers = {"Authorization": f"Bearer {live_api.tokens['bob']}"}
+        with httpx.Client(base_url=live_api.url, headers=headers, timeout=30) as client:
+            sid = client.post(URL, files={"notebook": ("a.ipynb", svc.notebook())}).json()["id"]
+            grader = threading.Timer(2.0, _grade, args=(type("A", (), {"app_state": state})(), 3.0))
+            grader.start()
+            started = time.monotonic()
+            _follow(client, sid)
+            took = time.monotonic() - started
+            grader.join()
+            assert 1.9 < took < 15 and client.get(f"{URL}/{sid}").json()["status"] == "graded"
+            started = time.monotonic()
+            _follow(client, sid)  # already done: replays the run and returns at once
+            assert time.monotonic() - started < 3
+    finally:
+        state.settings = saved

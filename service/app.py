@@ -13,15 +13,22 @@ from service.courses.routes import router as courses_router
 from service.db import make_engine, make_sessionmaker
 from service.exercises.routes import router as exercises_router
 from service.http_errors import install_error_handlers
+from service.intake.routes import INTAKE_PATH
+from service.intake.routes import router as intake_router
+from service.lti.routes import api as lti_api_router
+from service.lti.routes import tool as lti_tool_router
 from service.middleware import RequestGuard
 from service.openapi import build_openapi
 from service.ops import router as ops_router
 from service.queue import service as queue
 from service.submissions.routes import router as submissions_router
+from service.webhooks.routes import router as webhooks_router
 
 API_PREFIX = "/api/v1"
 UPLOAD_PATH = API_PREFIX + "/submissions"
-PUBLIC_PATHS = {API_PREFIX + "/openapi.json", API_PREFIX + "/docs", API_PREFIX + "/docs/oauth2-redirect"}
+SIGNED_INTAKE_PATH = API_PREFIX + INTAKE_PATH  # authenticated by its Standard Webhooks signature, not a token
+PUBLIC_PATHS = {API_PREFIX + "/openapi.json", API_PREFIX + "/docs", API_PREFIX + "/docs/oauth2-redirect",
+                SIGNED_INTAKE_PATH}
 
 
 def create_app(settings: Settings, *, catalogue: Catalogue | None = None, engine=None,
@@ -47,9 +54,12 @@ def create_app(settings: Settings, *, catalogue: Catalogue | None = None, engine
     app.state.max_devices = max_devices
     install_error_handlers(app)
     app.add_middleware(RequestGuard, api_prefix=API_PREFIX, public_paths=sorted(PUBLIC_PATHS),
-                       upload_paths=[UPLOAD_PATH], authenticators=list(authenticators or default_authenticators()))
+                       upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH],
+                       authenticators=list(authenticators or default_authenticators()))
     app.include_router(ops_router)
-    for router in (submissions_router, exercises_router, courses_router, auth_router):
+    app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token
+    for router in (submissions_router, exercises_router, courses_router, auth_router, webhooks_router,
+                   intake_router, lti_api_router):
         app.include_router(router, prefix=API_PREFIX)
 
     def openapi() -> dict:

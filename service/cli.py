@@ -11,6 +11,12 @@ def build_parser() -> argparse.ArgumentParser:
     from service import commands
 
     commands.register(sub)
+    from service.webhooks import commands as webhook_commands
+
+    webhook_commands.register(sub)
+    from service.lti import commands as lti_commands
+
+    lti_commands.register(sub)
     try:
         import grading.cli as grading_cli
     except ModuleNotFoundError as exc:  # the engine's commands are optional for the service

@@ -16,6 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=None, help="local grading slots (0 = API only); "
                    "default TITANGRADE_WORKER_SLOTS")
     _executor_args(p)
+    p.add_argument("--no-deliver", action="store_true", help="do not run the webhook delivery loop here "
+                   "(run `titangrade webhooks deliver` elsewhere)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("worker", help="run grading workers only (several hosts may share one PostgreSQL)")
@@ -167,10 +169,17 @@ def cmd_serve(args) -> int:
         thread = threading.Thread(target=worker.run, name="tg-worker", daemon=True)
         thread.start()
         print(f"titangrade: {settings.executor} worker with {settings.worker_slots} slot(s)")
+    deliverer = None
+    if not args.no_deliver:
+        from service.webhooks.commands import start_delivery_loop
+
+        deliverer = start_delivery_loop(settings, engine)
     print(f"titangrade: API on http://{args.host}:{args.port}/api/v1 (docs at /api/v1/docs)", flush=True)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     finally:
+        if deliverer is not None:
+            deliverer.stop.set()
         if worker is not None:  # drain: finish or hand back running jobs
             worker.stop.set()
             thread.join(settings.shutdown_grace_s + 10)

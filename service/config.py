@@ -78,6 +78,34 @@ class Settings(BaseSettings):
     submissions_per_minute: int = Field(10, ge=1, description="per learner, all exercises")
     max_attempts_per_exercise: int = Field(0, ge=0, description="per learner; 0 = unlimited")
 
+    # webhooks (grade events out) and signed intake (service/webhooks, service/intake)
+    webhook_retry_base_s: float = Field(5.0, gt=0, description="first retry delay; doubles per attempt, with jitter")
+    webhook_retry_max_delay_s: float = Field(36000.0, gt=0, description="longest delay between two attempts")
+    webhook_retry_window_s: float = Field(90000.0, gt=0, description="a delivery is retried for this long after its "
+                                          "first attempt, then dead-lettered (default 25 h; tests shorten it)")
+    webhook_timeout_s: float = Field(10.0, gt=0, description="connect and read timeout of one delivery attempt")
+    webhook_concurrency: int = Field(8, ge=1, description="deliveries sent at once by one delivery loop")
+    webhook_batch: int = Field(64, ge=1, description="deliveries claimed per round")
+    webhook_poll_s: float = Field(1.0, gt=0, description="an idle delivery loop looks for due deliveries this often")
+    webhook_lease_s: float = Field(60.0, gt=0, description="a claimed delivery is retaken by another loop after this")
+    webhook_allowed_hosts: str = Field("", description="prod mode: hosts or CIDRs that may be private/loopback "
+                                       'endpoints, e.g. "lms.internal,10.1.0.0/16"')
+    webhook_rotation_overlap_s: float = Field(86400.0, ge=0, description="after a secret rotation the old secret "
+                                              "still signs (a second signature) for this long")
+
+    # LTI 1.3 (service/lti): the tool's keys, URLs and session lifetimes
+    lti_tool_url: str = Field("http://127.0.0.1:8000", description="the public base URL of this service, as "
+                              "platforms reach it (login, launch, JWKS and deep-link URLs are built from it)")
+    lti_key_dir: Path = Field(Path("lti-keys"), description="the tool's private keys (0600 files in a 0700 "
+                              "directory), generated at first start")
+    lti_key_retention_s: float = Field(7 * 86400.0, ge=0, description="a rotated-out key stays in the JWKS this long")
+    lti_state_ttl_s: float = Field(600.0, gt=0, description="a login initiation must be answered by a launch "
+                                   "within this long")
+    lti_session_s: float = Field(8 * 3600.0, gt=0, description="lifetime of the bearer token a launch hands out")
+    lti_jwks_cache_s: float = Field(300.0, ge=0, description="a platform's JWKS is fetched again after this long "
+                                    "(and at once when a token names an unknown kid)")
+    lti_clock_skew_s: float = Field(60.0, ge=0, description="leeway for exp/iat of platform id_tokens")
+
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> "Settings":
         if self.mode == "prod":

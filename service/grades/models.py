@@ -22,7 +22,8 @@ class ScoreOverride(Base):
 
 
 class OutboxEvent(Base):
-    """One row per stored grade, written in the score's transaction; a later issue delivers them."""
+    """One row per stored grade, written in the score's transaction; service/webhooks fans each out into deliveries
+    (delivered_at = fanned out), which its loop sends with retries."""
 
     __tablename__ = "grade_outbox"
 

@@ -1,0 +1,181 @@
+"""Grade passback with LTI Assignment and Grade Services, as one more kind of outbox target ("lti").
+
+A line item (service/lti/models.LtiLineItem) is the target: every grade event of its course and exercise
+for a learner of its platform becomes an `outbox_deliveries` row whose body is the AGS score. The shared
+delivery loop (service/webhooks/delivery.py) claims it, retries it on the same schedule, logs each attempt
+and dead-letters it; `AgsSender` gets an OAuth2 token (client-credentials grant with a JWT client
+assertion signed by the tool's key, cached until shortly before it expires) and POSTs the score to
+`{lineitem}/scores`. A regrade or an override is a new event, so the new score is sent again; its later
+timestamp makes the platform keep it.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.grades.models import OutboxEvent
+from service.lti import tokens
+from service.lti.keys import KeyStore, key_store
+from service.lti.models import LtiLineItem, LtiPlatform
+from service.submissions.models import Submission
+from service.timefmt import rfc3339
+from service.webhooks.delivery import Outcome
+from service.webhooks.models import OutboxDelivery
+from service.webhooks.ssrf import AddressPolicy, make_client
+
+SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
+SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+TOKEN_MARGIN_S = 60  # a cached token is renewed this long before the platform says it expires
+EXCERPT_BYTES = 1024
+
+
+class LtiTargets:
+    """Line items of the event's course; `accepts` narrows them to the event's exercise and the learners
+    whose identity comes from the line item's platform."""
+
+    kind = "lti"
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[str, str]] = {}  # line item id -> (exercise id, platform issuer)
+
+    def targets(self, session: Session, *, course: str, event_type: str) -> list[int]:
+        rows = session.execute(select(LtiLineItem.id, LtiLineItem.exercise_id, LtiPlatform.issuer)
+                               .join(LtiPlatform, LtiPlatform.id == LtiLineItem.platform_id)
+                               .where(LtiLineItem.course == course, LtiPlatform.removed_at.is_(None)))
+        ids = []
+        for item_id, exercise_id, issuer in rows:
+            self._items[item_id] = (exercise_id, issuer)
+            ids.append(item_id)
+        return ids
+
+    def accepts(self, *, event: OutboxEvent, target_id: int, learner: dict | None) -> bool:
+        exercise_id, issuer = self._items.get(target_id, ("", ""))
+        return (learner is not None and learner.get("issuer") == issuer
+                and (event.payload or {}).get("exercise_id") == exercise_id)
+
+    def body(self, *, event: OutboxEvent, event_type: str, target_id: int, learner: dict | None) -> str:
+        return score_body(event=event, event_type=event_type, user_id=(learner or {}).get("subject", ""))
+
+
+def score_body(*, event: OutboxEvent, event_type: str, user_id: str) -> str:
+    """The AGS score (without the comment, added when sent): graded -> FullyGraded with the effective score,
+    not gradable -> Failed with no score (a grader fault is never a zero)."""
+    p = event.payload or {}
+    body: dict = {"userId": user_id, "activityProgress": "Completed", "timestamp": rfc3339(event.created_at)}
+    score = p.get("manual_score") if p.get("manual_score") is not None else p.get("score")
+    if event_type == "submission.not_gradable" or score is None:
+        body["gradingProgress"] = "Failed"
+        body["activityProgress"] = "Submitted"
+    else:
+        body.update(scoreGiven=float(score), scoreMaximum=float(p.get("max_score") or 0), gradingProgress="FullyGraded")
+    return json.dumps(body, separators=(",", ":"), sort_keys=True)
+
+
+def feedback_comment(session: Session, *, submission_id: str, payload: dict) -> str:
+    """A short summary for the gradebook: checks passed, and an override's reason. Never check details."""
+    sub = session.get(Submission, submission_id)
+    checks = (sub.result or {}).get("checks", []) if sub is not None else []
+    parts = []
+    if checks:
+        parts.append(f"{sum(bool(c.get('passed')) for c in checks)}/{len(checks)} checks passed")
+    if payload.get("manual_score") is not None and payload.get("reason"):
+        parts.append(f"score set by the instructor: {str(payload['reason'])[:200]}")
+    if payload.get("status") == "not_gradable":
+        parts.append("the grader could not grade this submission (not the learner's fault); it will be retried")
+    parts.append(f"details: /api/v1/submissions/{submission_id}")
+    return "; ".join(parts)
+
+
+def scores_url(lineitem: str) -> str:
+    parts = urlsplit(lineitem)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/scores"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgsWork:
+    token_url: str
+    client_id: str
+    url: str
+    body: str
+
+
+class AgsSender:
+    kind = "lti"
+
+    def __init__(self, client: httpx.Client, keys: KeyStore) -> None:
+        self.client, self.keys = client, keys
+        self._tokens: dict[tuple[str, str], tuple[str, float]] = {}
+        self._lock = threading.Lock()
+        self.token_requests = 0
+
+    @classmethod
+    def from_settings(cls, settings) -> AgsSender:
+        return cls(make_client(AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s,
+                               max_connections=settings.webhook_concurrency), key_store(settings))
+
+    def prepare(self, session: Session, delivery: OutboxDelivery) -> AgsWork | None:
+        row = session.execute(select(LtiLineItem, LtiPlatform)
+                              .join(LtiPlatform, LtiPlatform.id == LtiLineItem.platform_id)
+                              .where(LtiLineItem.id == delivery.target_id)).first()
+        if row is None or row[1].removed_at is not None:
+            return None
+        item, platform = row
+        event = session.get(OutboxEvent, delivery.event_id)
+        body = json.loads(delivery.body)
+        if event is not None:
+            body["comment"] = feedback_comment(session, submission_id=event.submission_id, payload=event.payload or {})
+        return AgsWork(token_url=platform.auth_token_url, client_id=platform.client_id, url=scores_url(item.url),
+                       body=json.dumps(body, separators=(",", ":"), sort_keys=True))
+
+    def access_token(self, work: AgsWork) -> str:
+        """A cached token for (token URL, client id), or a new one from the client-credentials grant."""
+        key = (work.token_url, work.client_id)
+        with self._lock:
+            cached = self._tokens.get(key)
+        if cached is not None and cached[1] > time.monotonic():
+            return cached[0]
+        assertion = tokens.sign({"iss": work.client_id, "sub": work.client_id, "aud": work.token_url}, keys=self.keys)
+        resp = self.client.post(work.token_url, data={
+            "grant_type": "client_credentials", "client_assertion_type": ASSERTION_TYPE,
+            "client_assertion": assertion, "scope": SCORE_SCOPE})
+        self.token_requests += 1
+        if resp.status_code != 200:
+            raise TokenRefused(f"token endpoint answered HTTP {resp.status_code}: {resp.text[:200]}")
+        data = resp.json()
+        token, lifetime = data.get("access_token"), float(data.get("expires_in") or 3600)
+        if not isinstance(token, str) or not token:
+            raise TokenRefused("token endpoint answered without an access_token")
+        with self._lock:
+            self._tokens[key] = (token, time.monotonic() + max(lifetime - TOKEN_MARGIN_S, 0))
+        return token
+
+    def send(self, work: AgsWork) -> Outcome:
+        start = time.perf_counter()
+        try:
+            token = self.access_token(work)
+            resp = self.client.post(work.url, content=work.body.encode(),
+                                    headers={"content-type": SCORE_TYPE, "authorization": f"Bearer {token}"})
+        except (httpx.HTTPError, TokenRefused, ValueError) as exc:
+            return Outcome(ok=False, status_code=None, latency_ms=(time.perf_counter() - start) * 1000,
+                           error=f"{type(exc).__name__}: {exc}")
+        latency = (time.perf_counter() - start) * 1000
+        excerpt = resp.text[:EXCERPT_BYTES]
+        if resp.status_code == 401:  # the token was revoked or expired early: get a new one next time
+            with self._lock:
+                self._tokens.pop((work.token_url, work.client_id), None)
+        if 200 <= resp.status_code < 300:
+            return Outcome(ok=True, status_code=resp.status_code, latency_ms=latency, excerpt=excerpt)
+        return Outcome(ok=False, status_code=resp.status_code, latency_ms=latency, error=f"HTTP {resp.status_code}",
+                       excerpt=excerpt)
+
+
+class TokenRefused(Exception):
+    """The platform's token endpoint did not grant a token (a failed attempt, retried on the schedule)."""

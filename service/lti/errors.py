@@ -1,0 +1,11 @@
+"""LTI errors: a 4xx whose code names what failed (the platform's admin reads them in the browser)."""
+from __future__ import annotations
+
+from service.errors import ServiceError
+
+
+class LtiError(ServiceError):
+    status_code, code = 400, "lti_invalid"
+
+    def __init__(self, code: str, message: str, *, status_code: int = 400) -> None:
+        super().__init__(message, code=code, status_code=status_code)

@@ -1,0 +1,70 @@
+"""LTI 1.3 rows: registered platforms, login states (state + nonce, single use), the course a platform's
+context maps to, and the AGS line items grades are passed back to (the outbox's "lti" targets)."""
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from service.db import Base, utcnow
+
+
+class LtiPlatform(Base):
+    """A platform (LMS) registration: who signs launches (issuer, keyset) and where the tool asks for tokens."""
+
+    __tablename__ = "lti_platforms"
+    __table_args__ = (UniqueConstraint("issuer", "client_id", name="uq_lti_platform_issuer_client"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200))
+    issuer: Mapped[str] = mapped_column(String(500))
+    client_id: Mapped[str] = mapped_column(String(200))
+    auth_login_url: Mapped[str] = mapped_column(String(2000))  # the platform's OIDC authorization endpoint
+    auth_token_url: Mapped[str] = mapped_column(String(2000))  # OAuth2 token endpoint (AGS)
+    keyset_url: Mapped[str] = mapped_column(String(2000))  # the platform's JWKS
+    deployment_ids: Mapped[list] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    removed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class LtiLoginState(Base):
+    """One OIDC login initiation: the id_token that answers it must carry `nonce`; used once, then spent."""
+
+    __tablename__ = "lti_login_states"
+
+    state: Mapped[str] = mapped_column(String(64), primary_key=True)
+    nonce: Mapped[str] = mapped_column(String(64), unique=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
+    used_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class LtiContext(Base):
+    """A platform's course (LTI context) and the titangrade course it is: `lti-<platform id>-<context id>`."""
+
+    __tablename__ = "lti_contexts"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", name="uq_lti_context"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"), index=True)
+    context_id: Mapped[str] = mapped_column(String(255))
+    course: Mapped[str] = mapped_column(String(200), index=True)
+    title: Mapped[str] = mapped_column(String(500), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class LtiLineItem(Base):
+    """An AGS line item (a gradebook column) for one exercise of one course; scores of that exercise's
+    learners from that platform are POSTed to `{url}/scores`."""
+
+    __tablename__ = "lti_line_items"
+    __table_args__ = (UniqueConstraint("platform_id", "url", name="uq_lti_line_item"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(String(2000))
+    course: Mapped[str] = mapped_column(String(200), index=True)
+    exercise_id: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -1,0 +1,166 @@
+"""LTI endpoints: the tool's browser-facing URLs under /lti (login, launch, deep-link answer, JWKS, config)
+and platform registration under /api/v1/lti/platforms (admins). Thin wrappers over service/lti."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from service.db import transaction
+from service.deps import AdminUser, CatalogueDep, SessionDep, SettingsDep
+from service.errors import NotFound
+from service.lti import launch, service
+from service.lti.errors import LtiError
+from service.lti.keys import key_store
+from service.lti.models import LtiPlatform
+from service.lti.tokens import LTI, JwksCache
+from service.openapi import errors
+from service.timefmt import Timestamp
+from service.webhooks.ssrf import AddressPolicy, make_client
+
+# Browser-facing (form posts and redirects between the LMS and the tool), not part of the JSON API's schema.
+tool = APIRouter(prefix="/lti", tags=["lti"], include_in_schema=False)
+api = APIRouter(prefix="/lti/platforms", tags=["lti"])
+FORM_FIELD_CHARS = 16 * 1024
+
+
+class PlatformCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    issuer: str = Field(min_length=1, max_length=500)
+    client_id: str = Field(min_length=1, max_length=200)
+    auth_login_url: str = Field(min_length=1, max_length=2000)
+    auth_token_url: str = Field(min_length=1, max_length=2000)
+    keyset_url: str = Field(min_length=1, max_length=2000)
+    deployment_ids: list[str] = Field(min_length=1, max_length=50)
+
+
+class PlatformPublic(BaseModel):
+    id: int
+    name: str
+    issuer: str
+    client_id: str
+    auth_login_url: str
+    auth_token_url: str
+    keyset_url: str
+    deployment_ids: list[str]
+    created_at: Timestamp
+
+
+def to_public(row: LtiPlatform) -> PlatformPublic:
+    return PlatformPublic(id=row.id, name=row.name, issuer=row.issuer, client_id=row.client_id,
+                          auth_login_url=row.auth_login_url, auth_token_url=row.auth_token_url,
+                          keyset_url=row.keyset_url, deployment_ids=list(row.deployment_ids),
+                          created_at=row.created_at)
+
+
+@api.post("", status_code=201, response_model=PlatformPublic, responses=errors(403, 409, 422))
+def add_platform(body: PlatformCreate, user: AdminUser, session: SessionDep) -> PlatformPublic:
+    row = service.create(session, **body.model_dump())
+    session.commit()
+    return to_public(row)
+
+
+@api.get("", response_model=list[PlatformPublic], responses=errors(403))
+def list_platforms(user: AdminUser, session: SessionDep) -> list[PlatformPublic]:
+    return [to_public(r) for r in service.list_all(session)]
+
+
+@api.delete("/{platform_id}", status_code=204, responses=errors(403, 404))
+def remove_platform(platform_id: Annotated[int, Path(ge=1, le=2**31 - 1)], user: AdminUser, session: SessionDep):
+    if service.remove(session, platform_id=platform_id) is None:
+        raise NotFound(f"no LTI platform {platform_id}", code="platform_not_found")
+    session.commit()
+
+
+def tool_urls(settings) -> dict[str, str]:
+    base = settings.lti_tool_url.rstrip("/")
+    return {"login_url": base + "/lti/login", "launch_url": base + "/lti/launch", "redirect_url": base + "/lti/launch",
+            "deep_linking_url": base + "/lti/launch", "jwks_url": base + "/lti/jwks"}
+
+
+def _jwks(request: Request) -> JwksCache:
+    state = request.app.state
+    if getattr(state, "lti_jwks", None) is None:
+        settings = state.settings
+        client = make_client(AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s,
+                             max_connections=4)
+        state.lti_jwks = JwksCache(client, ttl_s=settings.lti_jwks_cache_s)
+    return state.lti_jwks
+
+
+async def _params(request: Request) -> dict[str, str]:
+    """Query and form fields as strings (login may be GET or POST; launch is a form post)."""
+    params = dict(request.query_params.items())
+    if request.method == "POST":
+        form = await request.form()
+        params.update({k: v for k, v in form.items() if isinstance(v, str)})
+    if any(len(v) > FORM_FIELD_CHARS for v in params.values()):
+        raise LtiError("lti_parameter_too_long", "a login or launch parameter is longer than 16 KiB")
+    return params
+
+
+@tool.get("/config")
+def config(settings: SettingsDep) -> dict[str, str]:
+    """The URLs to enter in the LMS when registering titangrade as an LTI 1.3 tool."""
+    return tool_urls(settings)
+
+
+@tool.get("/jwks")
+def jwks(settings: SettingsDep) -> dict:
+    return key_store(settings).jwks()
+
+
+@tool.api_route("/login", methods=["GET", "POST"], response_class=RedirectResponse, status_code=302)
+async def login(request: Request, settings: SettingsDep):
+    params = await _params(request)
+
+    def run() -> str:
+        with transaction(request.app.state.sessions) as session:
+            return service.login_redirect(session, params=params, redirect_uri=tool_urls(settings)["launch_url"],
+                                          ttl_s=settings.lti_state_ttl_s)
+
+    return RedirectResponse(await run_in_threadpool(run), status_code=302)
+
+
+@tool.post("/launch")
+async def launch_(request: Request, settings: SettingsDep, catalogue: CatalogueDep):
+    params = await _params(request)
+    if not params.get("id_token") or not params.get("state"):
+        raise LtiError("lti_missing_parameter", "a launch is a form post of id_token and state from the platform")
+    sessions, jwks_cache = request.app.state.sessions, _jwks(request)
+
+    def run() -> dict:
+        with transaction(sessions) as session:  # spent in its own transaction: a replay fails even after an error
+            login = service.consume_state(session, state=params["state"])
+            platform_id, nonce = login.platform_id, login.nonce
+        with transaction(sessions) as session:  # nothing else is stored unless every check passes
+            platform, claims = launch.validate(session, id_token=params["id_token"], platform_id=platform_id,
+                                               nonce=nonce, jwks=jwks_cache, leeway_s=settings.lti_clock_skew_s)
+            if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
+                return launch.deep_link_request(session, platform=platform, claims=claims, catalogue=catalogue,
+                                                keys=key_store(settings), ttl_s=settings.lti_state_ttl_s)
+            return launch.resource_link(session, platform=platform, claims=claims, catalogue=catalogue,
+                                        session_s=settings.lti_session_s)
+
+    return await run_in_threadpool(run)
+
+
+@tool.post("/deep-link", response_class=HTMLResponse)
+async def deep_link(request: Request, settings: SettingsDep, catalogue: CatalogueDep):
+    """The instructor's pick: answer with a page that posts the signed LtiDeepLinkingResponse to the LMS."""
+    params = await _params(request)
+    if not params.get("pick_token") or not params.get("exercise_id"):
+        raise LtiError("lti_missing_parameter", "send pick_token (from the deep-linking launch) and exercise_id")
+
+    def run() -> tuple[str, str]:
+        with transaction(request.app.state.sessions) as session:
+            return launch.deep_link_response(session, pick_token=params["pick_token"],
+                                             exercise_id=params["exercise_id"], catalogue=catalogue,
+                                             keys=key_store(settings), launch_url=tool_urls(settings)["launch_url"])
+
+    url, token = await run_in_threadpool(run)
+    return HTMLResponse(launch.autopost(url, token))

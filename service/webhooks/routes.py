@@ -1,0 +1,119 @@
+"""Webhook endpoints of a course (instructors of the course, admins): register, list, rotate, remove,
+read the delivery log, replay. Thin wrappers over service.webhooks.service."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query
+
+from service.db import utcnow
+from service.deps import SessionDep, SettingsDep, StaffUser
+from service.errors import Forbidden, clip
+from service.openapi import errors
+from service.webhooks import service, signing
+from service.webhooks.models import OutboxDelivery, WebhookEndpoint
+from service.webhooks.schemas import (
+    AttemptPublic,
+    DeliveryList,
+    DeliveryPublic,
+    EndpointCreate,
+    EndpointPublic,
+    EndpointWithSecret,
+    ReplayAccepted,
+    ReplayRequest,
+    RotateRequest,
+)
+from service.webhooks.ssrf import AddressPolicy
+
+RowId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the row id")]
+router = APIRouter(prefix="/courses/{course}/webhooks", tags=["webhooks"])
+
+
+def _teacher(user, course: str) -> None:
+    if not user.can_teach(course):
+        raise Forbidden(f"you are not an instructor of course {clip(course)!r}",
+                        zh=f"你不是课程 {clip(course)!r} 的教师")
+
+
+def to_public(row: WebhookEndpoint) -> EndpointPublic:
+    rotating = len(signing.live_secrets(row.secret, row.previous_secret, row.previous_expires_at, utcnow())) > 1
+    return EndpointPublic(id=row.id, course=row.course, url=row.url, event_types=row.event_types,
+                          description=row.description, rotating=rotating,
+                          previous_expires_at=row.previous_expires_at, created_at=row.created_at)
+
+
+def _delivery(row: OutboxDelivery, log) -> DeliveryPublic:
+    return DeliveryPublic(id=row.id, event_id=row.event_id, event_type=row.event_type, webhook_id=row.message_id,
+                          status=row.status, attempts=row.attempts,
+                          next_attempt_at=row.next_attempt_at if row.status == "pending" else None,
+                          last_error=row.last_error, created_at=row.created_at, delivered_at=row.delivered_at,
+                          log=[AttemptPublic(attempt=a.attempt, started_at=a.started_at, status_code=a.status_code,
+                                             latency_ms=a.latency_ms, ok=a.ok, error=a.error) for a in log])
+
+
+@router.post("", status_code=201, response_model=EndpointWithSecret, responses=errors(403, 422))
+def add_endpoint(course: str, body: EndpointCreate, user: StaffUser, session: SessionDep,
+                 settings: SettingsDep) -> EndpointWithSecret:
+    """Register an endpoint for this course's grade events; the signing secret is in the answer, once."""
+    _teacher(user, course)
+    row = service.create(session, course=course, url=body.url, event_types=body.event_types,
+                         policy=AddressPolicy.from_settings(settings), description=body.description,
+                         secret=body.secret, by=user.name)
+    session.commit()
+    return EndpointWithSecret(**to_public(row).model_dump(), secret=row.secret)
+
+
+@router.get("", response_model=list[EndpointPublic], responses=errors(403))
+def list_endpoints(course: str, user: StaffUser, session: SessionDep) -> list[EndpointPublic]:
+    _teacher(user, course)
+    return [to_public(r) for r in service.list_for(session, course=course)]
+
+
+@router.post("/{endpoint_id}/rotate", response_model=EndpointWithSecret, responses=errors(403, 404, 422))
+def rotate_secret(course: str, endpoint_id: RowId, body: RotateRequest, user: StaffUser, session: SessionDep,
+                  settings: SettingsDep) -> EndpointWithSecret:
+    """A new secret; the old one also signs every delivery until `previous_expires_at`."""
+    _teacher(user, course)
+    row = service.get(session, course=course, endpoint_id=endpoint_id)
+    secret = service.rotate(session, endpoint=row, overlap_s=settings.webhook_rotation_overlap_s, secret=body.secret)
+    session.commit()
+    return EndpointWithSecret(**to_public(row).model_dump(), secret=secret)
+
+
+@router.delete("/{endpoint_id}", status_code=204, responses=errors(403, 404))
+def remove_endpoint(course: str, endpoint_id: RowId, user: StaffUser, session: SessionDep) -> None:
+    _teacher(user, course)
+    service.remove(session, endpoint=service.get(session, course=course, endpoint_id=endpoint_id))
+    session.commit()
+
+
+@router.get("/{endpoint_id}/deliveries", response_model=DeliveryList, responses=errors(403, 404))
+def list_deliveries(course: str, endpoint_id: RowId, user: StaffUser, session: SessionDep,
+                    status: Literal["pending", "delivered", "dead"] | None = None,
+                    limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> DeliveryList:
+    """Deliveries to this endpoint, newest first, each with its attempt log (status, latency, error)."""
+    _teacher(user, course)
+    row = service.get(session, course=course, endpoint_id=endpoint_id)
+    rows = service.deliveries(session, endpoint=row, status=status, limit=limit)
+    logs = service.attempts(session, delivery_ids=[r.id for r in rows])
+    return DeliveryList(items=[_delivery(r, logs[r.id]) for r in rows])
+
+
+@router.post("/{endpoint_id}/replay", status_code=202, response_model=ReplayAccepted, responses=errors(403, 404, 422))
+def replay(course: str, endpoint_id: RowId, body: ReplayRequest, user: StaffUser,
+           session: SessionDep) -> ReplayAccepted:
+    """Send one event, or a time range of the course's events, again (same webhook-id, fresh retry window)."""
+    _teacher(user, course)
+    row = service.get(session, course=course, endpoint_id=endpoint_id)
+    ids = service.replay(session, endpoint=row, event_id=body.event_id, since=_naive(body.since),
+                         until=_naive(body.until))
+    session.commit()
+    return ReplayAccepted(queued=len(ids), delivery_ids=ids)
+
+
+def _naive(value: dt.datetime | None) -> dt.datetime | None:
+    """Naive UTC, as stored; a time without an offset is taken as UTC."""
+    if value is None or value.tzinfo is None:
+        return value
+    return value.astimezone(dt.UTC).replace(tzinfo=None)

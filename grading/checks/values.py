@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from grading.checks import CheckContext, Outcome, register
-from grading.checks.compare import count_close, describe, equal
+from grading.checks.compare import count_close, equal
 from grading.codec import _hashable, decode
 from grading.i18n import t
 
@@ -53,10 +53,10 @@ def mapping(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
     extra = [k for k in answer if k not in expected] if spec.get("extra_keys", "penalize") == "penalize" else []
     right = len(expected) - len(wrong) - len(missing)
     fraction = max(0.0, right - len(extra)) / max(len(expected), 1)
-    parts = []
+    parts = []  # counts only: naming keys would reveal hidden keys (and, with retries, their values)
     for key, items in (("mapping_wrong", wrong), ("mapping_missing", missing), ("mapping_extra", extra)):
         if items:
-            parts.append(t(key, ctx.lang, keys=", ".join(map(str, items))))
+            parts.append(t(key, ctx.lang, count=len(items), total=len(expected)))
     return Outcome(fraction=fraction, feedback="; ".join(parts))
 
 
@@ -108,9 +108,8 @@ def set_(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
     if not missing and not extra:
         return Outcome(fraction=1.0)
     fraction = max(0.0, len(want & got) - len(extra)) / max(len(want), 1)
-    extras = ", ".join(describe(x) for x in sorted(extra, key=repr)[:10]) or "-"
-    return Outcome(fraction=fraction, feedback=t("set_result", ctx.lang, missing=len(missing), extra=len(extra),
-                                                 extras=extras))
+    # counts only: naming the extras would tell which submitted guesses are not in the hidden set
+    return Outcome(fraction=fraction, feedback=t("set_result", ctx.lang, missing=len(missing), extra=len(extra)))
 
 
 def _norm(value: Any) -> Any:

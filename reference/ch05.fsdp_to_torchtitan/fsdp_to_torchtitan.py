@@ -168,6 +168,8 @@ def translate(fsdp_overrides, *, n_gpus=2, total_steps=None):
 # 切换 `model_engine`、`trainer.use_legacy_worker_impl=disable`、Actor 的全部 `torchtitan.*` 键（卸载、`reshard_after_forward`、
 # `forward_prefetch=False`、关闭编译、两卡 FSDP2 的各并行度、varlen、`max_seq_len`）、三个 optim 键（脚本把预热直接写成 5 步），
 # 以及 Ref 的 `param_offload`、`use_torch_compile`、`max_seq_len`。注意哪个键需要 `+` 前缀（把 `+` 写进字典键里）。
+# 值用 Python 类型写，与任务 1 相同：开关写 `True`/`False`（bool），数字写 `int`/`float`（如 `5120`、`0.1`），其余写字符串
+# （如 `'varlen'`）；不要写成 `'True'`、`'5120'` 这样的字符串。
 #
 # ---
 #
@@ -178,6 +180,8 @@ def translate(fsdp_overrides, *, n_gpus=2, total_steps=None):
 # `torchtitan.*` key (offloads, `reshard_after_forward`, `forward_prefetch=False`, compile off, each parallel size of
 # two-card FSDP2, varlen, `max_seq_len`), the three optim keys (the script sets warm-up to 5 steps directly), and the ref's
 # `param_offload`, `use_torch_compile` and `max_seq_len`. Mind which key needs the `+` prefix (put the `+` in the dict key).
+# Write values as Python values, as in task 1: switches as `True`/`False` (bool), numbers as `int`/`float` (`5120`,
+# `0.1`), the rest as strings (`'varlen'`); not as strings such as `'True'` or `'5120'`.
 
 # %%
 ### BEGIN SOLUTION
@@ -344,7 +348,7 @@ CHECKS = {'script_keys': {'expected': {'model_engine': 'torchtitan',
 
 MISTAKES = [{'name': 'no_plus_prefix',
   'score': 9.6364,
-  'fails': {'script_keys': 'expert_tensor_parallel_size'},
+  'fails': {'script_keys': "'+' prefix"},
   'patch': [{'find': "    '+' + A + 'torchtitan.expert_tensor_parallel_size': 1,",
              'replace': "    A + 'torchtitan.expert_tensor_parallel_size': 1,"}]},
  {'name': 'reshard_bool_kept',
@@ -362,4 +366,15 @@ MISTAKES = [{'name': 'no_plus_prefix',
                      '                raise ValueError("lr_warmup_steps_ratio needs total_steps to become '
                      'lr_warmup_steps")\n'
                      '            out[A + "optim.lr_warmup_steps"] = int(value * total_steps)',
-             'replace': '            out[A + "optim.lr_warmup_steps"] = value'}]}]
+             'replace': '            out[A + "optim.lr_warmup_steps"] = value'}]},
+ {'name': 'values_as_strings',
+  'score': 9.8182,
+  'fails': {'script_keys': 'value type'},
+  'patch': [{'find': "    A + 'torchtitan.max_seq_len': 5120,\n",
+             'replace': "    A + 'torchtitan.max_seq_len': '5120',  # as the shell line spells it\n"}]},
+ {'name': 'hsdp_replicate_ignored',
+  'score': 9.5,
+  'fails': {'hidden_cases': 'HSDP'},
+  'patch': [{'find': '            out[A + "torchtitan.data_parallel_replicate_size"] = n_gpus // (shard * cp)',
+             'replace': '            out[A + "torchtitan.data_parallel_replicate_size"] = 1'}]}]
+

@@ -66,17 +66,18 @@ def qwen3_titan_names(n_layers):
 # %% [markdown]
 # ## 任务
 # 1. `titan_to_hf(name) -> str`：torchtitan 名称 → HF 名称；未知名称抛出 `KeyError`。
-# 2. `hf_to_titan(name) -> str | None`：反方向；`rotary_emb.inv_freq` 返回 `None`；未知名称抛出 `KeyError`。
-# 3. `vllm_weight_names(titan_names, tied) -> list[str]`：按输入顺序给出发送给 vLLM 的 HF 名称；`tied=True` 时跳过 `output.weight`，并在末尾追加 `lm_head.weight`。
+# 2. `hf_to_titan(name) -> str | None`：反方向；`rotary_emb.inv_freq` 返回 `None`；表中没有的名称（包括 MoE 的 `mlp.experts.*` 键：稠密 Qwen3 没有它们）抛出 `KeyError`。
+# 3. `vllm_weight_names(titan_names, tied) -> list[str]`：按输入顺序给出发送给 vLLM 的 HF 名称；`tied=True` 时跳过 `output.weight`（它可能出现在列表的任何位置），并在末尾追加 `lm_head.weight`。
 # 4. `N_VLLM_TENSORS_1_7B`：Qwen3-1.7B（28 层、tied）发送给 vLLM 的张量个数。
 #
 # ---
 #
 # ## Tasks
 # 1. `titan_to_hf(name) -> str`: torchtitan name → HF name; raise `KeyError` for an unknown name.
-# 2. `hf_to_titan(name) -> str | None`: the reverse; `rotary_emb.inv_freq` gives `None`; unknown names raise `KeyError`.
+# 2. `hf_to_titan(name) -> str | None`: the reverse; `rotary_emb.inv_freq` gives `None`; any name not in the table
+#    raises `KeyError`, MoE keys (`mlp.experts.*`, which dense Qwen3 does not have) included.
 # 3. `vllm_weight_names(titan_names, tied) -> list[str]`: the HF names sent to vLLM, in input order; with `tied=True` skip
-#    `output.weight` and append `lm_head.weight` at the end.
+#    `output.weight` (wherever it is in the list) and append `lm_head.weight` at the end.
 # 4. `N_VLLM_TENSORS_1_7B`: how many tensors Qwen3-1.7B (28 layers, tied) sends to vLLM.
 
 # %%
@@ -178,7 +179,7 @@ MISTAKES = [{'name': 'gate_up_swapped',
              'replace': '    m = re.fullmatch(r"model\\.layers\\.(\\d+)\\.(.+)", name)\n'
                         '    if m and m.group(2) in PER_LAYER_BACK:'}]},
  {'name': 'no_tied_lm_head',
-  'score': 6.75,
+  'score': 7,
   'fails': {'vllm_names': '2 layers, tied'},
   'patch': [{'find': '    names = [titan_to_hf(n) for n in titan_names if not (tied and n == '
                      '"output.weight")]\n'
@@ -187,4 +188,20 @@ MISTAKES = [{'name': 'gate_up_swapped',
                      '    return names',
              'replace': '    names = [titan_to_hf(n) for n in titan_names if not (tied and n == '
                         '"output.weight")]\n'
-                        '    return names'}]}]
+                        '    return names'}]},
+ {'name': 'output_assumed_last',
+  'score': 9,
+  'fails': {'vllm_names': 'skip output.weight'},
+  'patch': [{'find': '    names = [titan_to_hf(n) for n in titan_names if not (tied and n == "output.weight")]',
+             'replace': '    names = [titan_to_hf(n) for n in (titan_names[:-1] if tied else titan_names)]'}]},
+ {'name': 'unknown_name_passed_through',
+  'score': 9.8182,
+  'fails': {'titan_to_hf_hidden': 'KeyError'},
+  'patch': [{'find': '    raise KeyError(f"no HF name for torchtitan key {name!r}")',
+             'replace': '    return name  # unknown keys pass through unchanged'}]},
+ {'name': 'lm_head_not_counted',
+  'score': 9,
+  'fails': {'count_1_7b': 'tied lm_head'},
+  'patch': [{'find': 'N_VLLM_TENSORS_1_7B = len(vllm_weight_names(qwen3_titan_names(28), tied=True))',
+             'replace': 'N_VLLM_TENSORS_1_7B = 11 * 28 + 2  # the keys to_hf returns'}]}]
+

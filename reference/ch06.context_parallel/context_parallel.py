@@ -365,7 +365,7 @@ CHECKS = {'local_heads': {'calls': [{'args': [16, 8, 2],
 
 MISTAKES = [{'name': 'kv_heads_ignored',
   'score': 7.1429,
-  'fails': {'valid_degrees': '1.7B up to 16'},
+  'fails': {'valid_degrees': '1.7B up to 16', 'local_heads': 'kv heads'},
   'patch': [{'find': '    if n_heads % cp or n_kv_heads % cp:', 'replace': '    if n_heads % cp:'}]},
  {'name': 'no_permute_back',
   'score': 7.0,

@@ -244,4 +244,10 @@ MISTAKES = [{'name': 'ep_in_product',
  {'name': 'verl_dp_with_cp',
   'score': 7.1667,
   'fails': {'course_table': 'world 8, shard -1, cp 2'},
-  'patch': [{'find': '        "verl_dp": batch,', 'replace': '        "verl_dp": batch * cp,'}]}]
+  'patch': [{'find': '        "verl_dp": batch,', 'replace': '        "verl_dp": batch * cp,'}]},
+ {'name': 'efsdp_without_tp',
+  'score': 6.6667,
+  'fails': {'hidden_rows': 'efsdp = fsdp*tp/(etp*ep)'},
+  'patch': [{'find': '    efsdp = fsdp * tp // (etp * ep)',
+             'replace': '    efsdp = fsdp // (etp * ep)  # tp left out'}]}]
+

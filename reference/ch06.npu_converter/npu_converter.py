@@ -205,7 +205,7 @@ print(convert_names(["npu_rms_norm"]))
 # (the bulky per-check data is in cases.json next to this file), and typical mistakes as
 # patches of the solution with the score and the check each must fail.
 MISTAKES = [{'name': 'hf_eps_name_only',
-  'score': 9.0,
+  'score': 8.5,
   'fails': {'rmsnorm_numerics': 'hidden'},
   'patch': [{'find': '        eps = next((getattr(self, a) for a in ("eps", "variance_epsilon", "epsilon")',
              'replace': '        eps = next((getattr(self, a) for a in ("variance_epsilon",)'}]},
@@ -218,5 +218,15 @@ MISTAKES = [{'name': 'hf_eps_name_only',
                         '    k = npu_rotary_mul(key.float(), cos, -sin)'}]},
  {'name': 'top_level_only',
   'score': 5.1667,
-  'fails': {'counts_1_7b': 'npu_rms_norm'},
-  'patch': [{'find': '    for parent in list(model.modules()):', 'replace': '    for parent in [model]:'}]}]
+  'fails': {'counts_1_7b': 'every submodule'},
+  'patch': [{'find': '    for parent in list(model.modules()):', 'replace': '    for parent in [model]:'}]},
+ {'name': 'eps_hard_coded',
+  'score': 9.25,
+  'fails': {'rmsnorm_numerics': "module's own eps"},
+  'patch': [{'find': '        if eps is None:\n            eps = torch.finfo(x.dtype).eps\n',
+             'replace': '        eps = 1e-6  # the Qwen3 value, whatever the module says\n'}]},
+ {'name': 'unknown_name_skipped',
+  'score': 9.6667,
+  'fails': {'registry': 'ValueError'},
+  'patch': [{'find': '            raise ValueError(f"unknown converter {name!r}; registered: {sorted(CONVERTERS)}")',
+             'replace': '            continue  # silently skip names without a converter'}]}]

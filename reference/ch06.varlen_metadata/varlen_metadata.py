@@ -49,7 +49,8 @@
 # %% [markdown]
 # ## 任务
 # 1. `varlen_from_positions(positions) -> dict`：输入 `[B, S]` 整数张量，返回 `{"cu_seq_q", "cu_seq_k", "max_q", "max_k"}`，两个 cu 都是 **int32** 张量，max 是 Python int。
-# 2. `varlen_from_eos(tokens, eos_id) -> dict`：同上，按 EOS 切分。
+# 2. `varlen_from_eos(tokens, eos_id) -> dict`：同上，按 EOS 切分。逐行处理：每行第 0 列开始一个文档，每个 EOS 之后的那一列
+#    开始一个新文档；EOS 落在一行的**最后一列**时不产生新文档（不会有空文档，下一行本来就从第 0 列开始）。
 # 3. `fa_v3_args(cu_seq, n_heads, n_kv_heads, head_dim) -> dict`：键为 `input_layout, q_shape, kv_shape, head_num, scale, next_tockens, keep_prob, actual_seq_qlen, actual_seq_kvlen, sparse_mode`（形状与长度用 list）。
 #
 # ---
@@ -57,7 +58,9 @@
 # ## Tasks
 # 1. `varlen_from_positions(positions) -> dict`: a `[B, S]` integer tensor in, `{"cu_seq_q", "cu_seq_k", "max_q", "max_k"}`
 #    out; both cu tensors **int32**, the maxima Python ints.
-# 2. `varlen_from_eos(tokens, eos_id) -> dict`: the same, split after EOS.
+# 2. `varlen_from_eos(tokens, eos_id) -> dict`: the same, split after EOS. Work row by row: column 0 of each row starts
+#    a document, and so does the column right after each EOS; an EOS in a row's **last column** starts nothing (no empty
+#    documents: the next row starts at its own column 0 anyway).
 # 3. `fa_v3_args(cu_seq, n_heads, n_kv_heads, head_dim) -> dict` with keys `input_layout, q_shape, kv_shape, head_num,
 #    scale, next_tockens, keep_prob, actual_seq_qlen, actual_seq_kvlen, sparse_mode` (shapes and lengths as lists).
 
@@ -395,4 +398,14 @@ MISTAKES = [{'name': 'int64_offsets',
   'score': 7.6,
   'fails': {'eos_builder': 'tokens [[10,0,11,12,13,14,0,15]], eos 0'},
   'patch': [{'find': '    is_start[:, 1:] = tokens[:, :-1] == eos_id',
-             'replace': '    is_start[:, 1:] = tokens[:, 1:] == eos_id'}]}]
+             'replace': '    is_start[:, 1:] = tokens[:, 1:] == eos_id'}]},
+ {'name': 'eos_one_stream',
+  'score': 8.2,
+  'fails': {'eos_builder': 'row offset'},
+  'patch': [{'find': '    is_start[:, 1:] = tokens[:, :-1] == eos_id\n    return _metadata(is_start)',
+             'replace': '    flat = tokens.flatten()  # one stream: row starts are not document starts\n'
+                        '    starts = [0] + [i + 1 for i in range(flat.numel()) if flat[i] == eos_id]\n'
+                        '    cu = torch.tensor(starts + [flat.numel()], dtype=torch.int32)\n'
+                        '    longest = int((cu[1:] - cu[:-1]).max())\n'
+                        '    return {"cu_seq_q": cu, "cu_seq_k": cu.clone(), "max_q": longest, "max_k": longest}'}]}]
+

@@ -27,10 +27,11 @@
 # 1. `has_canonical_format(reply)`：恰好一个规范标签 `<guess>[word]</guess>` **且**恰好一个开标签 `<guess`（不区分大小写）。
 #    只有这样 `formatted_turns` 才加一。
 # 2. `env_message(reply, answer, turn, guessed_words)`：回复中的猜测是**最后一个**规范匹配。
-#    - 没有猜测 → `"\n" + INVALID_MOVE`；已经猜过（不区分大小写）→ `"\n" + REPEATED_MOVE.format(word=guess)`；
+#    - 没有猜测 → `"\n" + INVALID_MOVE`；已经猜过（不区分大小写）→ `"\n" + REPEATED_MOVE.format(word=guess)`（小写的猜测）；
 #    - 否则 `"\n" + 空格分隔的大写猜测 + "\n" + G/Y/X 反馈`；
 #    - 三种情况最后都接 `"\nYou have {6−turn} guesses left."`，`turn` 为刚完成的轮次（从 1 开始），无效回复同样占一轮。
-# 3. `game_over(reply, answer, turn, remaining_tokens)`：空回复、猜对、`turn ≥ 6` 或 token 预算用尽时结束。
+# 3. `game_over(reply, answer, turn, remaining_tokens)`：空回复（只有空白字符也算空）、猜对（回复的**最后一个**规范猜测，
+#    转小写后等于 `answer`）、`turn ≥ 6` 或 token 预算用尽（`remaining_tokens ≤ 0`）时结束。
 # 4. `build_response(segments, response_length=4096)`：模型 token 的 mask 为 1，环境 token（原样追加的
 #    `<|im_start|>user …<|im_start|>assistant`）为 0；截断到 4096。
 # `REPEATED_MOVE` 的措辞是课程原文的转述，以本 notebook 中的常量为准。
@@ -41,12 +42,14 @@
 # 1. `has_canonical_format(reply)`: exactly one canonical `<guess>[word]</guess>` **and** exactly one opening `<guess`
 #    (case-insensitive). Only then does `formatted_turns` increase.
 # 2. `env_message(reply, answer, turn, guessed_words)`: the guess is the **last** canonical match of the reply.
-#    - no guess → `"\n" + INVALID_MOVE`; already guessed (any case) → `"\n" + REPEATED_MOVE.format(word=guess)`;
+#    - no guess → `"\n" + INVALID_MOVE`; already guessed (any case) → `"\n" + REPEATED_MOVE.format(word=guess)`
+#      (the lowercased guess);
 #    - otherwise `"\n" + spaced uppercase guess + "\n" + G/Y/X feedback`;
 #    - all three end with `"\nYou have {6−turn} guesses left."`, where `turn` is the turn just played (1-based);
 #      an invalid reply spends its turn too.
-# 3. `game_over(reply, answer, turn, remaining_tokens)`: ends on an empty reply, a correct guess, `turn ≥ 6`, or an
-#    exhausted token budget.
+# 3. `game_over(reply, answer, turn, remaining_tokens)`: ends on an empty reply (whitespace only counts as empty), a
+#    correct guess (the reply's **last** canonical guess, lowercased, equals `answer`), `turn ≥ 6`, or an exhausted
+#    token budget (`remaining_tokens ≤ 0`).
 # 4. `build_response(segments, response_length=4096)`: model tokens get mask 1, env tokens (appended raw,
 #    `<|im_start|>user … <|im_start|>assistant`) mask 0; capped at 4096.
 # The wording of `REPEATED_MOVE` paraphrases the course; the constant in this notebook is authoritative.
@@ -219,4 +222,15 @@ MISTAKES = [{'name': 'cap_keeps_tail',
                         '    """The loop stops on an empty reply, a correct guess, the sixth turn, or an '
                         'exhausted token budget."""\n'
                         '    return (not reply.strip() or extract_guess(reply) == answer or turn > '
-                        'MAX_TURNS'}]}]
+                        'MAX_TURNS'}]},
+ {'name': 'repeat_case_sensitive',
+  'score': 9.8,
+  'fails': {'invalid_moves': 'any case'},
+  'patch': [{'find': '    if guess in [w.lower() for w in guessed_words]:',
+             'replace': '    if guess in guessed_words:'}]},
+ {'name': 'whitespace_reply_continues',
+  'score': 9.7778,
+  'fails': {'game_end': 'empty reply'},
+  'patch': [{'find': '    return (not reply.strip() or extract_guess(reply) == answer',
+             'replace': '    return (reply == "" or extract_guess(reply) == answer'}]}]
+

@@ -28,7 +28,8 @@
 # 1. `group_mean_std(values)` 与 `course_stats`：课程示例组 `[2.2, 0.2, 0.7, 1.7, 0.2, 0.5, 1.0, 0.0]` 的均值和标准差。
 # 2. `grpo_advantages(scores, index, epsilon=1e-6)`：同一 `index` 的样本为一组，返回 `(s − 组均值)/(组标准差 + eps)`；
 #    只有一个样本的组使用均值 0、标准差 1（与 verl 相同）。
-# 3. `low_var_kl(logp, ref_logp)`：k3 估计，逐 token 返回列表。
+# 3. `low_var_kl(logp, ref_logp)`：k3 估计（verl 的 `low_var_kl`），逐 token 返回列表：`kl = ref_logp − logp`，先截断到
+#    [−20, 20]；惩罚为 `exp(kl) − kl − 1`，再截断到 [−10, 10]（verl 用这两个界防止数值爆炸）。
 # 都返回普通 Python 数值/列表（numpy 也可以，但请转成 list）。
 #
 # ---
@@ -37,7 +38,9 @@
 # 1. `group_mean_std(values)` and `course_stats`: mean and std of the course group `[2.2, 0.2, 0.7, 1.7, 0.2, 0.5, 1.0, 0.0]`.
 # 2. `grpo_advantages(scores, index, epsilon=1e-6)`: samples sharing an `index` form a group; return
 #    `(s − group mean)/(group std + eps)`; a group of one uses mean 0 and std 1 (as verl does).
-# 3. `low_var_kl(logp, ref_logp)`: the k3 estimator, one value per token, as a list.
+# 3. `low_var_kl(logp, ref_logp)`: the k3 estimator (verl's `low_var_kl`), one value per token, as a list:
+#    `kl = ref_logp − logp` clamped to [−20, 20]; the penalty is `exp(kl) − kl − 1` clamped to [−10, 10] (verl's
+#    bounds against numerical blow-up).
 # Return plain Python numbers/lists (numpy is fine, convert with `.tolist()`).
 
 # %%
@@ -237,4 +240,12 @@ MISTAKES = [{'name': 'batch_wide_baseline',
   'score': 7.2,
   'fails': {'k3_kl': 'ref_logp - logp'},
   'patch': [{'find': '        kl = min(max(rp - lp, -20.0), 20.0)',
-             'replace': '        kl = min(max(lp - rp, -20.0), 20.0)'}]}]
+             'replace': '        kl = min(max(lp - rp, -20.0), 20.0)'}]},
+ {'name': 'k3_unclamped',
+  'score': 9.3,
+  'fails': {'k3_kl': 'clamped to [-10, 10]'},
+  'patch': [{'find': '        kl = min(max(rp - lp, -20.0), 20.0)\n'
+                     '        out.append(min(max(math.exp(kl) - kl - 1.0, -10.0), 10.0))',
+             'replace': '        kl = rp - lp\n'
+                        '        out.append(math.exp(kl) - kl - 1.0)  # no bounds'}]}]
+

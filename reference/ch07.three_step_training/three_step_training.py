@@ -33,21 +33,35 @@
 
 # %% [markdown]
 # ## 任务
-# 1. 写出 `config`（`TrainConfig` 字段的字典），对应课程运行：`profile="cpu-tiny"`、3 步、`save_freq`/`test_freq` 为 −1、
-#    `data_parallel_shard_size=2`、`context_parallel_size=1`、`world_size=2`、`reshard_after_forward="always"`、
-#    warmup 5、cosine、`min_lr_factor=0.1`、`kl_loss_coef=0.001`、`kl_loss_type="low_var_kl"`、`entropy_coeff=0.004`。
-#    学习率保持配置自带的值（小模型需要比 1.7B 的 1e-6 更大的 lr）。
+# 1. 写出 `config`（`TrainConfig` 字段的字典），对应课程运行；需要的字段见下表（字段说明见 `exercises.lab.config.TrainConfig`）。
+#    学习率保持配置自带的值（小模型需要比 1.7B 的 1e-6 更大的 lr）；其他字段可保持默认值（如 `out_dir`）。
 # 2. `result = run(config)`，大约 40 秒。评分读取 `result["out_dir"]` 下的 `metrics.jsonl` 和 `run.json`。
 #
 # ---
 #
 # ## Tasks
-# 1. Write `config` (a dict of `TrainConfig` fields) matching the course run: `profile="cpu-tiny"`, 3 steps,
-#    `save_freq`/`test_freq` −1, `data_parallel_shard_size=2`, `context_parallel_size=1`, `world_size=2`,
-#    `reshard_after_forward="always"`, warmup 5, cosine, `min_lr_factor=0.1`, `kl_loss_coef=0.001`,
-#    `kl_loss_type="low_var_kl"`, `entropy_coeff=0.004`. Keep the profile's own learning rate (the tiny model
-#    needs a larger one than the 1.7B model's 1e-6).
+# 1. Write `config` (a dict of `TrainConfig` fields) matching the course run; the fields it needs are in the table
+#    below (each field is documented in `exercises.lab.config.TrainConfig`). Keep the profile's own learning rate (the
+#    tiny model needs a larger one than the 1.7B model's 1e-6); other fields may keep their defaults (`out_dir`, say).
 # 2. `result = run(config)`, about 40 s. Grading reads `metrics.jsonl` and `run.json` under `result["out_dir"]`.
+#
+# | `TrainConfig` 字段 / field | 课程设置 / course setting | 值 / value |
+# |---|---|---|
+# | `profile` | 这里的小模型 / the tiny model here | `"cpu-tiny"` |
+# | `steps` | `TOTAL_TRAINING_STEPS=3` | `3` |
+# | `save_freq` | `SAVE_FREQ=-1` | `-1` |
+# | `test_freq` | `TEST_FREQ=-1` | `-1` |
+# | `val_before_train` | `trainer.val_before_train=True` | `True` |
+# | `data_parallel_shard_size` | `actor.torchtitan.data_parallel_shard_size` | `2` |
+# | `context_parallel_size` | `actor.torchtitan.context_parallel_size` | `1` |
+# | `world_size` | 1 node × 2 devices | `2` |
+# | `reshard_after_forward` | `actor.torchtitan.reshard_after_forward` | `"always"` |
+# | `warmup_steps` | `actor.optim.lr_warmup_steps` | `5` |
+# | `decay_type` | `actor.optim.decay_type` | `"cosine"` |
+# | `min_lr_factor` | `actor.optim.min_lr_factor` | `0.1` |
+# | `kl_loss_coef` | `actor.kl_loss_coef` | `0.001` |
+# | `kl_loss_type` | `actor.kl_loss_type` | `"low_var_kl"` |
+# | `entropy_coeff` | `actor.entropy_coeff` | `0.004` |
 
 # %%
 ### BEGIN SOLUTION
@@ -56,6 +70,7 @@ config = {
     'steps': 3,                      # TOTAL_TRAINING_STEPS=3
     'save_freq': -1,                 # SAVE_FREQ=-1: no checkpoint
     'test_freq': -1,                 # TEST_FREQ=-1
+    'val_before_train': True,        # trainer.val_before_train=True: validate once before step 1
     'data_parallel_shard_size': 2,   # actor.torchtitan.data_parallel_shard_size=2 (FSDP2)
     'context_parallel_size': 1,      # actor.torchtitan.context_parallel_size=1
     'world_size': 2,                 # 1 node x 2 devices
@@ -69,7 +84,7 @@ config = {
     'out_dir': 'runs/three_step',
 }
 ### STUB
-# config = None  # a dict of TrainConfig fields, see the table above
+# config = None  # a dict of TrainConfig fields, see the table in Task 1
 ### END SOLUTION
 
 # %%
@@ -102,15 +117,16 @@ if result is not None:
 # (CHECKS: the answer file), and typical mistakes as patches of the solution with the score
 # and the check each must fail.
 CHECKS = {'config': {'extra_keys': 'ignore',
-            'feedback': {'en': "Translate the course's TorchTitan run into TrainConfig fields: the keys "
-                               'named above do not match the 3-step run (TOTAL_TRAINING_STEPS=3 SAVE_FREQ=-1 '
-                               "TEST_FREQ=-1) or the actor's torchtitan/optim settings.",
-                         'zh': '把课程的 TorchTitan 运行翻译成 TrainConfig 字段：上面列出的键与 3 步运行（TOTAL_TRAINING_STEPS=3 '
-                               'SAVE_FREQ=-1 TEST_FREQ=-1）或 actor 的 torchtitan/optim 设置不一致。'},
+            'feedback': {'en': "Translate the course's TorchTitan run into TrainConfig fields: some keys "
+                               'do not match the 3-step run (TOTAL_TRAINING_STEPS=3 SAVE_FREQ=-1 TEST_FREQ=-1, '
+                               "validation before training) or the actor's torchtitan/optim settings in the table.",
+                         'zh': '把课程的 TorchTitan 运行翻译成 TrainConfig 字段：有的键与 3 步运行（TOTAL_TRAINING_STEPS=3 '
+                               'SAVE_FREQ=-1 TEST_FREQ=-1，训练前验证）或表中 actor 的 torchtitan/optim 设置不一致。'},
             'expected': {'profile': 'cpu-tiny',
                          'steps': 3,
                          'save_freq': -1,
                          'test_freq': -1,
+                         'val_before_train': True,
                          'data_parallel_shard_size': 2,
                          'context_parallel_size': 1,
                          'world_size': 2,
@@ -126,14 +142,15 @@ CHECKS = {'config': {'extra_keys': 'ignore',
                        'total_training_steps': 3,
                        'params_are_dtensors': True,
                        'status': 'finished',
+                       'config.val_before_train': True,
                        'parallel.data_parallel_shard_size': 2,
                        'parallel.context_parallel_size': 1,
                        'parallel.reshard_after_forward': 'always'},
                'present_files': ['metrics.jsonl', 'run.json'],
                'absent_files': ['checkpoints', '*.safetensors'],
                'feedback': {'en': 'run.json must show model_engine torchtitan on 2 ranks with FSDP2 (shard '
-                                  '2, cp 1, reshard always, DTensor params), and a 3-step run with '
-                                  'SAVE_FREQ=-1 writes no checkpoints.',
+                                  '2, cp 1, reshard always, DTensor params), validation before training, and a '
+                                  '3-step run with SAVE_FREQ=-1 writes no checkpoints.',
                             'zh': 'run.json 应显示 model_engine=torchtitan、2 个 rank、FSDP2（shard 2、cp 1、reshard '
                                   'always、参数为 DTensor），且 SAVE_FREQ=-1 的 3 步运行不写 checkpoint。'}},
  'trace_shape': {'metrics': ['training/global_step',
@@ -197,13 +214,24 @@ CHECKS = {'config': {'extra_keys': 'ignore',
                                    '模型的数值。'}}}
 
 MISTAKES = [{'name': 'default_reshard',
-  'score': 9.1904,
-  'fails': {'config': 'reshard_after_forward', 'run_setup': 'reshard_after_forward'},
+  'score': 9.2,
+  'fails': {'config': 'TrainConfig fields', 'run_setup': 'reshard_after_forward'},
   'patch': [{'find': "    'reshard_after_forward': 'always', # actor.torchtitan.reshard_after_forward=always",
              'replace': "    'reshard_after_forward': 'default', # "
                         'actor.torchtitan.reshard_after_forward=always'}]},
  {'name': 'keeps_save_freq',
-  'score': 9.1904,
-  'fails': {'config': 'save_freq', 'run_setup': 'checkpoints'},
+  'score': 9.2,
+  'fails': {'config': 'TrainConfig fields', 'run_setup': 'checkpoints'},
   'patch': [{'find': "    'save_freq': -1,                 # SAVE_FREQ=-1: no checkpoint",
-             'replace': "    'save_freq': 25,                 # SAVE_FREQ=-1: no checkpoint"}]}]
+             'replace': "    'save_freq': 25,                 # SAVE_FREQ=-1: no checkpoint"}]},
+ {'name': 'no_val_before_train',
+  'score': 9.2,
+  'fails': {'config': 'TrainConfig fields', 'run_setup': 'config.val_before_train'},
+  'patch': [{'find': "    'val_before_train': True,        # trainer.val_before_train=True: validate once before step 1\n",
+             'replace': ''}]},
+ {'name': 'no_warmup',
+  'score': 8.8667,
+  'fails': {'config': 'TrainConfig fields', 'trace_values': 'actor/lr'},
+  'patch': [{'find': "    'warmup_steps': 5,               # optim.lr_warmup_steps=5",
+             'replace': "    'warmup_steps': 0,               # no warm-up"}]}]
+

@@ -28,6 +28,7 @@
 #   开标签 `<guess\b` 不区分大小写。
 # - `correct = 1`：当**最后一个**规范猜测等于 `ground_truth.lower().strip()`。
 # - `partial`：correct 时为 0，否则为所有猜测中 `0.2·绿 + 0.1·黄` 的最大值。先消耗绿色，每个黄色占用第一个未使用的相同字母；长度不对的猜测跳过。
+# - `feedback(guess, answer)` 不区分大小写：先把两个参数都转小写（`feedback("CRANE", "crane") == "G G G G G"`）。
 # - `num_turns`：`extra_info["num_turns"]` 为整数、不是 bool 且 > 0 时取之，否则为 `max(开标签数, 猜测数)`。
 # - `length_bonus = 1/max(num_turns,1)`（仅 correct 时），否则 0。
 # - `formatted`：`extra_info["formatted_turns"]` 为整数、不是 bool 且 ≥ 0 时取之（不超过 num_turns），否则 `min(规范猜测数, num_turns)`。
@@ -43,6 +44,8 @@
 # - `correct = 1` if the **last** canonical guess equals `ground_truth.lower().strip()`.
 # - `partial`: 0 if correct, else the maximum over guesses of `0.2·greens + 0.1·yellows`. Greens are consumed
 #   first; each yellow consumes the first unused matching letter. Guesses of the wrong length are skipped.
+# - `feedback(guess, answer)` ignores case: lowercase both arguments first
+#   (`feedback("CRANE", "crane") == "G G G G G"`).
 # - `num_turns` = `extra_info["num_turns"]` if int-like, not a bool and > 0; otherwise `max(#open tags, #guesses)`.
 # - `length_bonus = 1/max(num_turns, 1)` if correct, else 0.
 # - `formatted` = `extra_info["formatted_turns"]` if int-like, not a bool and ≥ 0, capped at num_turns; otherwise
@@ -255,8 +258,9 @@ CHECKS = {'public_cases': {'compare': 'numeric',
                   'atol': 1e-09,
                   'feedback': {'en': 'Some hidden replies score wrongly: the canonical regex is '
                                      'case-sensitive and needs brackets, the open-tag count is '
-                                     'case-insensitive, ground_truth is lowercased and stripped.',
-                               'zh': '部分隐藏回复得分不对：规范正则区分大小写且必须有方括号，开标签计数不区分大小写，ground_truth 需小写并去空白。'},
+                                     'case-insensitive, ground_truth is lowercased and stripped, '
+                                     'and partial credit marks greens before yellows.',
+                               'zh': '部分隐藏回复得分不对：规范正则区分大小写且必须有方括号，开标签计数不区分大小写，ground_truth 需小写并去空白，partial 先标绿色再标黄色。'},
                   'calls': [{'args': ['wordle',
                                       '<think>c first</think><guess>[crane]</guess>',
                                       'crane',
@@ -320,6 +324,24 @@ CHECKS = {'public_cases': {'compare': 'numeric',
                                         'length_bonus': 0.25,
                                         'format': 0.5,
                                         'num_guesses': 2}},
+                            {'args': ['wordle', '<guess>[geese]</guess>', 'slate',
+                                      {'num_turns': 1, 'formatted_turns': 1}],
+                             'public': False,
+                             'expect': {'score': 0.5,
+                                        'correct': 0.0,
+                                        'partial': 0.30000000000000004,
+                                        'length_bonus': 0.0,
+                                        'format': 1.0,
+                                        'num_guesses': 1}},
+                            {'args': ['wordle', '<guess>[nanny]</guess>', 'canny',
+                                      {'num_turns': 2, 'formatted_turns': 1}],
+                             'public': False,
+                             'expect': {'score': 0.9,
+                                        'correct': 0.0,
+                                        'partial': 0.8,
+                                        'length_bonus': 0.0,
+                                        'format': 0.5,
+                                        'num_guesses': 1}},
                             {'args': ['wordle',
                                       '<Guess>[crane]</Guess> <guess>[crate]</guess>',
                                       'crane',
@@ -496,20 +518,21 @@ CHECKS = {'public_cases': {'compare': 'numeric',
                                {'args': ['lolly', 'hello'], 'public': False, 'expect': 'X Y G G X'}]}}
 
 MISTAKES = [{'name': 'first_guess',
-  'score': 7.2381,
+  'score': 7.3651,
   'fails': {'last_guess': 'last canonical guess'},
   'patch': [{'find': '    correct = 1.0 if guesses and guesses[-1] == answer else 0.0',
              'replace': '    correct = 1.0 if guesses and guesses[0] == answer else 0.0'}]},
  {'name': 'turns_from_tags',
-  'score': 7.9524,
+  'score': 7.8571,
   'fails': {'turn_accounting': 'extra_info'},
   'patch': [{'find': '    num_turns = _count(info.get("num_turns"), 1)\n'
                      '    if num_turns is None:\n'
                      '        num_turns = max(open_tags, len(guesses))',
              'replace': '    num_turns = max(open_tags, len(guesses))  # counts tags in the text only'}]},
  {'name': 'yellows_before_greens',
-  'score': 8.7182,
-  'fails': {'feedback_string': 'greens first', 'partial_credit': 'greens first'},
+  'score': 8.2738,
+  'fails': {'feedback_string': 'greens first', 'partial_credit': 'greens first',
+            'hidden_cases': 'greens before yellows'},
   'patch': [{'find': '    marks = ["X"] * len(guess)\n'
                      '    unused = []\n'
                      '    for i, (g, a) in enumerate(zip(guess, answer)):\n'
@@ -533,4 +556,19 @@ MISTAKES = [{'name': 'first_guess',
                         '            marks.append("Y")\n'
                         '            unused.remove(g)\n'
                         '        else:\n'
-                        '            marks.append("X")'}]}]
+                        '            marks.append("X")'}]},
+ {'name': 'ground_truth_raw',
+  'score': 9.7778,
+  'fails': {'hidden_cases': 'lowercased and stripped'},
+  'patch': [{'find': '    answer = str(ground_truth).lower().strip()',
+             'replace': '    answer = str(ground_truth)  # compared as given'}]},
+ {'name': 'format_unweighted',
+  'score': 4,
+  'fails': {'public_cases': '0.2*format', 'hidden_cases': 'hidden replies'},
+  'patch': [{'find': '"score": correct + partial + length_bonus + 0.2 * fmt',
+             'replace': '"score": correct + partial + length_bonus + fmt'}]},
+ {'name': 'feedback_case_sensitive',
+  'score': 9.8636,
+  'fails': {'feedback_string': 'five marks'},
+  'patch': [{'find': '    guess, answer = guess.lower(), answer.lower()\n',
+             'replace': ''}]}]

@@ -34,7 +34,8 @@
 # %% [markdown]
 # ## 任务
 # 1. `step_arithmetic(...)` 返回字典：`steps_per_epoch`、`total_steps`、`samples_per_step`（每步样本 = 批大小 × n）、
-#    `mini_batch_samples`、`optimizer_steps_per_step`、`samples_per_rank_per_mini_batch`、`max_seq_len`（提示 + 回复）。
+#    `mini_batch_samples`（mini-batch × n）、`optimizer_steps_per_step`、`samples_per_rank_per_mini_batch`（在各卡间均分）、
+#    `max_seq_len`（提示 + 回复）。数据加载器丢弃最后不满一批的数据（`drop_last`），所有除法都是整除。
 # 2. `lr_factor(step, total_steps=75, warmup_steps=5, min_lr_factor=0.1, decay_type="cosine", decay_ratio=None)`：
 #    torchtitan `LRSchedulersContainer` 的 warmup → stable → decay 系数，`step` 从 0 开始。
 #    - warmup：`(step+1)/warmup`；warmup 大于总步数时截为总步数。
@@ -46,8 +47,9 @@
 #
 # ## Tasks
 # 1. `step_arithmetic(...)` returns a dict: `steps_per_epoch`, `total_steps`, `samples_per_step` (batch × n),
-#    `mini_batch_samples`, `optimizer_steps_per_step`, `samples_per_rank_per_mini_batch`, `max_seq_len`
-#    (prompt + response).
+#    `mini_batch_samples` (mini-batch × n), `optimizer_steps_per_step`, `samples_per_rank_per_mini_batch` (split evenly
+#    over the cards), `max_seq_len` (prompt + response). The dataloader drops the last partial batch (`drop_last`);
+#    every division is a floor division.
 # 2. `lr_factor(step, total_steps=75, warmup_steps=5, min_lr_factor=0.1, decay_type="cosine", decay_ratio=None)`:
 #    the warmup → stable → decay multiplier of torchtitan's `LRSchedulersContainer`, `step` 0-indexed.
 #    - warmup: `(step+1)/warmup`; a warmup longer than the run is clamped to the total.

@@ -27,7 +27,8 @@
 
 # %% [markdown]
 # ## 任务
-# 1. `parse_steps(text)`：解析 `step:N - key:value - ...` 行。
+# 1. `parse_steps(text)`：解析 `step:N - key:value - ...` 行。真实的 Ray 日志里这些行可能带进程前缀，如
+#    `(TaskRunner pid=1507) step:1 - ...`；数值可能打印成 `np.float64(0.5)`；其他行忽略。每个键（包括 `step`）都返回数字。
 # 2. `summarize(logs, warmup=1)`：一条路径的多次重复；每次重复去掉 `step <= warmup` 的步，先各自求平均再整体平均。
 # 3. `speedups(runs, baseline="FSDP", warmup=1)`：`runs` 为 `{路径: [日志文本, ...]}`，返回每条路径相对基线的加速比。
 # 评分时会把**其他**日志传给你的函数，所以不要硬编码数字。
@@ -35,7 +36,9 @@
 # ---
 #
 # ## Tasks
-# 1. `parse_steps(text)`: parse the `step:N - key:value - ...` lines.
+# 1. `parse_steps(text)`: parse the `step:N - key:value - ...` lines. In real Ray logs these lines may carry a process
+#    prefix such as `(TaskRunner pid=1507) step:1 - ...`; values may be printed as `np.float64(0.5)`; ignore other lines.
+#    Return every key (`step` included) as a number.
 # 2. `summarize(logs, warmup=1)`: several repetitions of one path; drop steps with `step <= warmup` in each, average
 #    each repetition, then average the repetitions.
 # 3. `speedups(runs, baseline="FSDP", warmup=1)`: `runs` is `{path: [log text, ...]}`; return each path's speed-up
@@ -168,4 +171,9 @@ MISTAKES = [{'name': 'actor_seconds_not_per_token',
   'score': 3.0,
   'fails': {'summary': 'drop the warm-up'},
   'patch': [{'find': '        kept = [r for r in parse_steps(text) if r["step"] > warmup]',
-             'replace': '        kept = [r for r in parse_steps(text) ]'}]}]
+             'replace': '        kept = [r for r in parse_steps(text) ]'}]},
+ {'name': 'anchored_step_line',
+  'score': 6.05,
+  'fails': {'parse_steps': 'Ray prefix'},
+  'patch': [{'find': 'STEP_LINE = re.compile(r"step:(\d+) - (.*)$")',
+             'replace': 'STEP_LINE = re.compile(r"^step:(\d+) - (.*)$")  # lines that start with step:'}]}]

@@ -168,9 +168,9 @@ for _label, _msg, _want in [("grad_norm", "grad_norm is not finite", "grad_norm"
 # (CHECKS: the answer file), and typical mistakes as patches of the solution with the score
 # and the check each must fail.
 CHECKS = {'causes': {'extra_keys': 'penalize',
-            'feedback': {'en': 'Re-read the error strings named above and match each to its cause; two '
-                               'NPU-count messages and two parallelism messages are easy to mix up.',
-                         'zh': '重新阅读上面列出的错误，为每个错误匹配原因；两条 NPU 数量消息和两条并行度消息很容易混淆。'},
+            'feedback': {'en': 'Some causes are wrong: re-read each error string and match it to its cause; '
+                               'the two NPU-count messages and the two parallelism messages are easy to mix up.',
+                         'zh': '有的原因选错了：重新阅读每条错误，为它匹配原因；两条 NPU 数量消息和两条并行度消息很容易混淆。'},
             'expected': {'uv_version': 'D',
                          'cann_missing': 'J',
                          'atb_missing': 'A',
@@ -183,9 +183,9 @@ CHECKS = {'causes': {'extra_keys': 'penalize',
                          'parallel_dims': 'E',
                          'ulysses_heads': 'H'}},
  'fixes': {'extra_keys': 'penalize',
-           'feedback': {'en': 'Each fix should remove the cause you chose; the errors named above got a fix '
-                              'for a different problem.',
-                        'zh': '修复方法应当消除你选择的原因；上面列出的错误选了针对其他问题的修复。'},
+           'feedback': {'en': 'Each fix should remove the cause you chose; some errors got a fix for a '
+                              'different problem.',
+                        'zh': '修复方法应当消除你选择的原因；有的错误选了针对其他问题的修复。'},
            'expected': {'uv_version': 7,
                         'cann_missing': 2,
                         'atb_missing': 10,
@@ -260,7 +260,7 @@ CHECKS = {'causes': {'extra_keys': 'penalize',
 
 MISTAKES = [{'name': 'dims_vs_heads',
   'score': 9.2727,
-  'fails': {'causes': 'ulysses_heads'},
+  'fails': {'causes': 'parallelism messages'},
   'patch': [{'find': "    'parallel_dims': 'E',\n    'ulysses_heads': 'H',",
              'replace': "    'parallel_dims': 'H',\n    'ulysses_heads': 'E',"}]},
  {'name': 'loose_patterns',
@@ -272,7 +272,7 @@ MISTAKES = [{'name': 'dims_vs_heads',
              'replace': 'PATTERNS = [  # checked in order\n    ("uv_version", r"is required"),'}]},
  {'name': 'node_vs_npu_count',
   'score': 8.7272,
-  'fails': {'causes': 'node_count', 'fixes': 'npu_count'},
+  'fails': {'causes': 'NPU-count messages', 'fixes': 'different problem'},
   'patch': [{'find': "    'node_count': 'K',\n"
                      "    'npu_count': 'B',\n"
                      "    'torchtitan_npu_missing': 'F',\n"

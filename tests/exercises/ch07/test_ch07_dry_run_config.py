@@ -78,3 +78,17 @@ def test_course_settings_agree_with_lab_recipe():
                 "actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.val_kwargs.n",
                 "trainer.total_training_steps", "trainer.save_freq", "trainer.test_freq"):
         assert lab.get(key) == ours[key], key
+
+
+def test_course_line_is_the_lab_recipe_line():
+    """The given course line has exactly the lab recipe's keys and values (COURSE.md §3: rollout DP/EP/PP 1, no
+    multi_turn.enable, logger console+tensorboard), up to the experiment name and the local paths."""
+    recipe = _recipe()
+    settings = recipe.RecipeSettings.from_env({}, recipe_dir="/root/wordle/torchtitan-npu")
+    lab = dict(t.split("=", 1) for t in _bash_tokens(recipe.build_command(settings).shell_line()) if "=" in t)
+    ours = REF["parse_dry_run"]["calls"][1]["expect"]
+    local = {"data.train_files", "data.val_files", "actor_rollout_ref.model.path", "trainer.experiment_name",
+             "custom_reward_function.path", "actor_rollout_ref.rollout.agent.agent_loop_config_path"}
+    assert set(lab) == set(ours)
+    assert {k: v for k, v in lab.items() if k not in local} == {k: v for k, v in ours.items() if k not in local}
+    assert "actor_rollout_ref.rollout.multi_turn.enable" not in ours

@@ -58,8 +58,10 @@ def test_band_is_current():
 
 
 def test_mistakes_only_change_trajectory_neutral_settings():
-    """Their declared scores assume the trace checks still pass: save_freq and the reshard policy do not
-    change the maths of a step, so the metrics stay those of the solution."""
+    """Their declared scores assume the trace checks still pass: save_freq, the reshard policy and the
+    validation before training (each game has its own sampling seed) do not change the maths of a step,
+    so the metrics stay those of the solution. The one exception, no warm-up, changes the LR and is
+    declared to fail trace_values."""
     import nbformat
 
     from grading.exercise import REPO_ROOT
@@ -69,4 +71,7 @@ def test_mistakes_only_change_trajectory_neutral_settings():
         ns: dict = {}
         exec(next(c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith("config = {")), ns)
         diff = {k for k, v in REF["config"]["expected"].items() if ns["config"].get(k) != v}
-        assert diff and diff <= {"save_freq", "reshard_after_forward"}, (path.name, diff)
+        if path.name == "mistake_no_warmup.ipynb":
+            assert diff == {"warmup_steps"}, diff
+            continue
+        assert diff and diff <= {"save_freq", "reshard_after_forward", "val_before_train"}, (path.name, diff)

@@ -3,6 +3,7 @@
 Pages use the same service functions and permission checks as /api/v1; only the credential differs (a
 session cookie instead of a bearer token). Templates autoescape everything (learner strings are hostile).
 """
+
 from __future__ import annotations
 
 import secrets
@@ -19,8 +20,12 @@ from service.web.i18n import LANGS, t
 
 HERE = Path(__file__).parent
 LANG_COOKIE = "tg_lang"
-env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
-                  trim_blocks=True, lstrip_blocks=True)
+env = Environment(
+    loader=FileSystemLoader(HERE / "templates"),
+    autoescape=select_autoescape(default=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 
 
 class SignInRequired(Exception):
@@ -83,17 +88,37 @@ async def checked_viewer(request: Request, viewer: ViewerDep) -> Viewer:
 PostViewerDep = Annotated[Viewer, Depends(checked_viewer)]
 
 
-def render(request: Request, template: str, *, viewer: Viewer | None = None, status_code: int = 200,
-           lang: str | None = None, **context) -> HTMLResponse:
+def render(
+    request: Request,
+    template: str,
+    *,
+    viewer: Viewer | None = None,
+    status_code: int = 200,
+    lang: str | None = None,
+    **context,
+) -> HTMLResponse:
     lang = lang or (viewer.lang if viewer else page_lang(request))
     html = env.get_template(template).render(
-        request_path=request.url.path, viewer=viewer, user=viewer.principal if viewer else None, lang=lang,
-        csrf=viewer.csrf if viewer else "", T=lambda key, **kw: t(key, lang, **kw), **context)
-    return HTMLResponse(html, status_code=status_code, headers={
-        "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
-        # Only our own scripts and styles run: an injected inline <script> is refused by the browser too.
-        "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
-                                   "script-src 'self'; frame-ancestors 'none'; form-action 'self'"})
+        request_path=request.url.path,
+        viewer=viewer,
+        user=viewer.principal if viewer else None,
+        lang=lang,
+        csrf=viewer.csrf if viewer else "",
+        T=lambda key, **kw: t(key, lang, **kw),
+        **context,
+    )
+    return HTMLResponse(
+        html,
+        status_code=status_code,
+        headers={
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            "X-Frame-Options": "DENY",
+            # Only our own scripts and styles run: an injected inline <script> is refused by the browser too.
+            "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+            "script-src 'self'; frame-ancestors 'none'; form-action 'self'",
+        },
+    )
 
 
 def local_path(target: str | None, default: str = "/") -> str:

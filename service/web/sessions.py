@@ -5,6 +5,7 @@ secret, so nothing is stored server-side and nothing in it is secret. Each reque
 from the database (memberships, and the token it was signed in with, which must still be active), so a
 revoked token ends its web sessions too. `create_web_session` is the hook other sign-ins (LTI) call.
 """
+
 from __future__ import annotations
 
 import base64
@@ -33,8 +34,9 @@ class WebSession:
     nonce: str
 
     def encode(self) -> str:
-        return ".".join([str(self.identity_id), _b64(self.scope or ""), str(self.token_id or 0), str(self.expires),
-                         self.nonce])
+        return ".".join(
+            [str(self.identity_id), _b64(self.scope or ""), str(self.token_id or 0), str(self.expires), self.nonce]
+        )
 
 
 def _b64(text: str) -> str:
@@ -49,11 +51,17 @@ def _sign(secret: str, message: str) -> str:
     return hmac.new(secret.encode(), message.encode(), hashlib.sha256).hexdigest()
 
 
-def create_web_session(*, secret: str, identity_id: int, scope: str | None = None, token_id: int | None = None,
-                       ttl_s: int = SESSION_TTL_S) -> str:
+def create_web_session(
+    *, secret: str, identity_id: int, scope: str | None = None, token_id: int | None = None, ttl_s: int = SESSION_TTL_S
+) -> str:
     """The cookie value for a fresh session of `identity_id` (LTI: scope = the launch's course)."""
-    body = WebSession(identity_id=identity_id, scope=scope, token_id=token_id, expires=int(time.time()) + ttl_s,
-                      nonce=secrets.token_urlsafe(16)).encode()
+    body = WebSession(
+        identity_id=identity_id,
+        scope=scope,
+        token_id=token_id,
+        expires=int(time.time()) + ttl_s,
+        nonce=secrets.token_urlsafe(16),
+    ).encode()
     return body + "~" + _sign(secret, "session:" + body)
 
 
@@ -66,8 +74,13 @@ def read_web_session(*, secret: str, cookie: str | None) -> WebSession | None:
         return None
     try:
         ident, scope, token_id, expires, nonce = body.split(".")
-        ws = WebSession(identity_id=int(ident), scope=_unb64(scope) or None, token_id=int(token_id) or None,
-                        expires=int(expires), nonce=nonce)
+        ws = WebSession(
+            identity_id=int(ident),
+            scope=_unb64(scope) or None,
+            token_id=int(token_id) or None,
+            expires=int(expires),
+            nonce=nonce,
+        )
     except ValueError:
         return None
     return ws if ws.expires > time.time() else None
@@ -94,9 +107,17 @@ def principal_for_session(session: Session, *, ws: WebSession) -> Principal | No
     member = auth.memberships(session, identity_id=identity.id)
     if ws.scope is not None:
         member = {c: r for c, r in member.items() if c == ws.scope}
-    return Principal(identity_id=identity.id, issuer=identity.issuer, subject=identity.subject, name=identity.name,
-                     global_role=identity.global_role if ws.scope is None else None, memberships=member,
-                     scope=ws.scope, via="web", credential_id=ws.token_id)
+    return Principal(
+        identity_id=identity.id,
+        issuer=identity.issuer,
+        subject=identity.subject,
+        name=identity.name,
+        global_role=identity.global_role if ws.scope is None else None,
+        memberships=member,
+        scope=ws.scope,
+        via="web",
+        credential_id=ws.token_id,
+    )
 
 
 def sign_in_with_token(session: Session, *, secret: str, token: str) -> tuple[str, Principal] | None:
@@ -105,6 +126,6 @@ def sign_in_with_token(session: Session, *, secret: str, token: str) -> tuple[st
     principal = auth.principal_for_token(session, token=token) if 0 < len(token) <= 200 else None
     if principal is None:
         return None
-    return create_web_session(secret=secret, identity_id=principal.identity_id, scope=principal.scope,
-                              token_id=principal.credential_id), principal
-
+    return create_web_session(
+        secret=secret, identity_id=principal.identity_id, scope=principal.scope, token_id=principal.credential_id
+    ), principal

@@ -1,8 +1,10 @@
 """The web pages in a real browser: Playwright driving Debian's Chromium (headless) against one real
 `titangrade serve` (uvicorn + a local worker) over the real catalogue, SQLite, real kernels."""
+
 from __future__ import annotations
 
 import json
+import os
 import signal
 import uuid
 from pathlib import Path
@@ -12,9 +14,13 @@ import pytest
 playwright_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[3]
-pytestmark = [pytest.mark.slow, pytest.mark.parametrize("module_db_url", ["sqlite"], indirect=True),
-              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)")]
-XSS = "<script>window.__xss=1</script><img src=x onerror=\"window.__xss=2\">"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.parametrize("module_db_url", ["sqlite"], indirect=True),
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"),
+]
+SHOTS = os.environ.get("TITANGRADE_WEB_SCREENSHOTS")  # a folder: save the main pages as PNG (docs/img)
+XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +32,11 @@ def site(module_db_url, tmp_path_factory, e2e):
     server = e2e.Server(e2e.service_env(module_db_url, REPO, TITANGRADE_SUBMISSIONS_PER_MINUTE="1000"), log, workers=1)
     sessions = e2e.sessions_for(module_db_url)
     with transaction(sessions) as s:
-        tokens = {"learner": create_token(s, user="lena", role="learner", course="c1"),
-                  "hostile": create_token(s, user="mal" + XSS, role="learner", course="c1"),
-                  "teacher": create_token(s, user="tess", role="instructor", course="c1")}
+        tokens = {
+            "learner": create_token(s, user="lena", role="learner", course="c1"),
+            "hostile": create_token(s, user="mal" + XSS, role="learner", course="c1"),
+            "teacher": create_token(s, user="tess", role="instructor", course="c1"),
+        }
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         yield {"url": server.url, "tokens": tokens, "sessions": sessions, "browser": browser, "server": server}
@@ -64,14 +72,23 @@ class Tab:
     def graded(self, timeout_s: float = 90) -> str:
         """Waits for the live page to reload with the final status (the SSE `done` reloads it)."""
         self.page.wait_for_selector("#status", timeout=5000)
-        self.page.wait_for_selector("#status:not(:has-text('queued')):not(:has-text('running'))"
-                                    ":not(:has-text('排队中')):not(:has-text('运行中'))", timeout=timeout_s * 1000)
+        self.page.wait_for_selector(
+            "#status:not(:has-text('queued')):not(:has-text('running'))"
+            ":not(:has-text('排队中')):not(:has-text('运行中'))",
+            timeout=timeout_s * 1000,
+        )
         self.page.wait_for_selector("#checks, #sub-message", timeout=timeout_s * 1000)
         return self.page.inner_text("#score")
 
     def close(self) -> list[str]:
         self.ctx.close()
         return self.errors
+
+
+def shot(page, name: str) -> None:
+    if SHOTS:
+        page.set_viewport_size({"width": 1100, "height": 760})
+        page.screenshot(path=str(Path(SHOTS) / f"web-{name}.png"), full_page=True)
 
 
 def _mistake() -> Path:
@@ -93,12 +110,14 @@ def test_learner_solution_mistake_both_languages_then_override(site, tmp_path):
     # The mistake, in English: which check failed and why.
     learner.upload("ch07.wordle_reward", _mistake())
     learner.graded()
+    shot(page, "submission-mistake-en")
     failed = page.locator("tr.fail")
     assert failed.count() >= 1
     failed_names = [failed.nth(i).get_attribute("data-check") for i in range(failed.count())]
     assert "failed" in failed.first.inner_text() and failed.first.locator(".feedback").inner_text().strip()
     # Switch to Chinese: labels and check titles in Chinese; a new attempt gets Chinese feedback.
     page.click("#lang-zh")
+    page.wait_for_selector("html[lang='zh-CN']", state="attached")
     assert "未通过" in page.locator("tr.fail").first.inner_text()
     page.goto(site["url"] + "/exercises")
     mistake_zh = learner.upload("ch07.wordle_reward", _mistake())
@@ -106,15 +125,18 @@ def test_learner_solution_mistake_both_languages_then_override(site, tmp_path):
     zh_fail = page.locator("tr.fail").first
     assert "未通过" in zh_fail.inner_text() and zh_fail.get_attribute("data-check") in failed_names
     assert any("\u4e00" <= ch <= "\u9fff" for ch in zh_fail.locator(".feedback").inner_text())
+    shot(page, "submission-mistake-zh")
     page.click("#lang-en")
     # The exercises page shows the best score and the attempts.
     page.goto(site["url"] + "/exercises")
+    shot(page, "exercises")
     row = page.locator("tr[data-exercise='ch07.wordle_reward']")
     assert row.locator(".best").inner_text() == "10 / 10" and row.locator(".attempts").inner_text() == "3"
     # The instructor sees all of it in the gradebook (latest = the Chinese mistake), overrides it with a reason.
     teacher = Tab(site, "teacher")
     tp = teacher.page
     tp.goto(site["url"] + "/teach/courses/c1/gradebook?policy=best")
+    shot(tp, "gradebook")
     best = tp.locator("tr[data-user='lena'][data-exercise='ch07.wordle_reward'] .score")
     assert best.inner_text() == "10/10"
     tp.click("#policy-latest")
@@ -126,13 +148,15 @@ def test_learner_solution_mistake_both_languages_then_override(site, tmp_path):
     tp.fill("#reason", "tags parsing accepted after review")
     tp.click("#override")
     tp.wait_for_selector("#history")
+    shot(tp, "override")
     assert "tags parsing accepted after review" in tp.inner_text("#history")
     # The learner's page shows the new score.
     page.goto(f"{site['url']}/submissions/{mistake_zh}")
     assert page.inner_text("#score") == "9.5/10" and page.locator("#overridden").count() == 1
     # A form without the session's CSRF token is refused, and nothing changed.
-    refused = tp.request.post(f"{site['url']}/teach/submissions/{mistake_zh}/override",
-                              form={"score": "0", "reason": "forged request"})
+    refused = tp.request.post(
+        f"{site['url']}/teach/submissions/{mistake_zh}/override", form={"score": "0", "reason": "forged request"}
+    )
     assert refused.status == 403
     page.reload()
     assert page.inner_text("#score") == "9.5/10"
@@ -156,20 +180,50 @@ def test_stats_queue_and_training_plot(site):
             rec[metric] = (lo + hi) / 2 if step < 3 or metric != "actor/grad_norm" else hi + 1.0
         trace.append(rec)
     with transaction(site["sessions"]) as s:
-        from service.auth.models import Identity
         from sqlalchemy import select
+
+        from service.auth.models import Identity
 
         lena = s.scalar(select(Identity).where(Identity.subject == "lena"))
         sid = uuid.uuid4().hex
-        s.add(Submission(id=sid, identity_id=lena.id, user="lena", course="c1", exercise_id="ch07.three_step_training",
-                         lang="en", attempt=1, run=1, notebook=b"{}", status="graded", score=6.0, max_score=8.0,
-                         message="", grading_s=21.0,
-                         result={"status": "graded", "score": 6.0, "max_score": 8.0, "profile": "cpu-tiny",
-                                 "trace": trace, "checks": [{"name": "trace_band", "score": 0.0, "max_score": 2.0,
-                                                             "passed": False, "feedback": "grad norm leaves the band"}]}))
+        s.add(
+            Submission(
+                id=sid,
+                identity_id=lena.id,
+                user="lena",
+                course="c1",
+                exercise_id="ch07.three_step_training",
+                lang="en",
+                attempt=1,
+                run=1,
+                notebook=b"{}",
+                status="graded",
+                score=6.0,
+                max_score=8.0,
+                message="",
+                grading_s=21.0,
+                result={
+                    "status": "graded",
+                    "score": 6.0,
+                    "max_score": 8.0,
+                    "profile": "cpu-tiny",
+                    "trace": trace,
+                    "checks": [
+                        {
+                            "name": "trace_band",
+                            "score": 0.0,
+                            "max_score": 2.0,
+                            "passed": False,
+                            "feedback": "grad norm leaves the band",
+                        }
+                    ],
+                },
+            )
+        )
     learner = Tab(site, "learner")
     page = learner.page
     page.goto(f"{site['url']}/submissions/{sid}")
+    shot(page, "training-plot")
     plot = page.locator("figure.plot[data-metric='actor/grad_norm']")
     assert plot.locator("circle.point").count() == 3 and plot.locator("polygon.band").count() == 1
     assert plot.locator("circle.point.out").count() == 1  # step 3 left the band
@@ -178,10 +232,12 @@ def test_stats_queue_and_training_plot(site):
     teacher = Tab(site, "teacher")
     tp = teacher.page
     tp.goto(site["url"] + "/teach/exercises/ch07.wordle_reward")
+    shot(tp, "statistics")
     counts = [int(tp.locator("rect.bar").nth(i).get_attribute("data-count")) for i in range(10)]
     assert sum(counts) >= 3 and counts[9] >= 1
     assert "public_cases" in tp.inner_text("#pass-rates") and tp.inner_text("#median").endswith("s")
     tp.goto(site["url"] + "/teach/queue")
+    shot(tp, "queue")
     assert "short" in tp.inner_text("#depth") or "none" in tp.inner_text("#depth")
     assert tp.locator("#workers tbody tr").count() >= 1
     csv_resp = tp.request.get(site["url"] + "/teach/courses/c1/gradebook.csv")
@@ -195,8 +251,15 @@ def test_script_payloads_are_shown_as_text_never_run(site, tmp_path):
     nb = json.loads((REPO / "reference" / "ch07.wordle_reward" / "solution.ipynb").read_text())
     nb["metadata"]["title"] = XSS
     nb["metadata"]["kernelspec"]["display_name"] = XSS
-    nb["cells"].append({"cell_type": "code", "metadata": {"name": XSS}, "execution_count": None, "outputs": [],
-                        "source": f"print({XSS!r})\ndef feedback(guess, answer):\n    return {XSS!r}\n"})
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "metadata": {"name": XSS},
+            "execution_count": None,
+            "outputs": [],
+            "source": f"print({XSS!r})\ndef feedback(guess, answer):\n    return {XSS!r}\n",
+        }
+    )
     path = tmp_path / "x<script>.ipynb"
     path.write_text(json.dumps(nb))
     hostile = Tab(site, "hostile")
@@ -206,9 +269,12 @@ def test_script_payloads_are_shown_as_text_never_run(site, tmp_path):
     assert XSS.split("<img")[0] in page.inner_text("#who")  # the user name, as text
     assert "<script>window.__xss=1</script>" in page.inner_text("#checks")  # feedback echoing the value
     teacher = Tab(site, "teacher")
-    for tab, url, shown in ((hostile, page.url, True), (teacher, site["url"] + "/teach/courses/c1/gradebook", True),
-                            (teacher, page.url.replace("/submissions/", "/teach/submissions/"), True),
-                            (teacher, site["url"] + "/teach/exercises/ch07.wordle_reward", False)):
+    for tab, url, shown in (
+        (hostile, page.url, True),
+        (teacher, site["url"] + "/teach/courses/c1/gradebook", True),
+        (teacher, page.url.replace("/submissions/", "/teach/submissions/"), True),
+        (teacher, site["url"] + "/teach/exercises/ch07.wordle_reward", False),
+    ):
         tab.page.goto(url)
         assert tab.page.evaluate("() => window.__xss") is None
         assert tab.page.locator("main script, main img").count() == 0

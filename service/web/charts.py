@@ -23,7 +23,7 @@ def histogram(buckets: dict[str, int]) -> dict:
     """Bars for the ten 10 % buckets of the max score (empty buckets included)."""
     labels = [f"{low}-{low + 10}%" for low in range(0, 100, 10)]
     counts = [int(buckets.get(label, 0)) for label in labels]
-    top = max(counts + [1])
+    top = max([*counts, 1])
     bar_w = (W - 2 * PAD) / len(labels)
     bars = [
         {

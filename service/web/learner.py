@@ -235,7 +235,8 @@ def submission_events(
     settings = request.app.state.settings
     with request.app.state.sessions() as session:
         sub = submissions.get(session, user=viewer.principal, submission_id=submission_id)
-        after = int(last_event_id) if (last_event_id or "").strip().isdigit() else None
+        sent = (last_event_id or "").strip()
+        after = int(sent) if sent.isdigit() else None
         start = events.plan(session, sub=sub, last_event_id=after)
         sid = sub.id
         session.commit()

@@ -32,13 +32,13 @@ def install(app: FastAPI) -> None:
     async def page_error(request: Request, exc: ServiceError):
         """The API keeps its JSON errors; a page shows the same message as a page."""
         if request.url.path.startswith("/api/") and api_service_error is not None:
-            return await api_service_error(request, exc)
+            return await api_service_error(request, exc)  # type: ignore[misc]  # registered as async
         return render(request, "message.html", status_code=exc.status_code, message=exc.text(page_lang(request)))
 
     @app.exception_handler(InvalidSubmission)
     async def page_engine_error(request: Request, exc: InvalidSubmission):
         if request.url.path.startswith("/api/") and api_engine_error is not None:
-            return await api_engine_error(request, exc)
+            return await api_engine_error(request, exc)  # type: ignore[misc]  # registered as async
         return await page_error(request, from_engine(exc))
 
     @app.exception_handler(BadForm)

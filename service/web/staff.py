@@ -58,12 +58,12 @@ def gradebook_page(
     request: Request, course: str, viewer: ViewerDep, policy: str = "best", sort: str = "user"
 ) -> Response:
     _teaches(viewer, course)
-    policy = policy if policy in ("best", "latest") else "best"
+    chosen: courses.Policy = "latest" if policy == "latest" else "best"
     with request.app.state.sessions() as session:
-        rows = courses.gradebook(session, course=course, policy=policy)
+        rows = courses.gradebook(session, course=course, policy=chosen)
         session.commit()
     rows.sort(key=SORTS.get(sort, SORTS["user"]))
-    return render(request, "gradebook.html", viewer=viewer, course=course, rows=rows, policy=policy, sort=sort)
+    return render(request, "gradebook.html", viewer=viewer, course=course, rows=rows, policy=chosen, sort=sort)
 
 
 @router.get("/courses/{course}/gradebook.csv")

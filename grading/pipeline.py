@@ -21,6 +21,7 @@ from grading.steps import grader_cells
 from grading.steps.execute import run_notebook
 from grading.steps.sanitize import clear_outputs
 from grading.steps.validate import identify_exercise, parse_notebook
+from grading.trace import training_trace
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 5_000_000
@@ -106,9 +107,10 @@ def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox:
     emit({"event": "checks"})
     checks = score_checks(exercise, execution, lang=lang)
     status, message = decide_status(execution, checks)
+    trace, profile = training_trace(exercise, execution.payloads)
     return GradeResult(exercise_id=exercise.id, status=status, score=total(checks), max_score=manifest.max_score,
                        checks=checks, message=message, cells=execution.cells, limits_hit=execution.limits_hit,
-                       sandbox=execution.sandbox_mode, device=devices.kind)
+                       sandbox=execution.sandbox_mode, device=devices.kind, trace=trace, profile=profile)
 
 
 def _not_gradable(exercise: Exercise, reason: str, *, lang: str, devices: DeviceGrant) -> GradeResult:

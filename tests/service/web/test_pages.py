@@ -163,3 +163,33 @@ def test_malformed_cookies_are_no_session(cookie):
     from service.web import sessions
 
     assert sessions.read_web_session(secret="s" * 40, cookie=cookie) is None
+
+
+def test_a_learner_in_two_courses_chooses_the_course_on_upload(live_api, svc):
+    from service.auth.service import create_token, get_or_create_identity, set_membership
+    from service.db import transaction
+
+    with transaction(live_api.app.state.sessions) as s:
+        token = create_token(s, user="eve", role="learner", course="c1")
+        set_membership(
+            s, identity=get_or_create_identity(s, issuer="titangrade", subject="eve"), course="c2", role="learner"
+        )
+        from sqlalchemy import select
+
+        from service.auth.models import Token
+        from service.auth.service import hash_token
+
+        s.scalar(select(Token).where(Token.token_hash == hash_token(token))).course = None  # all memberships
+    eve = sign_in(live_api.url, token)
+    page = eve.get("/exercises").text
+    assert '<option value="c2">' in page
+    files = {"notebook": ("nb.ipynb", svc.notebook(), "application/x-ipynb+json")}
+    made = eve.post("/submit", data={"exercise_id": "ch05.svc_sum", "course": "c2", "csrf": csrf_of(eve)}, files=files)
+    assert made.status_code == 303
+    sid = made.headers["location"].rsplit("/", 1)[1]
+    with live_api.app.state.sessions() as s:
+        from service.submissions.models import Submission
+
+        assert s.get(Submission, sid).course == "c2"
+    wrong = eve.post("/submit", data={"exercise_id": "ch05.svc_sum", "course": "c9", "csrf": csrf_of(eve)}, files=files)
+    assert wrong.status_code == 403 and "not enrolled" in wrong.text

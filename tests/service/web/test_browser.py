@@ -131,6 +131,10 @@ def test_learner_solution_mistake_both_languages_then_override(site, tmp_path):
     page.goto(site["url"] + "/exercises")
     shot(page, "exercises")
     row = page.locator("tr[data-exercise='ch07.wordle_reward']")
+    with page.expect_download() as download:
+        row.locator("a[download]").click()
+    template = json.loads(Path(download.value.path()).read_text())
+    assert download.value.suggested_filename == "wordle_reward.ipynb" and template["cells"]
     assert row.locator(".best").inner_text() == "10 / 10" and row.locator(".attempts").inner_text() == "3"
     # The instructor sees all of it in the gradebook (latest = the Chinese mistake), overrides it with a reason.
     teacher = Tab(site, "teacher")

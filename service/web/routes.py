@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
@@ -23,7 +25,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(SignInRequired)
     async def to_sign_in(request: Request, exc: SignInRequired):
         target = local_path(request.url.path if request.method == "GET" else "/exercises")
-        return RedirectResponse("/login?next=" + target, status_code=303)
+        return RedirectResponse("/login?next=" + quote(target, safe="/"), status_code=303)
 
     api_service_error = app.exception_handlers.get(ServiceError)
     api_engine_error = app.exception_handlers.get(InvalidSubmission)

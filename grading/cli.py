@@ -1,4 +1,4 @@
-"""`titangrade grade` and `titangrade exercises list`: the engine from a terminal (service/cli.py dispatches).
+"""`titangrade grade` and `titangrade exercises list` (authoring commands: grading/authoring/cli.py): the engine from a terminal (service/cli.py dispatches).
 
 Exit codes of `grade`: 0 graded, 1 error (the notebook's code failed), 2 invalid input, 3 not gradable.
 """
@@ -36,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("--json", action="store_true", help="print JSON")
     _catalogue_args(listing)
     listing.set_defaults(func=cmd_exercises_list)
+    from grading.authoring.cli import register as register_authoring  # build | validate | new
+
+    register_authoring(ex_sub, _catalogue_args)
 
 
 def _catalogue_args(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,12 @@ MESSAGES: dict[str, dict[str, str]] = {
                     "zh": "笔记本超过 {limit_s:g} 秒的总时限；从第 {index} 个代码单元起未运行"},
     "kernel_died": {"en": "the kernel died in cell {index}; the other cells were re-run without it",
                     "zh": "内核在第 {index} 个代码单元中崩溃；其余单元已在新内核中重新运行"},
+    "memory_killed": {"en": "cell {index} went over the run's {limit_mb} MB memory limit and the kernel was killed; "
+                            "the other cells were re-run without it",
+                      "zh": "第 {index} 个代码单元超出本次运行 {limit_mb} MB 的内存上限，内核被终止；其余单元已在新内核中重新运行"},
+    "memory_limit_cell": {"en": "cell {index} went over the run's {limit_mb} MB memory limit; a process it "
+                                "started was killed",
+                          "zh": "第 {index} 个代码单元超出本次运行 {limit_mb} MB 的内存上限，其启动的一个进程被终止"},
     "kernel_hung": {"en": "cell {index} ignored the interrupt after its time limit; the other cells were re-run without it",
                     "zh": "第 {index} 个代码单元超时后无法中断；其余单元已在新内核中重新运行"},
     "kernel_lost": {"en": "cell {index} killed or hung the kernel again after two restarts; later cells and the "
@@ -28,6 +34,13 @@ MESSAGES: dict[str, dict[str, str]] = {
                          "zh": "第 {index} 个代码单元的输出在 {limit_kb} KB 处被截断"},
     "output_truncated_marker": {"en": "\n... [output truncated by the grader at {limit_kb} KB]\n",
                                 "zh": "\n... [输出超过 {limit_kb} KB，已被评分器截断]\n"},
+    "answers_too_large": {"en": "the answers exceeded the {limit_mb} MB answer limit; the checks that read them "
+                                "scored 0",
+                          "zh": "答案超过 {limit_mb} MB 的答案上限；读取这些答案的检查记 0 分"},
+    "repeated": {"en": "{message} (x{count})", "zh": "{message}（{count} 次）"},
+    "alike_cells": {"en": "{message} (and {count} more alike)", "zh": "{message}（另有 {count} 处相同）"},
+    "more_problems": {"en": "and {count} more problems", "zh": "另有 {count} 个问题"},
+    "redacted": {"en": "[hidden]", "zh": "[已隐藏]"},
     "not_gradable": {"en": "this submission could not be graded because of a grader problem ({reason}); "
                            "it was not scored and may be retried",
                      "zh": "评分器出现问题（{reason}），本次提交未评分，可重试"},
@@ -37,8 +50,12 @@ MESSAGES: dict[str, dict[str, str]] = {
                        "zh": "未定义 `{name}`；请运行定义它的单元并保持名称不变"},
     "answer_raised": {"en": "reading `{name}` failed: {error}", "zh": "读取 `{name}` 失败：{error}"},
     "answer_opaque": {"en": "`{name}` has an unsupported type {type}", "zh": "`{name}` 的类型 {type} 不受支持"},
-    "answer_uncomparable": {"en": "`{name}` could not be compared with the expected answer ({error}); check its type",
-                            "zh": "`{name}` 无法与期望答案比较（{error}）；请检查其类型"},
+    "answer_uncomparable": {"en": "`{name}` returned a value that could not be compared with the expected answer "
+                                  "({error}); return plain numbers, strings, lists, dicts or tensors",
+                            "zh": "`{name}` 返回的值无法与期望答案比较（{error}）；请返回数字、字符串、列表、字典或张量"},
+    "answer_too_large": {"en": "`{name}` is too large to check: the answers of one run may hold at most "
+                               "{limit_mb} MB; return a smaller value",
+                         "zh": "`{name}` 太大，无法检查：一次运行的答案最多 {limit_mb} MB；请返回更小的值"},
     "wrong_value": {"en": "the value is not the expected one", "zh": "取值不正确"},
     "wrong_type": {"en": "expected a {expected}, got {got}", "zh": "应为 {expected}，实际为 {got}"},
     "numeric_off": {"en": "{count} of {total} numbers are outside the tolerance (rtol={rtol:g}, atol={atol:g})",

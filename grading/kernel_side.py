@@ -9,7 +9,7 @@ Nothing here ever sees an expected value: it encodes answers and calls functions
 import builtins as _b
 
 
-def install(seed, eager_torch, max_elements=2_000_000):
+def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
     """Seed random/numpy/torch and return `extract(nonce, answers, calls)`; run before learner code."""
     import json
     import math
@@ -71,27 +71,51 @@ def install(seed, eager_torch, max_elements=2_000_000):
 
         sys.meta_path.insert(0, _SeedTorchOnImport())
 
-    budget = [max_elements]
+    budget = [max_bytes]  # the whole run's answers; the grader enforces the same cap on what it decodes
 
-    def encode(v, depth=0):
+    overflow = [False]
+
+    def too_large(v):
+        overflow[0] = True
+        return {"__too_large__": {"type": _type(v).__name__}}
+
+    def charge(nbytes):
+        if nbytes > budget[0]:
+            return False
+        budget[0] -= nbytes
+        return True
+
+    def whole(thunk):
+        """One answer or call result, all or nothing: if any part of it is too large, none of it is kept
+        and it costs nothing (the grader decodes it the same way)."""
+        before, overflow[0] = budget[0], False
+        value = thunk()
+        if overflow[0]:
+            budget[0] = before
+            return {"__too_large__": {"type": "value"}}
+        return value
+
+    def encode(v, depth=0, free=False):
+        """A codec value; every mapping travels as __dict__ pairs so learner keys never look like markers."""
         if depth > 64:
             return {"__repr__": "<nested too deeply>", "__type__": _type(v).__name__}
-        if v is None or _isinstance(v, (_b.bool, _int, _str)):
+        if v is None or _isinstance(v, (_b.bool, _int, _float, _str)):
+            if not free and not charge(16 + (_len(v) if _isinstance(v, _str) else 0)):
+                return too_large(v)
+            if _isinstance(v, _float) and not _isfinite(v):
+                return {"__float__": "nan" if v != v else ("inf" if v > 0 else "-inf")}
             return v
-        if _isinstance(v, _float):
-            if _isfinite(v):
-                return v
-            return {"__float__": "nan" if v != v else ("inf" if v > 0 else "-inf")}
         if _isinstance(v, (_list, _b.tuple)):
-            budget[0] -= _len(v)
-            if budget[0] < 0:
-                return {"__repr__": "<too large to extract>", "__type__": _type(v).__name__}
-            return [encode(x, depth + 1) for x in v]
+            if not free and not charge(16 + 8 * _len(v)):
+                return too_large(v)
+            return [encode(x, depth + 1, free) for x in v]
         if _isinstance(v, _dict):
-            if all(_isinstance(k, _str) for k in v):
-                return {k: encode(x, depth + 1) for k, x in v.items()}
-            return {"__dict__": [[encode(k, depth + 1), encode(x, depth + 1)] for k, x in v.items()]}
+            if not charge(16 + 16 * _len(v)):
+                return too_large(v)
+            return {"__dict__": [[encode(k, depth + 1), encode(x, depth + 1)] for k, x in _list(v.items())]}
         if _isinstance(v, (_b.set, _b.frozenset)):
+            if not charge(16 + 8 * _len(v)):
+                return too_large(v)
             items = [encode(x, depth + 1) for x in v]
             return {"__set__": _sorted(items, key=lambda x: _dumps(x, sort_keys=True))}
         mod = _getattr(_type(v), "__module__", "") or ""
@@ -103,23 +127,22 @@ def install(seed, eager_torch, max_elements=2_000_000):
             dtype = _str(t.dtype).replace("torch.", "")
             if dtype in ("bfloat16", "float16"):
                 t = t.float()
-            return _tensor(dtype, _list(t.shape), t.numel(), t.tolist, depth)
+            return _tensor(v, dtype, _list(t.shape), t.numel(), t.tolist, depth)
         if mod.startswith("numpy"):
             if _hasattr(v, "shape") and _hasattr(v, "tolist") and _type(v).__name__ == "ndarray":
-                return _tensor(_str(v.dtype), _list(v.shape), v.size, v.tolist, depth)
+                return _tensor(v, _str(v.dtype), _list(v.shape), v.size, v.tolist, depth)
             if _hasattr(v, "item"):
                 return encode(v.item(), depth + 1)
         try:
             text = _repr(v)[:2000]
         except Exception:  # not BaseException: the read alarm must still interrupt a looping __repr__
             text = "<repr failed>"
-        return {"__repr__": text, "__type__": f"{mod}.{_type(v).__qualname__}"}
+        return {"__repr__": text, "__type__": f"{mod}.{_type(v).__qualname__}"[:200]}
 
-    def _tensor(dtype, shape, numel, tolist, depth):
-        budget[0] -= numel
-        if budget[0] < 0:
-            return {"__repr__": "<tensor too large to extract>", "__type__": "tensor"}
-        return {"__tensor__": {"dtype": dtype, "shape": shape, "data": encode(tolist(), depth + 1)}}
+    def _tensor(v, dtype, shape, numel, tolist, depth):
+        if not charge(16 + 8 * numel):
+            return too_large(v)
+        return {"__tensor__": {"dtype": dtype, "shape": shape, "data": encode(tolist(), depth + 1, True)}}
 
     def decode(v):
         if _isinstance(v, _list):
@@ -172,7 +195,7 @@ def install(seed, eager_torch, max_elements=2_000_000):
             _signal(_SIGALRM, old)
 
     def call_guarded(fn, args, kwargs, timeout_s):
-        return guarded(lambda: encode(fn(*decode(args), **decode(kwargs))), timeout_s)
+        return guarded(lambda: whole(lambda: encode(fn(*decode(args), **decode(kwargs)))), timeout_s)
 
     def read_run(value):
         """A training_run answer: the run directory (or the dict holding `out_dir`) -> metrics/run/files."""
@@ -207,11 +230,10 @@ def install(seed, eager_torch, max_elements=2_000_000):
                 files.append(name if rel == "." else os.path.join(rel, name))
             if _len(files) > 2000:
                 break
-        return {"metrics": encode(metrics), "run": encode(run), "files": _sorted(files)[:2000]}
+        return encode({"metrics": metrics, "run": run, "files": _sorted(files)[:2000]})
 
     def extract(nonce, answers, calls, call_timeout_s=10.0):
         """answers: {name: kind}; calls: {check: {"answer": name, "calls": [{"args", "kwargs"}]}}."""
-        budget[0] = max_elements
         g = _main.__dict__
         out_answers, out_calls = {}, {}
         for name, kind in answers.items():
@@ -220,11 +242,11 @@ def install(seed, eager_torch, max_elements=2_000_000):
                 continue
             value = g[name]
             if kind == "training_run":
-                out_answers[name] = guarded(lambda: read_run(value), call_timeout_s)
+                out_answers[name] = guarded(lambda: whole(lambda: read_run(value)), call_timeout_s)
             elif kind == "function":
                 out_answers[name] = {"__repr__": "<function>", "__type__": _type(value).__name__}
             else:
-                out_answers[name] = guarded(lambda: encode(value), call_timeout_s)
+                out_answers[name] = guarded(lambda: whole(lambda: encode(value)), call_timeout_s)
         for check, spec in calls.items():
             fn = g.get(spec["answer"])
             if fn is None or not _b.callable(fn):

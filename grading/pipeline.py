@@ -20,11 +20,13 @@ from grading.scoring import decide_status, score_checks, total
 from grading.steps import grader_cells
 from grading.steps.execute import run_notebook
 from grading.steps.sanitize import clear_outputs
-from grading.steps.validate import identify_exercise, parse_notebook
+from grading.steps.validate import check_cell_count, identify_exercise, load_json, to_notebook
 from grading.trace import training_trace
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 5_000_000
+PROGRESS_BURST = 20  # cell events sent at once before throttling starts
+PROGRESS_PER_S = 2.0  # cell events a second after the burst
 _default_catalogue: Catalogue | None = None
 _default_sandbox: Sandbox | None = None
 
@@ -48,15 +50,32 @@ def default_sandbox() -> Sandbox:
 def load_submission(source: bytes | str | dict, *, exercise_id: str | None, catalogue: Catalogue,
                     max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[nbformat.NotebookNode, Exercise]:
     """Validate and identify; raises InvalidSubmission (codes: too_large, invalid_json, not_a_notebook,
-    nbformat_invalid, missing_exercise, exercise_mismatch, unknown_exercise) before anything runs."""
-    nb = parse_notebook(source, max_bytes=max_bytes)
-    return nb, identify_exercise(nb, exercise_id=exercise_id, catalogue=catalogue)
+    nbformat_invalid, missing_exercise, exercise_mismatch, unknown_exercise, too_many_cells) before
+    anything runs."""
+    data = load_json(source, max_bytes=max_bytes)
+    exercise = identify_exercise(data, exercise_id=exercise_id, catalogue=catalogue)
+    check_cell_count(data, exercise)  # before nbformat's validation, which is slow on 50,000 cells
+    nb = to_notebook(data)
+    check_cell_count(nb, exercise)  # an upgraded nbformat 3 notebook has its cells only now
+    return nb, exercise
 
 
-def _emitter(progress: Callable[[dict], None] | None) -> Callable[[dict], None]:
+def _emitter(progress: Callable[[dict], None] | None, *, clock: Callable[[], float] = time.monotonic,
+             burst: int = PROGRESS_BURST, per_s: float = PROGRESS_PER_S) -> Callable[[dict], None]:
+    """Forward events to `progress`; `cell` events pass a token bucket (`burst`, then `per_s` a second)
+    so a notebook of many tiny cells cannot write a progress row per cell. Other events always pass."""
+    tokens, last = [float(burst)], [clock()]
+
     def emit(event: dict) -> None:
         if progress is None:
             return
+        if event.get("event") == "cell":
+            now = clock()
+            tokens[0] = min(float(burst), tokens[0] + (now - last[0]) * per_s)
+            last[0] = now
+            if tokens[0] < 1.0:
+                return
+            tokens[0] -= 1.0
         try:
             progress(event)
         except Exception:  # a broken listener must never change a grade
@@ -75,8 +94,9 @@ def grade_notebook(source: bytes | str | dict, *, exercise_id: str | None = None
                                    max_bytes=max_bytes)
     emit = _emitter(progress)
     emit({"event": "started", "exercise_id": exercise.id})
+    scrub: dict[str, Any] = {}  # filled by _grade: grader cell name and nonce, hidden strings
     try:
-        result = _grade(nb, exercise, lang=lang, sandbox=sandbox, devices=devices, emit=emit)
+        result = _grade(nb, exercise, lang=lang, sandbox=sandbox, devices=devices, emit=emit, scrub=scrub)
     except InvalidSubmission:
         raise
     except GraderFault as exc:
@@ -85,19 +105,18 @@ def grade_notebook(source: bytes | str | dict, *, exercise_id: str | None = None
     except Exception as exc:  # an engine bug must not become a learner's zero
         log.exception("internal error while grading %s", exercise.id)
         result = _not_gradable(exercise, f"internal error {type(exc).__name__}", lang=lang, devices=devices)
+    result.scrub(scrub.get("needles", ()), t("redacted", lang), public=scrub.get("public", ""))
     result.duration_s = round(time.monotonic() - started, 3)
     emit({"event": "done", "status": result.status.value, "score": result.score, "max_score": result.max_score})
     return result
 
 
 def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox: Sandbox | None,
-           devices: DeviceGrant, emit: Callable[[dict], Any]) -> GradeResult:
+           devices: DeviceGrant, emit: Callable[[dict], Any], scrub: dict[str, Any]) -> GradeResult:
     manifest = exercise.manifest
-    try:
-        reference = exercise.reference()
-    except (OSError, ValueError) as exc:
-        raise GraderFault(f"reference answers for {exercise.id} unreadable: {exc}", retryable=False) from exc
+    reference = exercise.reference()  # loaded once per grade: the plan and the checks share it
     plan = grader_cells.plan(exercise, reference=reference)
+    scrub.update(needles=plan.scrub, public=plan.public_text)
     sandbox = sandbox or default_sandbox()
     request = KernelRequest(limits=manifest.limits, devices=devices, kernel_family=manifest.kernel_family)
     execution = run_notebook(clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang,
@@ -105,8 +124,8 @@ def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox:
     if execution.fault is not None:
         raise GraderFault(execution.fault)
     emit({"event": "checks"})
-    checks = score_checks(exercise, execution, lang=lang)
-    status, message = decide_status(execution, checks)
+    checks = score_checks(exercise, execution, lang=lang, reference=reference, plan=plan)
+    status, message = decide_status(execution, checks, lang=lang)
     trace, profile = training_trace(exercise, execution.payloads)
     return GradeResult(exercise_id=exercise.id, status=status, score=total(checks), max_score=manifest.max_score,
                        checks=checks, message=message, cells=execution.cells, limits_hit=execution.limits_hit,

@@ -9,10 +9,51 @@ status:
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 ENGINE_VERSION = "1"
+SCRUB_FRAGMENT = 6  # characters: shorter fragments of a secret are too common to remove
+# The shapes of any run's extractor name and nonce (`_tg_` + hex, 32 hex digits): an earlier run's, replayed
+# from disk, is scrubbed as well as this run's (a 16+ hex-digit run in feedback is no loss).
+_GRADER_NAMES = re.compile(r"_tg_[0-9a-f]{4,}|[0-9a-f]{16,}")
+
+
+def _fragments(needles, public: str) -> dict[int, set[str]]:
+    """{length: fragments} to scrub: each needle's windows of SCRUB_FRAGMENT chars (or the whole needle
+    when shorter) that do not occur in the public text."""
+    grams: dict[int, set[str]] = {}
+    for n in needles:
+        if not n:
+            continue
+        k = min(SCRUB_FRAGMENT, len(n))
+        for i in range(len(n) - k + 1):
+            g = n[i:i + k]
+            if g not in public:
+                grams.setdefault(k, set()).add(g)
+    return grams
+
+
+def _scrub_text(text: str, grams: dict[int, set[str]], replacement: str) -> str:
+    """`text` with every run covered by a fragment replaced by one `replacement`."""
+    covered = bytearray(len(text))
+    for k, found in grams.items():
+        for i in range(len(text) - k + 1):
+            if text[i:i + k] in found:
+                covered[i:i + k] = b"\x01" * k
+    if not any(covered):
+        return text
+    out, i = [], 0
+    while i < len(text):
+        if covered[i]:
+            while i < len(text) and covered[i]:
+                i += 1
+            out.append(replacement)
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
 
 
 class Status(str, enum.Enum):
@@ -65,6 +106,21 @@ class GradeResult:
     engine_version: str = ENGINE_VERSION
     trace: list[dict[str, Any]] = field(default_factory=list)  # a training run's metrics per step (plots)
     profile: str | None = None  # the training profile the run says it used (which reference band to plot)
+
+    def scrub(self, needles: tuple[str, ...] | list[str], replacement: str, *, public: str = "") -> None:
+        """Remove every needle, and every fragment of one that is SCRUB_FRAGMENT characters or longer and
+        not in `public`, from every string of this result, in place (a cut-off echo leaks its fragments)."""
+        grams = _fragments(needles, public)
+
+        def clean(text: str) -> str:
+            return _GRADER_NAMES.sub(replacement, _scrub_text(text, grams, replacement))
+
+        self.message = clean(self.message)
+        self.limits_hit = [clean(x) for x in self.limits_hit]
+        for c in self.checks:
+            c.feedback, c.title, c.name = clean(c.feedback), clean(c.title), clean(c.name)
+        for cell in self.cells:
+            cell.message, cell.status = clean(cell.message), clean(cell.status)
 
     def to_dict(self) -> dict[str, Any]:
         return {

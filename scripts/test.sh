@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+# Generated exercise files (templates, solutions, answer files, mistake fixtures) must match their masters.
+.venv/bin/titangrade exercises build --check | tail -n 20
 exec .venv/bin/python -m pytest "$@"

@@ -8,8 +8,27 @@ from pathlib import Path
 import httpx
 
 
+def _about(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def describe_estimate(event: dict) -> str:
+    """One line for a queued submission: its position and when it should start and finish."""
+    text = f"  queued: position {event['position']}"
+    if event.get("start_in_s") is None:
+        reason = "no worker that can run it is up" if not event.get("worker_slots") else "no grading history yet"
+        return f"{text}, no estimate ({reason})"
+    return (f"{text}, starts in about {_about(event['start_in_s'])}, result in about "
+            f"{_about(event['finish_in_s'])} ({event['worker_slots']} slot(s); this exercise usually takes "
+            f"{_about(event['typical_s'])})")
+
+
 def _describe(event: dict) -> str | None:
     kind = event.get("event")
+    if kind == "estimate":
+        return describe_estimate(event)
+    if kind == "done" and event.get("status") == "superseded":
+        return f"  superseded by your newer attempt {event.get('superseded_by')}; only that one is graded"
     if kind == "cell":
         return f"  running cell {event.get('index', 0) + 1} of {event.get('total', '?')}"
     return {"queued": "  queued", "claimed": "  picked up by a worker", "started": "  kernel started",
@@ -17,16 +36,25 @@ def _describe(event: dict) -> str | None:
 
 
 def _follow(client: httpx.Client, sub_id: str) -> None:
-    with client.stream("GET", f"/api/v1/submissions/{sub_id}/events", timeout=None) as resp:
-        resp.raise_for_status()
-        for line in resp.iter_lines():
-            if not line.startswith("data: "):
-                continue
-            event = json.loads(line[6:])
-            if (text := _describe(event)) is not None:
-                print(text, file=sys.stderr, flush=True)
-            if event.get("event") == "done":
+    """Print progress until the run's `done`; a stream that ends at its time limit is resumed from the last
+    event id, and 204 means the run is already done."""
+    last_id: str | None = None
+    while True:
+        headers = {"Last-Event-ID": last_id} if last_id else {}
+        with client.stream("GET", f"/api/v1/submissions/{sub_id}/events", headers=headers, timeout=None) as resp:
+            if resp.status_code == 204:
                 return
+            resp.raise_for_status()
+            for line in resp.iter_lines():
+                if line.startswith("id: "):
+                    last_id = line[4:].strip()
+                if not line.startswith("data: "):
+                    continue
+                event = json.loads(line[6:])
+                if (text := _describe(event)) is not None:
+                    print(text, file=sys.stderr, flush=True)
+                if event.get("event") == "done":
+                    return
 
 
 def submit_and_follow(*, url: str, token: str, notebook: str, exercise_id: str | None, lang: str | None,
@@ -42,7 +70,8 @@ def submit_and_follow(*, url: str, token: str, notebook: str, exercise_id: str |
         resp = client.post("/api/v1/submissions", files={"notebook": (path.name, path.read_bytes())}, data=data)
         if resp.status_code >= 400:
             err = resp.json().get("error", {}) if "json" in resp.headers.get("content-type", "") else {}
-            sys.exit(f"titangrade: rejected ({resp.status_code} {err.get('code', '')}): {err.get('message', resp.text)}")
+            sys.exit(f"titangrade: rejected ({resp.status_code} {err.get('code', '')}): "
+                     f"{err.get('message', resp.text)}")
         sub_id = resp.json()["id"]
         print(f"submitted {path.name} as {sub_id}", file=sys.stderr)
         _follow(client, sub_id)

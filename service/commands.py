@@ -17,11 +17,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "default TITANGRADE_WORKER_SLOTS")
     p.add_argument("--no-deliver", action="store_true", help="do not run the webhook delivery loop here "
                    "(run `titangrade webhooks deliver` elsewhere)")
+    _executor_args(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("worker", help="run grading workers only (several hosts may share one PostgreSQL)")
     p.add_argument("--slots", type=int, default=None, help="concurrent jobs (default TITANGRADE_WORKER_SLOTS)")
     p.add_argument("--burst", action="store_true", help="exit once the queue is empty")
+    _executor_args(p)
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("db", help="database schema")
@@ -55,6 +57,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lang", default=None, help="feedback language: en or zh")
     p.add_argument("--json", action="store_true", help="print the final submission as JSON")
     p.set_defaults(func=cmd_submit)
+
+
+def _executor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", choices=("local", "ray"), default=None,
+                   help="where grading runs: a local process pool or a Ray cluster (default TITANGRADE_EXECUTOR)")
+    p.add_argument("--address", default=None, help="Ray head HOST:PORT or auto, with --executor ray "
+                   "(default TITANGRADE_RAY_ADDRESS)")
+
+
+def _executor_overrides(args) -> dict:
+    out = {}
+    if args.executor is not None:
+        out["executor"] = args.executor
+    if args.address is not None:
+        out["ray_address"] = args.address
+    return out
 
 
 def _logging() -> None:
@@ -114,16 +132,25 @@ def _bootstrap_token(settings, sessions) -> None:
           "or POST /api/v1/tokens")
 
 
+def _build_worker(settings, sessions):
+    from service.workers.executor import ExecutorUnavailable
+    from service.workers.worker import build_worker
+
+    try:
+        return build_worker(settings, sessions=sessions)
+    except ExecutorUnavailable as exc:
+        sys.exit(f"titangrade: {exc}")
+
+
 def cmd_serve(args) -> int:
     import uvicorn
 
     from service.app import create_app
     from service.db import make_sessionmaker
-    from service.workers.worker import build_worker
 
     _logging()
     overrides = {} if args.workers is None else {"worker_slots": max(args.workers, 1)}
-    settings = _settings(**overrides)
+    settings = _settings(**overrides, **_executor_overrides(args))
     settings, generated = settings.with_dev_secret()
     if settings.mode == "dev":
         print("titangrade: running in DEV MODE (TITANGRADE_MODE=prod for production: needs "
@@ -138,10 +165,10 @@ def cmd_serve(args) -> int:
     _bootstrap_token(settings, app.state.sessions)
     worker = thread = None
     if args.workers != 0:
-        worker = build_worker(settings, sessions=make_sessionmaker(engine))
+        worker = _build_worker(settings, make_sessionmaker(engine))
         thread = threading.Thread(target=worker.run, name="tg-worker", daemon=True)
         thread.start()
-        print(f"titangrade: local worker with {settings.worker_slots} slot(s)")
+        print(f"titangrade: {settings.executor} worker with {settings.worker_slots} slot(s)")
     deliverer = None
     if not args.no_deliver:
         from service.webhooks.commands import start_delivery_loop
@@ -161,15 +188,17 @@ def cmd_serve(args) -> int:
 
 def cmd_worker(args) -> int:
     from service.db import make_sessionmaker
-    from service.workers.worker import build_worker
 
     _logging()
-    settings = _resolve_sandbox(_settings(**({} if args.slots is None else {"worker_slots": args.slots})))
+    overrides = ({} if args.slots is None else {"worker_slots": args.slots}) | _executor_overrides(args)
+    settings = _resolve_sandbox(_settings(**overrides))
     engine = _engine(settings, migrate=False)
-    worker = build_worker(settings, sessions=make_sessionmaker(engine))
+    worker = _build_worker(settings, make_sessionmaker(engine))
     signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
-    print(f"titangrade: worker {worker.id} with {settings.worker_slots} slot(s), "
-          f"{worker.devices.count} {worker.devices.kind} device(s), sandbox {settings.sandbox}", flush=True)
+    where = (f"Ray cluster {settings.ray_address}" if settings.executor == "ray"
+             else f"{worker.devices.count} {worker.devices.kind} device(s)")
+    print(f"titangrade: worker {worker.id} with {settings.worker_slots} slot(s), {where}, "
+          f"sandbox {settings.sandbox}", flush=True)
     try:
         worker.run(burst=args.burst)  # drains (finishes or hands back running jobs) before returning
     except KeyboardInterrupt:

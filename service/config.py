@@ -30,11 +30,24 @@ class Settings(BaseSettings):
     migrate_on_start: bool = Field(True, description="`serve` upgrades the schema itself; workers never do")
 
     # queue and workers
-    executor: Literal["local"] = Field("local", description="grading backend; a Ray executor comes later")
+    executor: Literal["local", "ray"] = Field("local", description="grading backend: a local process pool, or "
+                                              "Ray tasks on a cluster (docs/cluster.md)")
+    ray_address: str = Field("auto", description='Ray cluster to join with executor=ray: "auto" (the one `ray '
+                             'start` runs on this host) or HOST:PORT of its head')
+    ray_cpus_per_rank: float = Field(1.0, gt=0, description="Ray CPUs a job reserves per rank (world_size ranks)")
+    ray_place_timeout_s: float = Field(10.0, gt=0, description="a multi-rank job's placement group must be "
+                                       "reserved this fast, else the job is retried")
+    ray_node_cooldown_s: float = Field(30.0, ge=0, description="a node that lost a job (died, crashed) gets no "
+                                       "new job for this long")
     worker_slots: int = Field(2, ge=1, description="concurrent grading jobs per worker process")
     short_reserved_slots: int = Field(1, ge=0, description="slots that only take short-lane jobs")
     worker_devices: str = Field("", description='accelerators this worker offers, e.g. "npu:0-7" or "cuda:0,1"; '
                                 "empty = CPU only, \"detect\" = ask the host")
+    sandbox_cgroups: Literal["auto", "require", "off"] = Field(
+        "auto", description="whole-run memory/process/CPU caps per sandbox run (control groups): auto = required in "
+        "prod, used where possible in dev (with a warning where not); off = dev only")
+    sandbox_cpus_per_run: float = Field(0.0, ge=0, description="CPU quota of one sandbox run in cores (cgroup); "
+                                        "0 = no quota, concurrent runs share the CPU equally")
     sandbox_prewarm: str = Field("", description='warm kernels per pool process and kernel family, e.g. "light=1,torch=1"')
     worker_max_world_size: int = Field(8, ge=1, description="most ranks one job may launch on this host")
     lease_s: float = Field(60.0, gt=0, description="a claimed job is reclaimed this long after its last heartbeat")
@@ -42,6 +55,16 @@ class Settings(BaseSettings):
     poll_s: float = Field(0.5, gt=0, description="idle workers look for jobs this often")
     shutdown_grace_s: float = Field(10.0, ge=0, description="on SIGTERM, running jobs get this long before "
                                     "they are handed back to the queue")
+    queue_policy: Literal["fair", "fifo"] = Field("fair", description="fair: within a lane and priority the next "
+                                                  "job goes to the learner with the least work running, then the "
+                                                  "one granted longest ago; fifo: oldest job first")
+    max_running_per_learner: int = Field(0, ge=0, description="jobs of one learner running at once, all workers "
+                                         "together; 0 = no cap")
+    supersede_queued: Literal["off", "training", "all"] = Field(
+        "training", description="course default: a new attempt supersedes the same learner's still-queued "
+        "attempts at that exercise (training = long-lane exercises only); instructors override it per course")
+    estimate_recent_runs: int = Field(20, ge=1, description="waiting-time estimates use the median grading "
+                                      "time of this many recent runs of the exercise")
     max_attempts: int = Field(3, ge=1, description="grader-fault retries before a submission is not_gradable")
     retry_backoff_s: float = Field(2.0, ge=0, description="delay before a retried job may run again")
 
@@ -79,6 +102,9 @@ class Settings(BaseSettings):
                                 "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`)")
             if self.sandbox == "unsafe-local":
                 problems.append("TITANGRADE_SANDBOX=unsafe-local runs learner code unisolated; use auto or bwrap")
+            if self.sandbox_cgroups == "off":
+                problems.append("TITANGRADE_SANDBOX_CGROUPS=off leaves a run's total memory, processes and CPU "
+                                "uncapped; use auto")
             if problems:
                 raise UnsafeSettings("refusing to start in prod mode: " + "; ".join(problems))
         if self.short_reserved_slots >= self.worker_slots and self.worker_slots > 1:
@@ -115,16 +141,37 @@ class Settings(BaseSettings):
             return self, ("WARNING: TITANGRADE_SANDBOX=unsafe-local: learner kernels run UNISOLATED "
                           "(development only; every result says sandbox: unsafe-local)")
         if self.sandbox != "auto":
-            return self, ""
+            return self._resolve_cgroups()
         from grading.sandbox import probe
 
         found = probe()
         if found.usable:
-            return self.model_copy(update={"sandbox": "bwrap"}), ""
+            return self.model_copy(update={"sandbox": "bwrap"})._resolve_cgroups()
         raise UnsafeSettings(
             f"refusing to start: the bwrap sandbox is unavailable: {found.reason}. Fix the host "
             "(run scripts/install-system-deps.sh as root), or, on a development machine only, opt in "
             "to unisolated kernels with TITANGRADE_SANDBOX=unsafe-local")
+
+    def _resolve_cgroups(self) -> tuple["Settings", str]:
+        """Decide once whether sandbox runs get control groups: prod requires them, dev warns without."""
+        if self.sandbox_cgroups == "off":  # dev only (prod refuses it in _refuse_unsafe)
+            return self, ""
+        from grading.sandbox import cgroups
+
+        found = cgroups.probe()
+        if found.usable:
+            return self.model_copy(update={"sandbox_cgroups": "require"}), ""
+        if self.mode == "prod" or self.sandbox_cgroups == "require":
+            raise UnsafeSettings(f"refusing to start: whole-run memory/process/CPU caps need control groups, "
+                                 f"which cannot be used here: {found.reason}")
+        return self.model_copy(update={"sandbox_cgroups": "off"}), (
+            f"WARNING: sandbox runs get no whole-run memory/process/CPU caps (development only): {found.reason}")
+
+    def sandbox_options(self) -> dict:
+        """What the grading processes pass to make_sandbox (after resolve_sandbox)."""
+        if self.sandbox != "bwrap":
+            return {}
+        return {"cgroups": self.sandbox_cgroups, "cpus_per_run": self.sandbox_cpus_per_run}
 
     def with_dev_secret(self) -> tuple["Settings", bool]:
         """In dev mode with no secret, generate an ephemeral one; returns (settings, generated)."""

@@ -8,8 +8,8 @@ ECHO_CHARS = 80  # longest piece of client input repeated in a message
 
 
 def clip(value: object, limit: int = ECHO_CHARS) -> str:
-    """Client input as it may appear in a message: one line, at most `limit` characters."""
-    text = " ".join(str(value).split())
+    """Client input as it may appear in a message: one printable line, at most `limit` characters."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in " ".join(str(value)[: limit * 4].split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -88,12 +88,14 @@ ENGINE_STATUS: dict[str, int] = {"too_large": 413, "unknown_exercise": 404}  # e
 ENGINE_ZH: dict[str, str] = {
     "too_large": "笔记本超过大小上限；请清除输出（Kernel > Restart & Clear Output）后重新提交",
     "invalid_json": "上传的文件不是有效的 JSON；请提交 .ipynb 文件本身",
-    "not_a_notebook": "上传的内容是 JSON，但不是 Jupyter 笔记本（缺少 nbformat/cells）；请提交从 Jupyter 下载的 .ipynb 文件",
+    "not_a_notebook": "上传的内容是 JSON，但不是 Jupyter 笔记本（缺少 nbformat/cells）；"
+                      "请提交从 Jupyter 下载的 .ipynb 文件",
     "nbformat_invalid": "笔记本不符合 nbformat 4；请在 Jupyter 中重新保存，或从练习模板重新开始",
     "missing_exercise": "无法确定练习：请在表单字段 exercise_id 中给出练习编号，或提交从练习模板开始的笔记本",
     "exercise_mismatch": "该笔记本属于另一个练习；请提交到它所属的练习，或下载正确的模板",
     "unknown_exercise": "练习 {exercise_id} 不存在；可用 GET /api/v1/exercises 查看全部练习",
     "nesting_too_deep": "JSON 嵌套层数过深；请提交从 Jupyter 保存的笔记本",
+    "too_many_cells": "笔记本的代码单元过多；请删除多余的单元，或从练习模板重新开始",
 }
 
 

@@ -61,6 +61,9 @@ def validation_text(errors: list[dict], lang: str) -> str:
         kind = str(err.get("type", ""))
         if kind == "missing":
             what = "is required" if lang == "en" else "为必填项"
+        elif loc.endswith("notebook"):
+            what = ("must be an uploaded file (multipart/form-data: -F notebook=@file.ipynb)" if lang == "en"
+                    else "必须是上传的文件（multipart/form-data：-F notebook=@file.ipynb）")
         elif kind in _READABLE:
             what = clip(err.get("msg", "is not valid"), 200)
         else:
@@ -78,7 +81,7 @@ def allowed_methods(request: Request) -> list[str]:
     """Every method some route accepts at this path (Starlette's own 405 names only the first route's)."""
     allowed = [m for m in ("GET", "POST", "PUT", "PATCH", "DELETE")
                if any(route.matches({**request.scope, "method": m})[0] is Match.FULL for route in request.app.routes)]
-    return allowed + (["HEAD"] if "GET" in allowed else [])
+    return allowed
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -104,7 +107,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RecursionError)
     async def _too_deep(request: Request, exc: RecursionError):
         err = ServiceError("the JSON nests too deeply to read; send the notebook as Jupyter saved it",
-                           code="nesting_too_deep", status_code=422, zh="JSON 嵌套层数过深；请提交从 Jupyter 保存的笔记本")
+                           code="nesting_too_deep", status_code=422,
+                           zh="JSON 嵌套层数过深；请提交从 Jupyter 保存的笔记本")
         return error_response(422, err.code, err.text(lang_of(request)))
 
     @app.exception_handler(StarletteHTTPException)
@@ -120,7 +124,8 @@ def install_error_handlers(app: FastAPI) -> None:
             if "multipart" in request.headers.get("content-type", ""):
                 message = ("the request body is not valid multipart/form-data; send the notebook as a file field: "
                            "curl -F notebook=@mine.ipynb -F exercise_id=ch07.wordle_reward ..." if lang == "en" else
-                           "请求体不是有效的 multipart/form-data；请以文件字段发送笔记本：curl -F notebook=@mine.ipynb ...")
+                           "请求体不是有效的 multipart/form-data；请以文件字段发送笔记本："
+                           "curl -F notebook=@mine.ipynb ...")
                 return error_response(400, "malformed_multipart", message)
             message = ("the request body could not be read; send JSON with Content-Type: application/json"
                        if lang == "en" else "无法读取请求体；请以 Content-Type: application/json 发送 JSON")
@@ -139,4 +144,5 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
         log.exception("unexpected error on %s %s", request.method, clip(request.url.path))
-        return error_response(500, "internal_error", f"unexpected server error ({type(exc).__name__}); it has been logged")
+        return error_response(500, "internal_error",
+                              f"unexpected server error ({type(exc).__name__}); it has been logged")

@@ -36,7 +36,8 @@ class RequestGuard:
             return
         path = scope["path"]
         if len(path) > 1 and path.endswith("/"):
-            scope = dict(scope, path=path.rstrip("/") or "/", raw_path=(scope.get("raw_path") or b"").rstrip(b"/") or b"/")
+            raw_path = (scope.get("raw_path") or b"").rstrip(b"/") or b"/"
+            scope = dict(scope, path=path.rstrip("/") or "/", raw_path=raw_path)
             path = scope["path"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         lang = preferred_lang(headers.get("accept-language"))

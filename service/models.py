@@ -1,5 +1,6 @@
 """Every table, imported in one place so Alembic and the tests see the whole schema."""
 from service.auth.models import Identity, Membership, Token  # noqa: F401
+from service.courses.models import CourseSettings  # noqa: F401
 from service.db import Base  # noqa: F401
 from service.grades.models import OutboxEvent, ScoreOverride  # noqa: F401
 from service.queue.models import Job, WorkerBeat  # noqa: F401

@@ -51,7 +51,7 @@ def build_openapi(app: FastAPI, *, api_prefix: str, public_paths: set[str]) -> d
     for sub_name, sub_schema in schemas["ErrorBody"].pop("$defs", {}).items():
         schemas[sub_name] = sub_schema
     for path, ops in schema.get("paths", {}).items():
-        for method, op in ops.items():
+        for op in ops.values():
             responses = op.setdefault("responses", {})
             statuses = {422} if op.get("parameters") or "requestBody" in op else set()
             if path.startswith(api_prefix + "/") and path not in public_paths:

@@ -53,7 +53,7 @@ class _DatabaseCollector:
             g.add_metric([lane], depth.get(lane, 0))
         yield g
         j = GaugeMetricFamily("titangrade_jobs", "jobs by status", labels=["status"])
-        for status in ("queued", "running", "done", "failed"):
+        for status in ("queued", "running", "done", "failed", "cancelled"):
             j.add_metric([status], by_status.get(status, 0))
         yield j
         latencies = [(done - created).total_seconds() for created, done in rows]

@@ -42,6 +42,10 @@ class KernelSession(abc.ABC):
     def close(self) -> list[str]:
         """Kill everything in the sandbox, remove scratch; return limits hit (e.g. ["memory limit"])."""
 
+    def poll_limits(self) -> set[str]:
+        """Whole-run limits enforced since the last call (e.g. an OOM kill in the run's control group)."""
+        return set()
+
     def __enter__(self) -> "KernelSession":
         return self
 

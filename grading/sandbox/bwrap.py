@@ -24,6 +24,7 @@ from jupyter_client.kernelspec import KernelSpec
 from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT, Limits
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
+from grading.sandbox.cgroups import NO_GROUP, RunGroup, run_groups
 from grading.sandbox.devices import device_env, device_nodes
 from grading.sandbox.users import UidPool, installed_sandbox_users, kill_uid
 from grading.sandbox.watch import CPU, DISK, FILE_SIZE, MEMORY, LimitWatcher
@@ -53,6 +54,8 @@ class BwrapConfig:
     output_hard_cap_mb: int = 64  # over this the cell is interrupted; over twice this the sandbox dies
     wall_grace_s: float = 60.0  # backstop kill at run_timeout_s + this (the engine times out first)
     bwrap: str = "bwrap"
+    cgroups: str = "auto"  # whole-run memory/pids/CPU caps (cgroups.py): auto | require | off
+    cpus_per_run: float = 0.0  # CPU quota of one run in cores; 0 = none, runs share the CPU equally
 
 
 def rlimits(limits: Limits, *, accelerator: bool) -> dict[str, tuple[int, int]]:
@@ -99,8 +102,10 @@ class BwrapSession(KernelSession):
     mode = "bwrap"
 
     def __init__(self, *, km: _SandboxKernelManager, runtime: Path, user: pwd.struct_passwd,
-                 uids: UidPool, limits: Limits, watcher: LimitWatcher, accelerator: bool = False) -> None:
+                 uids: UidPool, limits: Limits, watcher: LimitWatcher, accelerator: bool = False,
+                 group: RunGroup = NO_GROUP) -> None:
         self.km = km
+        self.group = group
         self.runtime = runtime
         self.user = user
         self.limits = limits
@@ -160,11 +165,14 @@ class BwrapSession(KernelSession):
             return {MEMORY}
         return {signal.SIGXCPU: {CPU}, signal.SIGXFSZ: {FILE_SIZE}}.get(sig, set())
 
+    def poll_limits(self) -> set[str]:
+        return self.group.poll()
+
     def close(self) -> list[str]:
         with self._lock:
             if self._closed is not None:
                 return self._closed
-            hits = set(self.watcher.hits) | self._exit_limits()
+            hits = set(self.watcher.hits) | self._exit_limits() | self.group.hits()
             if self._scratch_full():
                 hits.add(DISK)
             self.watcher.stop()
@@ -174,7 +182,7 @@ class BwrapSession(KernelSession):
                     self.km.shutdown_kernel(now=True)
             except Exception:
                 pass  # the processes are dead either way; the uid sweep below proves it
-            clean = kill_uid(self.user.pw_uid)
+            clean = kill_uid(self.user.pw_uid) & self.group.destroy()
             shutil.rmtree(self.runtime, ignore_errors=True)
             if clean:
                 self._uids.release(self.user)  # a uid with survivors stays out of circulation
@@ -192,6 +200,8 @@ class BwrapSandbox(Sandbox):
                               "tgsbxN user); run the worker as root or use unsafe-local for development",
                               retryable=False)
         self.uids = UidPool(self.config.users, os.path.join(self.config.runtime_root, "users"))
+        self.groups = run_groups(self.config.cgroups, cpus_per_run=self.config.cpus_per_run)
+        self.groups.sweep(self.uids)  # a SIGKILLed worker's groups
 
     def start(self, request: KernelRequest) -> BwrapSession:
         cfg = self.config
@@ -200,8 +210,12 @@ class BwrapSandbox(Sandbox):
         runtime = Path(cfg.runtime_root, user.pw_name)  # ours while we hold the user's lock
         shutil.rmtree(runtime, ignore_errors=True)  # a crashed worker's leftovers
         runtime.mkdir()
+        group = NO_GROUP
         try:
+            group = self.groups.create(user.pw_name, memory_mb=request.limits.memory_mb,
+                                       max_processes=request.limits.max_processes)
             km = self._kernel_manager(request, user, runtime)
+            km.wrap_argv = group.exec_prefix() + km.wrap_argv  # bwrap is born in the run's group
             with open(runtime / "launch.log", "wb") as log:
                 km.start_kernel(cwd=str(runtime), env=self._host_env(), stdout=log, stderr=log)
             deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
@@ -211,10 +225,11 @@ class BwrapSandbox(Sandbox):
                                    stream_limit_bytes=request.limits.max_output_kb * 1024)
             session = BwrapSession(km=km, runtime=runtime, user=user, uids=self.uids,
                                    limits=request.limits, watcher=watcher,
-                                   accelerator=request.devices.kind != "cpu")
+                                   accelerator=request.devices.kind != "cpu", group=group)
         except Exception as exc:
             shutil.rmtree(runtime, ignore_errors=True)
             kill_uid(user.pw_uid)
+            group.destroy()
             self.uids.release(user)
             raise GraderFault(f"sandboxed kernel failed to start: {exc}") from exc
         watcher.start()

@@ -85,6 +85,9 @@ class PrewarmedSandbox(Sandbox):
         if watcher is not None:  # limits accounting and the wall-clock backstop start now, not at warm-up
             watcher.reset(deadline=time.monotonic() + request.limits.run_timeout_s
                           + getattr(getattr(self.inner, "config", None), "wall_grace_s", 60.0))
+        group = getattr(session, "group", None)
+        if group is not None:  # born in its run's group at warm-up; its limits count from the hand-out
+            group.reset()
         return session
 
     def prepare(self, request: KernelRequest) -> None:

@@ -8,6 +8,7 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 from grading.errors import GraderFault
 
@@ -46,6 +47,23 @@ class UidPool:
             raise GraderFault(f"sandbox user {user.pw_name} has processes that cannot be killed; "
                               "it stays locked until a restart")
         return user
+
+    def sweep(self, clean: Callable[[pwd.struct_passwd], object]) -> None:
+        """Call `clean(user)` for every user no live sandbox holds, holding its lock meanwhile (the
+        start-up sweep of what a crashed worker left behind)."""
+        os.makedirs(self._lock_dir, mode=0o700, exist_ok=True)
+        for user in self._users:
+            with self._lock:
+                if user.pw_uid in self._held:
+                    continue
+            fd = os.open(os.path.join(self._lock_dir, f"{user.pw_name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                clean(user)
+            except BlockingIOError:
+                pass  # a live sandbox (maybe another worker's) holds it
+            finally:
+                os.close(fd)
 
     def release(self, user: pwd.struct_passwd) -> None:
         with self._lock:

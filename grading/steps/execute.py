@@ -18,6 +18,7 @@ from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from grading.codec import MAX_ANSWER_BYTES
 from grading.errors import GraderFault
 from grading.exercise import Limits
 from grading.i18n import t
@@ -32,7 +33,7 @@ MAX_ATTEMPTS = 3  # first run + two restarts after kernel deaths
 PROBE_TIMEOUT_S = 3.0
 LEARNER_IOPUB_S = 2.0  # wait for a learner cell's last outputs after its reply
 GRADER_IOPUB_S = 30.0  # the answers payload must not be lost to a slow iopub under load
-GRADER_OUTPUT_BYTES = 64 * 1024 * 1024
+GRADER_OUTPUT_BYTES = MAX_ANSWER_BYTES + 1024 * 1024  # a payload over the run's answer cap is dropped on arrival
 
 
 @dataclass(kw_only=True)
@@ -114,7 +115,8 @@ def run_notebook(nb: nbformat.NotebookNode, *, plan: GraderPlan, sandbox: Sandbo
         try:
             run = _run_attempt(session.km, learner, plan=plan, limits=limits, skip=skip, deadline=deadline,
                                lang=lang, progress=progress, result=result,
-                               last_attempt=attempt == MAX_ATTEMPTS - 1)
+                               last_attempt=attempt == MAX_ATTEMPTS - 1,
+                               poll_limits=getattr(session, "poll_limits", set))
         except GraderFault as exc:
             result.fault = str(exc)
             return result
@@ -137,7 +139,8 @@ def run_notebook(nb: nbformat.NotebookNode, *, plan: GraderPlan, sandbox: Sandbo
 
 
 def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[int, CellReport], deadline: float,
-                 lang: str, progress: Callable[[dict], None], result: Execution, last_attempt: bool) -> _Attempt:
+                 lang: str, progress: Callable[[dict], None], result: Execution, last_attempt: bool,
+                 poll_limits: Callable[[], set[str]] = set) -> _Attempt:
     cells = [nbformat.v4.new_code_cell(plan.seed.source)] + [nbformat.v4.new_code_cell(c.source) for c in learner]
     extract_at = len(cells)
     cells += [nbformat.v4.new_code_cell(c.source) for c in plan.extract]
@@ -161,7 +164,7 @@ def _run_attempt(km, learner, *, plan: GraderPlan, limits: Limits, skip: dict[in
                     continue
                 if _run_learner_cell(client, i, cell_at=i + 1, limits=limits, deadline=deadline, lang=lang,
                                      replies=replies, attempt=attempt, result=result, total=len(learner),
-                                     progress=progress):
+                                     progress=progress, poll_limits=poll_limits):
                     if not last_attempt:
                         attempt.restart_for = i
                     else:
@@ -223,7 +226,7 @@ def _run_grader_cell(client: _Client, index: int, cell: GraderCell, replies: lis
 
 def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, deadline: float, lang: str,
                       replies: list[dict], attempt: _Attempt, result: Execution, total: int,
-                      progress: Callable[[dict], None]) -> bool:
+                      progress: Callable[[dict], None], poll_limits: Callable[[], set[str]] = set) -> bool:
     """Run learner cell i; True if the kernel died or hung in it (the caller restarts without it)."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
@@ -243,9 +246,13 @@ def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, 
         note = t("output_truncated", lang, index=i, limit_kb=limits.max_output_kb)
         if note not in result.messages:
             result.messages.append(note)
+    over_memory = "memory limit" in poll_limits()  # the run's control group OOM-killed one of its processes
+    if over_memory:
+        result.hit("memory limit")
     if status == "dead":
-        attempt.reports[i] = CellReport(index=i, status="killed", message=t("kernel_died", lang, index=i),
-                                        duration_s=took)
+        message = (t("memory_killed", lang, index=i, limit_mb=limits.memory_mb) if over_memory
+                   else t("kernel_died", lang, index=i))
+        attempt.reports[i] = CellReport(index=i, status="killed", message=message, duration_s=took)
         return True
     if status == "timeout":
         result.hit("time limit")
@@ -259,11 +266,16 @@ def _run_learner_cell(client: _Client, i: int, *, cell_at: int, limits: Limits, 
         client.nb.cells.pop()
         if not alive:
             message = t("kernel_hung", lang, index=i)
+        if over_memory:  # e.g. a cell that waited on processes the memory limit killed
+            message = f"{t('memory_limit_cell', lang, index=i, limit_mb=limits.memory_mb)}; {message}"
         attempt.reports[i] = CellReport(index=i, status="timeout", message=message, duration_s=took)
         return not alive
     message = ""
     if status == "error":
         message = t("cell_error", lang, index=i, error=f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"[:300])
+    if over_memory:
+        note = t("memory_limit_cell", lang, index=i, limit_mb=limits.memory_mb)
+        status, message = "error", f"{note}; {message}" if message else note
     attempt.reports[i] = CellReport(index=i, status=status, message=message, duration_s=took)
     return False
 
@@ -273,6 +285,12 @@ def _run_extraction(client: _Client, index: int, cell: GraderCell, *, plan: Grad
     """Run one extraction cell and keep its payload; False if the kernel is gone afterwards."""
     status = _run_grader_cell(client, index, cell, replies, fatal=False)
     payload = read_payload(client.nb.cells[index].get("outputs", []), nonce=plan.nonce)
+    client.nb.cells[index].outputs = []  # the payload is kept once, in result.payloads
+    over_cap = payload is None and client.budget is not None and client.budget.truncated
+    if over_cap or (payload is not None and not plan.admit_payload(payload)):  # the run's answer cap (grading.codec)
+        result.hit("answer limit")
+        result.extract_failures[cell.label] = t("answers_too_large", lang, limit_mb=MAX_ANSWER_BYTES // 2**20)
+        return True
     if payload is not None:
         result.payloads[cell.label] = payload
         return True

@@ -1,7 +1,9 @@
 """The grader's own cells: a seed cell before the learner's code and extraction cells after it.
 
 Their sources carry a random per-run name and nonce; their outputs are read here and never shown to
-the learner. Expected values are never placed in them: function checks send only inputs.
+the learner. Expected values are never placed in them: function checks send only inputs. Learner state
+lives across calls, so every check's public calls run before any hidden call: a function that records
+hidden inputs can only replay them into results nobody echoes (docs/grading-engine.md, threat model).
 """
 from __future__ import annotations
 
@@ -14,11 +16,14 @@ from typing import Any
 import nbformat
 
 import grading.kernel_side as kernel_side
+from grading.codec import MAX_ANSWER_BYTES
 from grading.exercise import Exercise
+from grading.i18n import MESSAGES
 
 ANSWERS_MIME = "application/vnd.titangrade.answers+json"
 _KERNEL_SOURCE = Path(kernel_side.__file__).read_text(encoding="utf-8")
 DEFAULT_CALL_TIMEOUT_S = 10.0
+MIN_SCRUB_CHARS = 4  # shorter hidden strings are not scrubbed (they would cut up ordinary words)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +33,8 @@ class GraderCell:
     label: str
     source: str
     budget_s: float
+    check: str | None = None  # function checks: the check whose calls this cell makes
+    call_indices: tuple[int, ...] = ()  # ...and which of the reference's calls, in reference order
 
 
 @dataclass(kw_only=True)
@@ -36,10 +43,34 @@ class GraderPlan:
     handle: str  # the kernel global holding the extractor closure
     seed: GraderCell
     extract: list[GraderCell] = field(default_factory=list)
+    hidden_inputs: tuple[str, ...] = ()  # strings of hidden calls' inputs and expected values
+    scrub: tuple[str, ...] = ()  # removed from every string of the result: nonce, handle, hidden strings
+    public_text: str = ""  # what the learner may see anyway: fragments found here are not scrubbed
+
+    payload_bytes: int = 0  # answers payload admitted so far this run (see admit_payload)
+
+    def parts_of(self, check: str) -> list[tuple[str, tuple[int, ...]]]:
+        """(label, call indices) of the payloads holding `check`'s call results, public part first; cells
+        sharing a label have their results merged under it in plan order."""
+        parts: dict[str, list[int]] = {}
+        for c in self.extract:
+            if c.check == check:
+                parts.setdefault(c.label, []).extend(c.call_indices)
+        return [(label, tuple(indices)) for label, indices in parts.items()]
+
+    def admit_payload(self, payload: Any, *, max_bytes: int = MAX_ANSWER_BYTES) -> bool:
+        """Count one extraction cell's payload against the run's answer cap; False (and nothing counted)
+        if it would pass the cap: the caller drops it, and the answers it held fail as too large."""
+        size = payload_size(payload, stop_at=max_bytes - self.payload_bytes + 1)
+        if self.payload_bytes + size > max_bytes:
+            return False
+        self.payload_bytes += size
+        return True
 
 
 def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
-    """Seed + one extraction cell for plain answers + one per function check (a crash loses only it)."""
+    """Seed, one extraction cell for plain answers, then per function check one cell of public calls, and
+    after all of those one cell of hidden calls per check (a crash loses only that cell)."""
     m = exercise.manifest
     nonce = secrets.token_hex(16)
     handle = f"_tg_{secrets.token_hex(6)}"
@@ -48,7 +79,7 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         "def _titangrade_boot():\n"
         "    ns = {'__name__': 'titangrade_kernel'}\n"
         f"    exec(compile({_KERNEL_SOURCE!r}, '<titangrade>', 'exec'), ns)\n"
-        f"    return ns['install']({int(m.seed)}, {eager_torch!r})\n"
+        f"    return ns['install']({int(m.seed)}, {eager_torch!r}, {MAX_ANSWER_BYTES!r})\n"
         f"{handle} = _titangrade_boot()\n"
         "del _titangrade_boot\n"
     )
@@ -60,19 +91,86 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         source=f"{handle}({nonce!r}, {kinds!r}, {{}}, {read_s!r})\n",
         budget_s=read_s * len(kinds) + 15.0)]
     checks = reference.get("checks", {})
+    public_cells, hidden_cells, hidden_inputs = [], [], []
     for check in m.checks:
         if check.kind != "function":
             continue
         spec = checks.get(check.name, {})
         timeout = float(spec.get("timeout_s", DEFAULT_CALL_TIMEOUT_S))
-        calls = [{"args": c.get("args", []), "kwargs": c.get("kwargs", {})} for c in spec.get("calls", [])]
-        payload = {check.name: {"answer": check.answer, "calls": calls}}
-        cells.append(GraderCell(
-            label=f"check {check.name}",
-            source=(f"import json as _tg_json\n{handle}({nonce!r}, {{}}, _tg_json.loads({json.dumps(payload)!r}), "
-                    f"{timeout!r})\ndel _tg_json\n"),
-            budget_s=timeout * max(1, len(calls)) + 15.0))
-    return GraderPlan(nonce=nonce, handle=handle, seed=seed, extract=cells)
+        calls = spec.get("calls", [])
+        public = tuple(i for i, c in enumerate(calls) if c.get("public", False))
+        hidden = tuple(i for i, c in enumerate(calls) if not c.get("public", False))
+        for c in (calls[i] for i in hidden):
+            hidden_inputs.extend(_strings([c.get("args", []), c.get("kwargs", {}), c.get("expect")]))
+        # A check with no calls still gets one (empty) cell, so a missing function is reported as such.
+        parts = [(f"check {check.name}", public, public_cells)] if public or not hidden else []
+        if hidden:
+            parts.append((f"check {check.name}, hidden cases", hidden, hidden_cells))
+        for label, indices, into in parts:
+            sent = [{"args": calls[i].get("args", []), "kwargs": calls[i].get("kwargs", {})} for i in indices]
+            payload = {check.name: {"answer": check.answer, "calls": sent}}
+            into.append(GraderCell(
+                label=label, check=check.name, call_indices=indices,
+                source=(f"import json as _tg_json\n{handle}({nonce!r}, {{}}, _tg_json.loads({json.dumps(payload)!r}), "
+                        f"{timeout!r})\ndel _tg_json\n"),
+                budget_s=timeout * max(1, len(sent)) + 15.0))
+    hidden = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
+    public = _public_text(exercise, checks)
+    scrub = (nonce, handle, *(h for h in hidden if len(h) >= MIN_SCRUB_CHARS and h not in public))
+    return GraderPlan(nonce=nonce, handle=handle, seed=seed, extract=cells + public_cells + hidden_cells,
+                      hidden_inputs=hidden, scrub=scrub, public_text=public)
+
+
+def _public_text(exercise: Exercise, checks: dict[str, Any]) -> str:
+    """Everything a learner may see anyway: public calls, hints, the manifest, the engine's messages, and
+    the names feedback gives by design (a mapping's expected keys; a trace's metrics, run.json keys and
+    file patterns). A hidden string found in it is not secret, and scrubbing it would mangle feedback."""
+    shown: list[Any] = [exercise.manifest.model_dump(mode="json"), MESSAGES]
+    kinds = {c.name: c.kind for c in exercise.manifest.checks}
+    for name, spec in checks.items():
+        shown.append(spec.get("feedback"))
+        shown.extend({k: c.get(k) for k in ("args", "kwargs", "label")} for c in spec.get("calls", [])
+                     if c.get("public", False))
+        if kinds.get(name) == "mapping" and isinstance(spec.get("expected"), dict):
+            shown.append(list(spec["expected"]))
+        elif kinds.get(name) == "metric_trace":
+            shown.append([spec.get("metrics"), spec.get("absent_files"), spec.get("present_files")]
+                         + [list(spec.get(k) or {}) for k in ("equals", "band", "monotone", "bounded", "run")])
+    return json.dumps(shown, ensure_ascii=False)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a reference input (dict keys included)."""
+    out, stack = [], [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return out
+
+
+def payload_size(value: Any, *, stop_at: int | None = None) -> int:
+    """Approximate bytes of a JSON value (string characters plus 16 per node), counted without
+    recursion or copies; stops counting once past `stop_at`."""
+    total, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        total += 16
+        if isinstance(v, str):
+            total += len(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        if stop_at is not None and total > stop_at:
+            break
+    return total
 
 
 def as_cell(cell: GraderCell) -> nbformat.NotebookNode:
@@ -86,9 +184,11 @@ def read_payload(outputs: list[dict[str, Any]], *, nonce: str) -> dict[str, Any]
             continue
         data = out.get("data", {}).get(ANSWERS_MIME)
         if isinstance(data, str):
+            if len(data) > MAX_ANSWER_BYTES * 2:
+                continue
             try:
                 data = json.loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):  # a forged, deeply nested string is just not a payload
                 continue
         if isinstance(data, dict) and secrets.compare_digest(str(data.get("nonce", "")), nonce):
             return data

@@ -1,4 +1,5 @@
-"""Step 1: refuse what cannot be graded, before any kernel starts (size, JSON, nbformat, exercise id)."""
+"""Step 1: refuse what cannot be graded, before any kernel starts (size, JSON, nesting, nbformat, exercise
+id, code-cell count)."""
 from __future__ import annotations
 
 import json
@@ -10,11 +11,43 @@ from grading.errors import InvalidSubmission
 from grading.exercise import Catalogue, Exercise
 
 METADATA_KEY = "titangrade"
+MAX_JSON_DEPTH = 64  # nesting of arrays/objects in an uploaded notebook; real notebooks stay under ~12
+
+
+def _too_deep() -> InvalidSubmission:
+    return InvalidSubmission(
+        "invalid_json", f"the notebook nests JSON arrays/objects deeper than {MAX_JSON_DEPTH} levels; "
+        "re-save it from Jupyter or start again from the exercise template")
+
+
+def json_depth_exceeds(data: Any, limit: int) -> bool:
+    """True if `data` nests lists/dicts deeper than `limit` (iterative: deep data cannot recurse us out)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def parse_notebook(source: bytes | str | dict, *, max_bytes: int) -> nbformat.NotebookNode:
     """Bytes/str (JSON text) or an already-parsed dict -> a validated nbformat v4 notebook."""
+    return to_notebook(load_json(source, max_bytes=max_bytes))
+
+
+def load_json(source: bytes | str | dict, *, max_bytes: int) -> dict[str, Any]:
+    """Size, JSON, nesting depth and the notebook's outline (nbformat, cells), before nbformat parses it:
+    cheap checks first, so a flood of cells or brackets is refused before the expensive validation."""
     if isinstance(source, dict):
+        if json_depth_exceeds(source, MAX_JSON_DEPTH):
+            raise _too_deep()
         size = len(json.dumps(source).encode("utf-8"))
         data: Any = source
     else:
@@ -29,13 +62,22 @@ def parse_notebook(source: bytes | str | dict, *, max_bytes: int) -> nbformat.No
     if not isinstance(source, dict):
         try:
             data = json.loads(raw.decode("utf-8"))
+        except RecursionError:  # json's C parser refuses very deep nesting with RecursionError
+            raise _too_deep() from None
         except (UnicodeDecodeError, ValueError) as exc:
             raise InvalidSubmission(
                 "invalid_json", f"the upload is not valid JSON ({exc}); submit the .ipynb file itself") from None
+        if json_depth_exceeds(data, MAX_JSON_DEPTH):
+            raise _too_deep()
     if not isinstance(data, dict) or "nbformat" not in data or not isinstance(data.get("cells", []), list):
         raise InvalidSubmission(
             "not_a_notebook", "the upload is JSON but not a Jupyter notebook (no nbformat/cells); "
             "submit the .ipynb file downloaded from Jupyter")
+    return data
+
+
+def to_notebook(data: dict[str, Any]) -> nbformat.NotebookNode:
+    """nbformat's own parse and schema validation (older versions upgraded to 4)."""
     try:
         nb = nbformat.reads(json.dumps(data), as_version=4)
         nbformat.validate(nb)
@@ -47,15 +89,17 @@ def parse_notebook(source: bytes | str | dict, *, max_bytes: int) -> nbformat.No
     return nb
 
 
-def notebook_exercise_id(nb: nbformat.NotebookNode) -> str | None:
-    meta = nb.metadata.get(METADATA_KEY)
+def notebook_exercise_id(nb: nbformat.NotebookNode | dict[str, Any]) -> str | None:
+    metadata = nb.get("metadata")
+    meta = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
     if isinstance(meta, dict):
         value = meta.get("exercise_id")
         return value if isinstance(value, str) and value else None
     return None
 
 
-def identify_exercise(nb: nbformat.NotebookNode, *, exercise_id: str | None, catalogue: Catalogue) -> Exercise:
+def identify_exercise(nb: nbformat.NotebookNode | dict[str, Any], *, exercise_id: str | None,
+                      catalogue: Catalogue) -> Exercise:
     """The exercise named by the request and/or `metadata.titangrade.exercise_id`; they must agree."""
     in_notebook = notebook_exercise_id(nb)
     if exercise_id and in_notebook and exercise_id != in_notebook:
@@ -70,3 +114,16 @@ def identify_exercise(nb: nbformat.NotebookNode, *, exercise_id: str | None, cat
             "cannot tell which exercise this notebook answers: name it in the request (--exercise ID) "
             "or keep metadata.titangrade.exercise_id from the template")
     return catalogue.get(chosen)  # raises UnknownExercise (404)
+
+
+def check_cell_count(nb: nbformat.NotebookNode | dict[str, Any], exercise: Exercise) -> None:
+    """Refuse a notebook with more code cells than the exercise's `limits.max_code_cells`."""
+    cap = exercise.manifest.limits.max_code_cells
+    cells = nb.get("cells")
+    cells = cells if isinstance(cells, list) else []
+    count = sum(1 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
+    if count > cap:
+        raise InvalidSubmission(
+            "too_many_cells",
+            f"the notebook has {count} code cells, over the limit of {cap} code cells for {exercise.id}; "
+            "merge cells or start again from the exercise template")

@@ -9,7 +9,7 @@ course that has submissions. Every submission's (user, course) becomes a learner
 user has none there. Migrated tokens keep working and never expire (`titangrade tokens list` shows them).
 
 Revision ID: 0002
-Revises: 0001
+Revises: 0003
 Create Date: 2026-11-30
 """
 import datetime as dt
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0002'
-down_revision = '0001'
+down_revision = '0003'  # main's 0003 (fair share) landed first; the lead may re-chain
 branch_labels = None
 depends_on = None
 

@@ -1,8 +1,9 @@
 """Who am I, and the token API: admins create and revoke tokens; everyone lists and revokes their own."""
 from __future__ import annotations
 
-from fastapi import APIRouter
-from sqlalchemy import select
+from typing import Annotated
+
+from fastapi import APIRouter, Path
 
 from service.auth import service
 from service.auth.models import Identity, Token
@@ -45,20 +46,20 @@ def list_tokens(user: CurrentUser, session: SessionDep, include_inactive: bool =
 def create_token(body: TokenCreate, _: AdminUser, session: SessionDep) -> TokenCreated:
     """Create a token for (issuer, subject), enrolling it in `course` as `role` (admin: the global role)."""
     try:
-        token = service.create_token(session, user=body.subject, role=body.role, course=body.course,
-                                     issuer=body.issuer, expires_in_days=body.expires_in_days, label=body.label)
+        token, row, identity = service.issue_token(session, user=body.subject, role=body.role, course=body.course,
+                                                   issuer=body.issuer, expires_in_days=body.expires_in_days,
+                                                   label=body.label)
     except ValueError as exc:
         raise ServiceError(str(exc), code="invalid_token_request", status_code=422) from None
     if body.name:
-        identity = service.get_or_create_identity(session, issuer=body.issuer, subject=body.subject)
         identity.name = body.name
     session.commit()
-    made = session.scalar(select(Token).where(Token.token_hash == service.hash_token(token)))
-    return TokenCreated(**_token(made, session.get(Identity, made.identity_id)).model_dump(), token=token)
+    return TokenCreated(**_token(row, identity).model_dump(), token=token)
 
 
 @router.delete("/tokens/{token_id}", response_model=TokenPublic, responses=errors(404))
-def revoke_token(token_id: int, user: CurrentUser, session: SessionDep) -> TokenPublic:
+def revoke_token(token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], user: CurrentUser,
+                 session: SessionDep) -> TokenPublic:
     """Revoke a token (admins: any; others: their own). Revoking twice is harmless."""
     token = session.get(Token, token_id)
     if token is None or not (user.is_admin or token.identity_id == user.identity_id):
@@ -66,4 +67,6 @@ def revoke_token(token_id: int, user: CurrentUser, session: SessionDep) -> Token
                        zh=f"令牌 {clip(token_id)} 不存在或不属于你；可用 GET /api/v1/tokens 查看")
     service.revoke_token(session, token_id=token_id)
     session.commit()
-    return _token(token, session.get(Identity, token.identity_id))
+    identity = session.get(Identity, token.identity_id)
+    assert identity is not None  # tokens.identity_id is a non-null foreign key
+    return _token(token, identity)

@@ -46,7 +46,7 @@ def set_membership(session: Session, *, identity: Identity, course: str, role: s
 
 def memberships(session: Session, *, identity_id: int) -> dict[str, str]:
     rows = session.execute(select(Membership.course, Membership.role).where(Membership.identity_id == identity_id))
-    return {course: role for course, role in rows}
+    return {course: role for course, role in rows.all()}  # noqa: C416 (Row pairs, not tuples, for mypy)
 
 
 def create_token(session: Session, *, user: str, role: str, course: str | None = None,
@@ -54,6 +54,13 @@ def create_token(session: Session, *, user: str, role: str, course: str | None =
                  label: str = "") -> str:
     """Make sure the identity (issuer, user) holds `role` (admin: global; else in `course`), store the hash
     of a fresh token limited to `course`, and return the token itself (shown once)."""
+    return issue_token(session, user=user, role=role, course=course, issuer=issuer,
+                       expires_in_days=expires_in_days, label=label)[0]
+
+
+def issue_token(session: Session, *, user: str, role: str, course: str | None, issuer: str,
+                expires_in_days: float | None, label: str) -> tuple[str, Token, Identity]:
+    """create_token, returning the token, its stored row and its identity."""
     if role not in ROLES:
         raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
     if not user.strip():
@@ -67,14 +74,15 @@ def create_token(session: Session, *, user: str, role: str, course: str | None =
     identity = get_or_create_identity(session, issuer=issuer, subject=user)
     if role == "admin":
         identity.global_role = "admin"
-    else:
+    elif course:
         set_membership(session, identity=identity, course=course, role=role)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     expires = None if expires_in_days is None else utcnow() + dt.timedelta(days=expires_in_days)
-    session.add(Token(token_hash=hash_token(token), identity_id=identity.id, course=course or None,
-                      label=label or f"{role} token", expires_at=expires))
+    row = Token(token_hash=hash_token(token), identity_id=identity.id, course=course or None,
+                label=label or f"{role} token", expires_at=expires)
+    session.add(row)
     session.flush()
-    return token
+    return token, row, identity
 
 
 def principal_for_token(session: Session, *, token: str) -> Principal | None:

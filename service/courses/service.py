@@ -1,4 +1,4 @@
-"""The gradebook: one row per learner and exercise, best or latest attempt."""
+"""The gradebook (one row per learner and exercise, best or latest attempt) and per-course settings."""
 from __future__ import annotations
 
 import csv
@@ -11,13 +11,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.auth.models import Identity
-
+from service.courses.models import CourseSettings
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
 
 Policy = Literal["best", "latest"]
 CSV_COLUMNS = ("user", "issuer", "subject", "exercise_id", "score", "max_score", "status", "attempts",
-               "submission_id", "graded_at")
+               "superseded", "submission_id", "graded_at")
 
 
 def gradebook(session: Session, *, course: str, policy: Policy) -> list[dict]:
@@ -26,19 +26,23 @@ def gradebook(session: Session, *, course: str, policy: Policy) -> list[dict]:
                            .where(Submission.course == course).order_by(Submission.created_at, Submission.id))
     chosen: dict[tuple[str, str, str], Submission] = {}
     attempts: dict[tuple[str, str, str], int] = {}
+    superseded: dict[tuple[str, str, str], int] = {}
     for sub, issuer, subject in rows:
         key = (issuer, subject, sub.exercise_id)
         attempts[key] = attempts.get(key, 0) + 1
-        if sub.effective_score is None:  # not graded yet, or not gradable: never counts as a score
-            chosen.setdefault(key, sub)  # a placeholder so the learner appears even before grading
+        superseded[key] = superseded.get(key, 0) + (sub.status == "superseded")
+        if sub.effective_score is None:  # not graded yet, not gradable, superseded: never counts as a score
+            held = chosen.get(key)  # a placeholder so the learner appears even before grading
+            if held is None or (held.status == "superseded" and held.effective_score is None):
+                chosen[key] = sub
             continue
         held = chosen.get(key)
         held_score = held.effective_score if held is not None else None
         if policy == "latest" or held_score is None or sub.effective_score > held_score:
             chosen[key] = sub
     return [{"user": s.user, "issuer": key[0], "subject": key[1], "exercise_id": s.exercise_id,
-             "score": s.effective_score, "max_score": s.max_score, "status": s.status, "attempts": attempts[key], "submission_id": s.id,
-             "graded_at": rfc3339(s.graded_at)}
+             "score": s.effective_score, "max_score": s.max_score, "status": s.status, "attempts": attempts[key],
+             "superseded": superseded[key], "submission_id": s.id, "graded_at": rfc3339(s.graded_at)}
             for key, s in sorted(chosen.items())]
 
 
@@ -48,6 +52,29 @@ def to_csv(rows: list[dict]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()
+
+
+
+
+def get_settings(session: Session, *, course: str) -> CourseSettings | None:
+    return session.get(CourseSettings, course)
+
+
+def supersede_policy(session: Session, *, course: str, default: str) -> str:
+    """off | training | all: the course's choice, or the service-wide default when it made none."""
+    row = session.get(CourseSettings, course)
+    return row.supersede if row is not None and row.supersede is not None else default
+
+
+def update_settings(session: Session, *, course: str, supersede: str | None, by_user: str) -> CourseSettings:
+    """Set (or with None reset to the default) the course's supersede policy."""
+    row = session.get(CourseSettings, course)
+    if row is None:
+        row = CourseSettings(course=course)
+        session.add(row)
+    row.supersede, row.updated_by = supersede, by_user
+    session.commit()
+    return row
 
 
 def attachment(filename: str) -> str:

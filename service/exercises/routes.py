@@ -50,6 +50,8 @@ def regrade_exercise(exercise_id: str, user: StaffUser, session: SessionDep, set
     subs = list(session.scalars(stmt.order_by(Submission.created_at, Submission.id)))
     ids, skipped = submissions.regrade(session, subs=subs, priority=BULK_REGRADE_PRIORITY,
                                        max_attempts=settings.max_attempts, catalogue=catalogue)
-    message = (f"{len(ids)} run(s) queued" + (f"; {len(skipped)} submission(s) skipped, see `skipped`" if skipped else "")
-               if subs else f"no submissions of {exercise_id} in the courses you teach; nothing to regrade")
+    if not subs:
+        message = f"no submissions of {exercise_id} in the courses you teach; nothing to regrade"
+    else:
+        message = f"{len(ids)} run(s) queued" + (f"; {len(skipped)} skipped (see `skipped`)" if skipped else "")
     return RegradeAccepted(queued=len(ids), submission_ids=ids, skipped=skipped, message=message)

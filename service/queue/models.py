@@ -11,11 +11,14 @@ from service.db import Base, utcnow
 
 class Job(Base):
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_claim", "status", "lane", "priority", "id"),)
+    __table_args__ = (Index("ix_jobs_claim", "status", "lane", "priority", "id"),
+                      Index("ix_jobs_learner_status", "learner", "status"),
+                      Index("ix_jobs_recent_grants", "claimed_at", "learner", "lane"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
     status: Mapped[str] = mapped_column(String(20), default="queued")  # queued|running|done|failed|cancelled
+    learner: Mapped[str] = mapped_column(String(200), default="")  # the submission's user: fair share is per learner
     lane: Mapped[str] = mapped_column(String(10), default="short")
     priority: Mapped[int] = mapped_column(Integer, default=0)  # lower runs first; bulk regrades are 100
     devices: Mapped[int] = mapped_column(Integer, default=0)
@@ -26,6 +29,7 @@ class Job(Base):
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True, index=True)
     worker_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
     available_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    claimed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)  # last grant, for fair share
     last_error: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
@@ -38,6 +42,7 @@ class WorkerBeat(Base):
     host: Mapped[str] = mapped_column(String(200))
     pid: Mapped[int] = mapped_column(Integer)
     slots: Mapped[int] = mapped_column(Integer)
+    long_slots: Mapped[int | None] = mapped_column(Integer, nullable=True)  # slots that take long-lane jobs
     devices: Mapped[int] = mapped_column(Integer, default=0)
     device_kind: Mapped[str] = mapped_column(String(10), default="cpu")
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -1,9 +1,13 @@
 """The job queue on the database: enqueue, claim with a lease, renew, fenced finish, reap expired leases.
 
-PostgreSQL claims with `FOR UPDATE SKIP LOCKED`; SQLite runs the same single `UPDATE ... WHERE id =
-(SELECT ...) RETURNING` inside `BEGIN IMMEDIATE` (see service.db), which is atomic because SQLite has one
-writer. Every write of a job's outcome checks the lease token (fencing), so a worker whose lease expired
-can never overwrite the grade stored by the worker that reclaimed the job.
+The queue only claims, fences and requeues; what a finished job stores is service.grades.record_grade.
+
+The claim is fair share: within a lane and priority, the next job goes to the learner with the fewest
+jobs running, then to the one granted a job longest ago (per-learner round robin), so one learner's burst
+delays each other learner by about one job. PostgreSQL locks the chosen row `FOR UPDATE SKIP LOCKED`;
+SQLite runs inside `BEGIN IMMEDIATE` (see service.db), which is atomic because SQLite has one writer.
+Every write of a job's outcome checks the lease token (fencing), so a worker whose lease expired can never
+overwrite the grade stored by the worker that reclaimed the job.
 """
 from __future__ import annotations
 
@@ -13,19 +17,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import and_, false, func, or_, select, update
+from sqlalchemy.orm import Session, aliased
 
 from service.db import utcnow
-from service.grades.models import OutboxEvent
 from service.queue.models import Job, WorkerBeat
 from service.submissions.models import ProgressEvent, Submission
-from service.timefmt import rfc3339
 
 INTERACTIVE_PRIORITY = 0
 SINGLE_REGRADE_PRIORITY = 10
 BULK_REGRADE_PRIORITY = 100
-TERMINAL_STATUSES = ("graded", "error", "not_gradable")
+TERMINAL_STATUSES = ("graded", "error", "not_gradable", "superseded")
+FAIR_SHARE_MEMORY_S = 3600.0  # grants older than this no longer count against a learner
+CLAIM_TRIES = 4  # PostgreSQL with a per-learner cap: learners skipped because a concurrent claim filled them
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,29 +46,96 @@ class ClaimedJob:
 
 
 def enqueue(session: Session, *, submission_id: str, lane: str, priority: int, devices: int,
-            world_size: int, max_attempts: int) -> Job:
-    job = Job(submission_id=submission_id, lane=lane, priority=priority, devices=devices,
+            world_size: int, max_attempts: int, learner: str | None = None) -> Job:
+    """Add a job for a submission (its learner is looked up when not given: fair share is per learner)."""
+    if learner is None:
+        learner = session.get_one(Submission, submission_id).user
+    job = Job(submission_id=submission_id, learner=learner, lane=lane, priority=priority, devices=devices,
               world_size=world_size, max_attempts=max_attempts, available_at=utcnow())
     session.add(job)
     session.add(ProgressEvent(submission_id=submission_id, event="queued", data={"priority": priority}))
     return job
 
 
+def _learner_running():
+    """Correlated: how many jobs of the candidate's learner are running (for the per-learner cap)."""
+    other = aliased(Job)
+    return (select(func.count()).where(other.learner == Job.learner, other.status == "running")
+            .correlate(Job).scalar_subquery())
+
+
+def _candidate(*, now: dt.datetime, lanes: Sequence[str], free_devices: int, max_world_size: int, policy: str,
+               max_running_per_learner: int, skip_learners: set[str], postgres: bool,
+               fits: Sequence[tuple[str, int, int]] | None = None):
+    stmt = (select(Job.id, Job.learner)
+            .where(Job.status == "queued", Job.lane.in_(list(lanes)), Job.devices <= free_devices,
+                   Job.world_size <= max_world_size, Job.available_at <= now))
+    if fits is not None:
+        stmt = stmt.where(or_(false(), *(and_(Job.lane == lane, Job.devices == d, Job.world_size == w)
+                                         for lane, d, w in fits)))
+    if max_running_per_learner:
+        stmt = stmt.where(_learner_running() < max_running_per_learner)
+    if skip_learners:
+        stmt = stmt.where(Job.learner.not_in(sorted(skip_learners)))
+    if policy == "fair":
+        # Round robin over learners within a priority: fewest jobs running in the lane, then the learner
+        # granted a job in the lane longest ago (never: first). Aggregated once per claim, not per row.
+        running = (select(Job.learner, Job.lane, func.count().label("n")).where(Job.status == "running")
+                   .group_by(Job.learner, Job.lane).subquery("running"))
+        granted = (select(Job.learner, Job.lane, func.max(Job.claimed_at).label("at"))
+                   .where(Job.claimed_at >= now - dt.timedelta(seconds=FAIR_SHARE_MEMORY_S))
+                   .group_by(Job.learner, Job.lane).subquery("granted"))
+        stmt = (stmt.outerjoin(running, and_(running.c.learner == Job.learner, running.c.lane == Job.lane))
+                .outerjoin(granted, and_(granted.c.learner == Job.learner, granted.c.lane == Job.lane))
+                .order_by(Job.priority, func.coalesce(running.c.n, 0), granted.c.at.nulls_first(), Job.id))
+    else:
+        stmt = stmt.order_by(Job.priority, Job.id)
+    stmt = stmt.limit(1)
+    return stmt.with_for_update(of=Job, skip_locked=True) if postgres else stmt
+
+
+def _learner_has_room(session: Session, *, learner: str, cap: int) -> bool:
+    """PostgreSQL only: serialise claims per learner, then recount, so concurrent workers respect the cap
+    (under READ COMMITTED the count taken after the lock sees every claim committed before it)."""
+    session.execute(select(func.pg_advisory_xact_lock(func.hashtext("titangrade.learner:" + learner))))
+    running = session.scalar(select(func.count()).select_from(Job)
+                             .where(Job.learner == learner, Job.status == "running"))
+    return running < cap
+
+
 def claim(session: Session, *, worker_id: str, lanes: Sequence[str], free_devices: int,
-          max_world_size: int, lease_s: float) -> ClaimedJob | None:
-    """Atomically take the next job this worker can run, or None."""
+          max_world_size: int, lease_s: float, policy: str = "fair",
+          max_running_per_learner: int = 0,
+          fits: Sequence[tuple[str, int, int]] | None = None) -> ClaimedJob | None:
+    """Atomically take the next job this worker can run, or None. `fits` (a cluster executor's
+    (lane, devices, world_size) shapes that can start now) narrows the choice to those shapes.
+
+    SQLite: the whole transaction holds the single writer lock (BEGIN IMMEDIATE), so choosing and taking
+    are one step. PostgreSQL: the chosen row is locked FOR UPDATE SKIP LOCKED, so concurrent workers never
+    take the same job; with a per-learner cap the learner's running count is re-checked under an advisory
+    lock, and a learner who reached the cap meanwhile is skipped.
+    """
     now = utcnow()
-    candidate = (select(Job.id)
-                 .where(Job.status == "queued", Job.lane.in_(list(lanes)), Job.devices <= free_devices,
-                        Job.world_size <= max_world_size, Job.available_at <= now)
-                 .order_by(Job.priority, Job.id).limit(1))
-    if session.get_bind().dialect.name == "postgresql":
-        candidate = candidate.with_for_update(skip_locked=True)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    skip: set[str] = set()
+    for _ in range(CLAIM_TRIES):
+        picked = session.execute(_candidate(
+            now=now, lanes=lanes, free_devices=free_devices, max_world_size=max_world_size, policy=policy,
+            max_running_per_learner=max_running_per_learner, skip_learners=skip, postgres=postgres,
+            fits=fits)).first()
+        if picked is None:
+            return None
+        if not (postgres and max_running_per_learner) or _learner_has_room(
+                session, learner=picked.learner, cap=max_running_per_learner):
+            break
+        skip.add(picked.learner)
+    else:
+        return None
     token = uuid.uuid4().hex
     row = session.execute(
-        update(Job).where(Job.id == candidate.scalar_subquery())
+        update(Job).where(Job.id == picked.id, Job.status == "queued")
         .values(status="running", lease_token=token, worker_id=worker_id, attempts=Job.attempts + 1,
-                lease_expires_at=now + dt.timedelta(seconds=lease_s))
+                lease_expires_at=now + dt.timedelta(seconds=lease_s), claimed_at=now)
         .returning(Job.id, Job.submission_id, Job.attempts, Job.lane, Job.devices, Job.world_size)
         .execution_options(synchronize_session=False)).first()
     if row is None:
@@ -75,6 +146,20 @@ def claim(session: Session, *, worker_id: str, lanes: Sequence[str], free_device
                               data={"worker": worker_id, "attempt": row.attempts}))
     return ClaimedJob(job_id=row.id, submission_id=row.submission_id, lease_token=token, attempt=row.attempts,
                       lane=row.lane, devices=row.devices, world_size=row.world_size)
+
+
+def cancel_queued(session: Session, *, submission_ids: Sequence[str], reason: str) -> list[str]:
+    """Cancel the still-queued interactive jobs of these submissions; returns the submissions cancelled.
+    A job a worker holds (running, or locked by a claim in flight on PostgreSQL) is never touched: the
+    `status = 'queued'` condition is re-checked on the locked row."""
+    if not submission_ids:
+        return []
+    rows = session.execute(
+        update(Job).where(Job.submission_id.in_(list(submission_ids)), Job.status == "queued",
+                          Job.priority == INTERACTIVE_PRIORITY)
+        .values(status="cancelled", finished_at=utcnow(), last_error=reason[:2000])
+        .returning(Job.submission_id).execution_options(synchronize_session=False))
+    return sorted({r.submission_id for r in rows})
 
 
 def renew(session: Session, *, held: Sequence[ClaimedJob], lease_s: float) -> set[int]:
@@ -98,41 +183,15 @@ def _fence(session: Session, job: ClaimedJob, **values: Any) -> bool:
     return result.rowcount == 1
 
 
-def _store_outcome(session: Session, *, submission_id: str, status: str, score: float | None,
-                   result: dict | None, message: str, grading_s: float | None) -> None:
-    """Score, final progress event and outbox row: always written together, in the caller's transaction."""
-    now = utcnow()
-    sub = session.get(Submission, submission_id)
-    kind = "grade.stored"
-    if status == "not_gradable" and sub.result and sub.score is not None:
-        # A failed regrade never destroys the grade an earlier run stored.
-        status, score, kind = sub.result["status"], sub.score, "grade.regrade_failed"
-        sub.message = f"a regrade could not run, the previous grade stands: {message}"
-    else:
-        sub.score, sub.result, sub.message = score, result, message
-        sub.graded_at, sub.grading_s = now, grading_s
-    sub.status = status
-    session.add(ProgressEvent(submission_id=submission_id, event="done",
-                              data={"status": status, "score": score, "max_score": sub.max_score}))
-    session.add(OutboxEvent(submission_id=submission_id, kind=kind, payload={
-        "submission_id": submission_id, "user": sub.user, "course": sub.course, "exercise_id": sub.exercise_id,
-        "status": status, "score": score, "manual_score": sub.manual_score, "max_score": sub.max_score,
-        "attempt": sub.attempt, "timestamp": rfc3339(now)}))
+def complete(session: Session, *, job: ClaimedJob) -> bool:
+    """Mark the job done if (and only if) the lease still holds; False means another worker owns it now.
+    The caller stores the grade (service.grades.record_grade) in the same transaction when this is True."""
+    return _fence(session, job, status="done", finished_at=utcnow(), lease_expires_at=None)
 
 
-def complete(session: Session, *, job: ClaimedJob, result: dict) -> bool:
-    """Store a grade if (and only if) the lease still holds; False means another worker owns the job now."""
-    if not _fence(session, job, status="done", finished_at=utcnow(), lease_expires_at=None):
-        return False
-    _store_outcome(session, submission_id=job.submission_id, status=result["status"], score=result["score"],
-                   result=result, message=result.get("message", ""), grading_s=result.get("duration_s"))
-    return True
-
-
-def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, backoff_s: float,
-          final: dict | None = None) -> str:
-    """A grader fault: requeue while attempts remain, else not_gradable (storing the engine's `final`
-    result if it produced one). Returns the new job status, or "lost" if the lease is gone."""
+def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, backoff_s: float) -> str:
+    """A grader fault: requeue while attempts remain, else mark the job failed. Returns "queued", "failed"
+    (the caller then records the submission as not_gradable) or "lost" (the lease is gone)."""
     current = session.get(Job, job.job_id)
     if retryable and current is not None and current.attempts < current.max_attempts:
         if _fence(session, job, status="queued", lease_token=None, worker_id=None, lease_expires_at=None,
@@ -143,9 +202,6 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
     if not _fence(session, job, status="failed", finished_at=utcnow(), last_error=error[:2000],
                   lease_expires_at=None):
         return "lost"
-    _store_outcome(session, submission_id=job.submission_id, status="not_gradable", score=None, result=final,
-                   message=_not_gradable_message(error),
-                   grading_s=final.get("duration_s") if final else None)
     return "failed"
 
 
@@ -158,45 +214,49 @@ def release(session: Session, *, job: ClaimedJob, reason: str) -> bool:
     return True
 
 
-def _not_gradable_message(error: str) -> str:
-    return ("the grader failed on its side, so this attempt was not scored (it does not count against you): "
-            f"{error[:500]}. Resubmit later or ask an instructor to regrade.")
-
-
 def _requeued(session: Session, submission_id: str, reason: str) -> None:
     session.execute(update(Submission).where(Submission.id == submission_id)
                     .values(status="queued").execution_options(synchronize_session=False))
     session.add(ProgressEvent(submission_id=submission_id, event="requeued", data={"reason": reason[:500]}))
 
 
-def reap_expired(session: Session) -> int:
-    """Requeue jobs whose lease ran out (their worker died), or give up after max attempts."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expired:
+    """A job whose lease ran out: requeued, or (`gave_up`) failed after its last attempt."""
+
+    submission_id: str
+    reason: str
+    gave_up: bool
+
+
+def reap_expired(session: Session) -> list[Expired]:
+    """Requeue jobs whose lease ran out (their worker died), or give up after max attempts; the caller
+    records a not_gradable grade for each job given up, in the same transaction."""
     now = utcnow()
     stmt = select(Job).where(Job.status == "running", Job.lease_expires_at < now).limit(50)
     if session.get_bind().dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
-    reaped = 0
+    reaped = []
     for job in session.scalars(stmt):
         reason = f"lease expired on worker {job.worker_id} (attempt {job.attempts})"
         job.lease_token, job.worker_id, job.lease_expires_at, job.last_error = None, None, None, reason
-        if job.attempts >= job.max_attempts:
+        gave_up = job.attempts >= job.max_attempts
+        if gave_up:
             job.status, job.finished_at = "failed", now
-            _store_outcome(session, submission_id=job.submission_id, status="not_gradable", score=None,
-                           result=None, message=_not_gradable_message(reason), grading_s=None)
         else:
             job.status, job.available_at = "queued", now
             _requeued(session, job.submission_id, reason)
-        reaped += 1
+        reaped.append(Expired(submission_id=job.submission_id, reason=reason, gave_up=gave_up))
     return reaped
 
 
 def beat(session: Session, *, worker_id: str, host: str, pid: int, slots: int, devices: int,
-         device_kind: str) -> None:
-    """Record that a worker is alive (and what it offers)."""
+         device_kind: str, long_slots: int | None = None) -> None:
+    """Record that a worker is alive (and what it offers: `long_slots` of its slots take long-lane jobs)."""
     row = session.get(WorkerBeat, worker_id)
     if row is None:
         session.add(WorkerBeat(id=worker_id, host=host, pid=pid, slots=slots, devices=devices,
-                               device_kind=device_kind))
+                               device_kind=device_kind, long_slots=long_slots))
     else:
         row.heartbeat_at = utcnow()
 

@@ -9,9 +9,10 @@ Last-Event-ID.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
@@ -22,6 +23,7 @@ from service.submissions.models import ProgressEvent, Submission
 
 KEEPALIVE_S = 15.0
 RETRY_MS = 3000  # how long EventSource waits before reconnecting after a timeout close
+ESTIMATE_S = 3.0  # how often a queued submission's waiting-time estimate is recomputed on the stream
 
 
 def add(session: Session, *, submission_id: str, event: dict) -> None:
@@ -69,11 +71,40 @@ def format_sse(event_id: int, event: str, data: dict) -> str:
     return f"id: {event_id}\nevent: {event}\ndata: {json.dumps({'event': event, **data})}\n\n"
 
 
+def estimator(factory: sessionmaker[Session], *, submission_id: str, settings) -> Callable[[], dict | None]:
+    """A callable giving the submission's current waiting-time estimate (None once it is not queued)."""
+    from service.submissions.service import wait_estimate
+
+    def current() -> dict | None:
+        with factory() as session:
+            sub = session.get(Submission, submission_id)
+            found = wait_estimate(session, sub=sub, settings=settings) if sub is not None else None
+            session.commit()
+            return found
+
+    return current
+
+
+def _worth_sending(new: dict, last: dict | None) -> bool:
+    """Send an estimate when the position or capacity changes, or the finish moves by 5 s or 10 %."""
+    if last is None or (new["position"], new["worker_slots"]) != (last["position"], last["worker_slots"]):
+        return True
+    if (new["finish_at"] is None) != (last["finish_at"] is None):
+        return True
+    if new["finish_at"] is None:
+        return False
+    moved = abs((dt.datetime.fromisoformat(new["finish_at"])
+                 - dt.datetime.fromisoformat(last["finish_at"])).total_seconds())
+    return moved >= max(5.0, 0.1 * (new["finish_in_s"] or 0.0))
+
+
 async def stream(factory: sessionmaker[Session], *, submission_id: str, start: StreamPlan, poll_s: float,
-                 max_s: float) -> AsyncIterator[str]:
-    """Yield the run's SSE frames until its `done` (or `max_s`); comment lines keep idle connections open."""
+                 max_s: float, estimate: Callable[[], dict | None] | None = None) -> AsyncIterator[str]:
+    """Yield the run's SSE frames until its `done` (or `max_s`); comment lines keep idle connections open.
+    With `estimate`, an `estimate` frame (no id: it is not replayed) reports the waiting time while queued."""
     deadline = time.monotonic() + max_s
     after_id, quiet_since = start.after_id, time.monotonic()
+    last_estimate, estimated_at = None, float("-inf")
     yield f"retry: {RETRY_MS}\n\n"
     while True:
         rows = await run_in_threadpool(_fetch, factory, submission_id, start.run, after_id)
@@ -83,6 +114,12 @@ async def stream(factory: sessionmaker[Session], *, submission_id: str, start: S
             if event == "done":
                 return
         now = time.monotonic()
+        if estimate is not None and now - estimated_at >= ESTIMATE_S:
+            estimated_at = now
+            found = await run_in_threadpool(estimate)
+            if found is not None and _worth_sending(found, last_estimate):
+                last_estimate, quiet_since = found, now
+                yield f"event: estimate\ndata: {json.dumps({'event': 'estimate', **found})}\n\n"
         if rows:
             quiet_since = now
         elif now - quiet_since >= KEEPALIVE_S:

@@ -11,10 +11,17 @@ from service.errors import ServiceError
 from service.openapi import errors
 from service.queue.service import SINGLE_REGRADE_PRIORITY
 from service.submissions import events, service
-from service.submissions.schemas import (OverrideCreate, OverridePublic, RegradeAccepted, SubmissionAccepted,
-                                         SubmissionList, SubmissionPublic)
+from service.submissions.schemas import (
+    OverrideCreate,
+    OverridePublic,
+    RegradeAccepted,
+    SubmissionAccepted,
+    SubmissionList,
+    SubmissionPublic,
+)
 
 router = APIRouter(prefix="/submissions", tags=["submissions"])
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"  # no control characters (PostgreSQL refuses NUL; headers and logs break on CR/LF)
 SSE_EVENT = {  # one server-sent event; `data` is a JSON object whose `event` repeats the event name
     "type": "object", "required": ["data"],
     "properties": {"id": {"type": "string", "pattern": "^[0-9]+$"},
@@ -34,8 +41,10 @@ IDEMPOTENCY_KEY = Header(max_length=200, pattern=r"^[\x21-\x7e]+$",
 def submit(request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep,
            catalogue: CatalogueDep, lang: LangDep,
            notebook: Annotated[UploadFile | None, File(description="the .ipynb file")] = None,
-           exercise_id: Annotated[str | None, Form(max_length=200, description="defaults to the notebook's metadata")] = None,
-           course: Annotated[str | None, Form(max_length=200, description="defaults to the token's (or your only) course")] = None,
+           exercise_id: Annotated[str | None, Form(max_length=200, pattern=PRINTABLE,
+                                                   description="defaults to the notebook's metadata")] = None,
+           course: Annotated[str | None, Form(max_length=200, pattern=PRINTABLE,
+                                              description="defaults to the token's (or your only) course")] = None,
            idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None):
     """Validate the notebook now (4xx on bad input), then store it and its job; grading happens on a worker."""
     from grading.pipeline import load_submission
@@ -68,8 +77,8 @@ def _accepted(sub, *, status: int) -> JSONResponse:
 
 @router.get("", response_model=SubmissionList)
 def list_submissions(user: CurrentUser, session: SessionDep,
-                     exercise_id: Annotated[str | None, Query(max_length=200)] = None,
-                     course: Annotated[str | None, Query(max_length=200)] = None,
+                     exercise_id: Annotated[str | None, Query(max_length=200, pattern=PRINTABLE)] = None,
+                     course: Annotated[str | None, Query(max_length=200, pattern=PRINTABLE)] = None,
                      limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> SubmissionList:
     """Learners see their own submissions; instructors their courses'; admins all."""
     subs = service.list_visible(session, user=user, exercise_id=exercise_id, course=course, limit=limit)
@@ -77,14 +86,18 @@ def list_submissions(user: CurrentUser, session: SessionDep,
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic, responses=errors(404))
-def get_submission(submission_id: str, user: CurrentUser, session: SessionDep) -> SubmissionPublic:
-    return service.to_public(service.get(session, user=user, submission_id=submission_id))
+def get_submission(submission_id: str, user: CurrentUser, session: SessionDep,
+                   settings: SettingsDep) -> SubmissionPublic:
+    """The submission; while it waits, `queue` has its position and estimated start and finish."""
+    sub = service.get(session, user=user, submission_id=submission_id)
+    return service.to_public(sub, queue_estimate=service.wait_estimate(session, sub=sub, settings=settings))
 
 
 @router.get("/{submission_id}/events", response_class=StreamingResponse,
             responses={200: {"content": {"text/event-stream": {"schema": SSE_EVENT}},
-                             "description": "the current run's events: queued, claimed, started, cell "
-                                            "(index/total), checks, requeued, done; ends after done"},
+                             "description": "the current run's events: queued, estimate (position, start_in_s, "
+                                            "finish_in_s; while queued, when it changes; no id), claimed, started, "
+                                            "cell (index/total), checks, requeued, done; ends after done"},
                        204: {"description": "Last-Event-ID is the current run's done: nothing more to send"},
                        **errors(404)})
 def submission_events(request: Request, submission_id: str, user: CurrentUser, session: SessionDep,
@@ -92,13 +105,16 @@ def submission_events(request: Request, submission_id: str, user: CurrentUser, s
                       last_event_id: Annotated[str | None, Header(max_length=40)] = None) -> Response:
     """Server-sent progress events of the current grading run, from its start (or after Last-Event-ID)."""
     sub = service.get(session, user=user, submission_id=submission_id)
-    after = int(last_event_id) if (last_event_id or "").strip().isdigit() else None
+    raw_id = (last_event_id or "").strip()
+    after = int(raw_id) if raw_id.isascii() and raw_id.isdigit() else None
     start = events.plan(session, sub=sub, last_event_id=after)
     session.commit()
     if start is None:
         return Response(status_code=204)
+    estimate = events.estimator(request.app.state.sessions, submission_id=sub.id, settings=settings)
     return StreamingResponse(events.stream(request.app.state.sessions, submission_id=sub.id, start=start,
-                                           poll_s=settings.events_poll_s, max_s=settings.events_max_s),
+                                           poll_s=settings.events_poll_s, max_s=settings.events_max_s,
+                                           estimate=estimate),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 

@@ -14,6 +14,20 @@ class CheckPublic(BaseModel):
     feedback: str = ""
 
 
+class QueueEstimate(BaseModel):
+    """Where a queued submission stands; re-estimated on every read (and every few seconds on the SSE stream)."""
+
+    position: int = Field(description="1 = the next job of its lane to start")
+    worker_slots: int = Field(description="slots of live workers that can run this exercise")
+    typical_s: float | None = Field(description="median grading time of recent runs of this exercise")
+    basis_runs: int = Field(description="runs behind that median (0: the median of other exercises was used)")
+    start_in_s: float | None = Field(description="estimated seconds until grading starts; null: no live "
+                                     "worker can run it now, or no grading history yet")
+    finish_in_s: float | None
+    start_at: str | None
+    finish_at: str | None
+
+
 class SubmissionAccepted(BaseModel):
     id: str
     status: str
@@ -28,7 +42,8 @@ class SubmissionPublic(BaseModel):
     user: str
     course: str
     exercise_id: str
-    status: str = Field(description="queued | running | graded | error | not_gradable")
+    status: str = Field(description="queued | running | graded | error | not_gradable | superseded (a later "
+                        "attempt replaced it before it started; see superseded_by)")
     score: float | None = Field(description="the score that counts: a manual override if any, else the auto score")
     auto_score: float | None
     manual_score: float | None
@@ -44,6 +59,8 @@ class SubmissionPublic(BaseModel):
     created_at: Timestamp
     started_at: Timestamp | None
     graded_at: Timestamp | None
+    superseded_by: str | None = None
+    queue: QueueEstimate | None = Field(None, description="position and estimated start/finish while queued")
 
 
 class SubmissionList(BaseModel):

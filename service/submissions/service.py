@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 import uuid
 from collections.abc import Callable
 
@@ -17,17 +18,21 @@ from sqlalchemy.orm import Session
 from grading.exercise import Exercise
 from service.auth.principal import Principal
 from service.config import Settings
+from service.courses import service as courses
 from service.db import utcnow
 from service.errors import Forbidden, NotFound, ServiceError, TooMany, Unsatisfiable, clip
 from service.grades.models import OutboxEvent, ScoreOverride
+from service.queue import estimates
 from service.queue import service as queue
 from service.queue.models import Job
-from service.submissions.models import Submission
+from service.submissions.models import ProgressEvent, Submission
 from service.submissions.schemas import CheckPublic, RegradeSkipped, SubmissionPublic
 from service.timefmt import rfc3339
 
+SUBMISSION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex; anything else cannot exist (and never reaches the DB)
 
-def to_public(sub: Submission) -> SubmissionPublic:
+
+def to_public(sub: Submission, *, queue_estimate: dict | None = None) -> SubmissionPublic:
     result = sub.result or {}
     return SubmissionPublic(
         id=sub.id, user=sub.user, course=sub.course, exercise_id=sub.exercise_id, status=sub.status,
@@ -35,7 +40,8 @@ def to_public(sub: Submission) -> SubmissionPublic:
         attempt=sub.attempt, run=sub.run, lang=sub.lang, message=sub.message,
         checks=[CheckPublic(**c) for c in result.get("checks", [])], limits_hit=result.get("limits_hit", []),
         sandbox=result.get("sandbox", ""), grading_s=sub.grading_s, created_at=sub.created_at,
-        started_at=sub.started_at, graded_at=sub.graded_at)
+        started_at=sub.started_at, graded_at=sub.graded_at, superseded_by=sub.superseded_by,
+        queue=queue_estimate)
 
 
 def request_hash(*, notebook: bytes, exercise_id: str | None, course: str | None) -> str:
@@ -85,8 +91,8 @@ def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_wo
         raise Unsatisfiable(f"exercise {exercise.id} needs {res.devices} accelerator(s) but the largest worker "
                             f"offers {offered}; ask an administrator to start a worker whose "
                             f"TITANGRADE_WORKER_DEVICES lists at least {res.devices} (e.g. npu:0-{res.devices - 1})",
-                            zh=f"练习 {exercise.id} 需要 {res.devices} 个加速卡，但目前最大的评分节点只有 {offered} 个；"
-                               "请联系管理员")
+                            zh=f"练习 {exercise.id} 需要 {res.devices} 个加速卡，"
+                               f"但目前最大的评分节点只有 {offered} 个；请联系管理员")
     if res.world_size > max_world_size:
         raise Unsatisfiable(f"exercise {exercise.id} launches {res.world_size} ranks but workers run at most "
                             f"{max_world_size}; raise TITANGRADE_WORKER_MAX_WORLD_SIZE on a larger host",
@@ -102,12 +108,17 @@ def _check_limits(session: Session, *, user: Principal, exercise_id: str, settin
     if recent >= settings.submissions_per_minute and not user.is_staff:
         wait_s = 60 - (now - oldest).total_seconds() if oldest else 60
         raise TooMany(f"more than {settings.submissions_per_minute} submissions in the last minute; "
-                      f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again", retry_after_s=wait_s + 1,
-                      zh=f"一分钟内提交超过 {settings.submissions_per_minute} 次；请等待 {max(1, round(wait_s))} 秒后再提交")
+                      f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again",
+                      retry_after_s=int(wait_s) + 1,
+                      zh=f"一分钟内提交超过 {settings.submissions_per_minute} 次；"
+                         f"请等待 {max(1, round(wait_s))} 秒后再提交")
     done = session.scalar(select(func.count()).select_from(Submission)
-                          .where(mine, Submission.exercise_id == exercise_id))
+                          .where(mine, Submission.exercise_id == exercise_id)) or 0
+    superseded = session.scalar(select(func.count()).select_from(Submission)
+                                .where(mine, Submission.exercise_id == exercise_id,
+                                       Submission.status == "superseded")) or 0
     limit = settings.max_attempts_per_exercise
-    if limit and done >= limit and not user.is_staff:
+    if limit and done - superseded >= limit and not user.is_staff:  # a superseded attempt was never graded
         raise Forbidden(f"you have used all {limit} attempts for {exercise_id}; ask an instructor if you need more",
                         code="attempt_limit", zh=f"{exercise_id} 的 {limit} 次提交机会已用完；如需更多请联系教师")
     return done + 1
@@ -126,7 +137,8 @@ def create(session: Session, *, user: Principal, exercise: Exercise, course: str
     session.flush()
     queue.enqueue(session, submission_id=sub.id, lane=manifest.lane, priority=queue.INTERACTIVE_PRIORITY,
                   devices=manifest.resources.devices, world_size=manifest.resources.world_size,
-                  max_attempts=settings.max_attempts)
+                  max_attempts=settings.max_attempts, learner=sub.user)
+    _supersede_earlier(session, sub=sub, exercise=exercise, default=settings.supersede_queued)
     try:
         session.commit()
     except IntegrityError:  # the same key raced in from a second request
@@ -144,9 +156,45 @@ def _not_found(submission_id: str) -> NotFound:
                     zh=f"提交 {clip(submission_id)} 不存在或不属于你；可用 GET /api/v1/submissions 查看自己的提交")
 
 
+def wait_estimate(session: Session, *, sub: Submission, settings: Settings) -> dict | None:
+    """Position and estimated start/finish while the submission waits (None once it runs or ends). A worker
+    counts as live until its jobs' leases would expire, so a heartbeat delayed by load does not hide it."""
+    if sub.status != "queued":
+        return None
+    found = estimates.for_submission(session, submission_id=sub.id, policy=settings.queue_policy,
+                                     recent_runs=settings.estimate_recent_runs,
+                                     live_within_s=max(3 * settings.heartbeat_s, settings.lease_s))
+    return found.public() if found is not None else None
+
+
+def supersedes(policy: str, exercise: Exercise) -> bool:
+    """Whether a new attempt at `exercise` supersedes queued ones under a course's policy (off|training|all);
+    training means the long-lane exercises, whose grading holds the scarce accelerator slots."""
+    return policy == "all" or (policy == "training" and exercise.manifest.lane == "long")
+
+
+def _supersede_earlier(session: Session, *, sub: Submission, exercise: Exercise, default: str) -> list[str]:
+    """Mark the learner's still-queued attempts at this exercise superseded by `sub` (in its transaction).
+    Only jobs not yet claimed are cancelled (the queue re-checks that on the locked row), so a running
+    attempt is never dropped, and `sub` itself, the latest, is always graded."""
+    if not supersedes(courses.supersede_policy(session, course=sub.course, default=default), exercise):
+        return []
+    earlier = session.scalars(select(Submission.id).where(
+        Submission.identity_id == sub.identity_id, Submission.course == sub.course,
+        Submission.exercise_id == sub.exercise_id, Submission.status == "queued", Submission.id != sub.id)).all()
+    cancelled = queue.cancel_queued(session, submission_ids=earlier, reason=f"superseded by {sub.id}")
+    for old in session.scalars(select(Submission).where(Submission.id.in_(cancelled))):
+        old.status, old.superseded_by = "superseded", sub.id
+        old.message = (f"superseded by your attempt {sub.attempt} ({sub.id}) before it started: only the "
+                       "latest queued attempt at this exercise is graded, so your waiting time stays short")
+        session.add(ProgressEvent(submission_id=old.id, event="done",
+                                  data={"status": "superseded", "score": None, "superseded_by": sub.id}))
+    return cancelled
+
+
 def get(session: Session, *, user: Principal, submission_id: str) -> Submission:
     """A submission the caller may read; someone else's looks exactly like a missing one."""
-    sub = session.get(Submission, submission_id) if len(submission_id) <= 32 else None
+    sub = session.get(Submission, submission_id) if SUBMISSION_ID.fullmatch(submission_id) else None
     if sub is None or not ((sub.identity_id == user.identity_id and user.in_scope(sub.course))
                            or user.can_teach(sub.course)):
         raise _not_found(submission_id)
@@ -198,7 +246,7 @@ def regrade(session: Session, *, subs: list[Submission], priority: int, max_atte
             continue
         manifest = catalogue.get(sub.exercise_id).manifest
         sub.run += 1
-        sub.status = "queued"
+        sub.status, sub.superseded_by = "queued", None  # an instructor may grade a superseded attempt after all
         session.flush()  # the new run number is what the "queued" event records
         queue.enqueue(session, submission_id=sub.id, lane=manifest.lane, priority=priority,
                       devices=manifest.resources.devices, world_size=manifest.resources.world_size,

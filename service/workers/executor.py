@@ -1,8 +1,8 @@
-"""Where grading runs: one `Executor` interface, chosen once at start-up (local process pool now, Ray later).
+"""Where grading runs: one `Executor` interface, chosen once at start-up (a local process pool, or Ray).
 
 An executor receives a `GradingTicket` (ids only), opens its own DB session to read the notebook, streams
-progress events into the database, and returns the GradeResult as a dict. It never stores the grade: the
-worker does that, fenced by the lease token.
+progress events into the database, and returns one typed outcome: `Graded(result)` or
+`Faulted(reason, retryable)`. It never stores the grade: the worker does that, fenced by the lease token.
 """
 from __future__ import annotations
 
@@ -26,14 +26,47 @@ class GradingTicket:
     lease_token: str
     device_kind: str = "cpu"
     device_ids: tuple[int, ...] = ()
+    lane: str = "short"  # the job's shape, from its queue row (a cluster executor sizes its reservation by it)
+    devices: int = 0
+    world_size: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Graded:
+    """The engine ran and produced a GradeResult (as its dict); the worker stores it, or retries a
+    result whose status is not_gradable (a fault the engine caught itself)."""
+
+    result: dict
+
+
+@dataclass(frozen=True, slots=True)
+class Faulted:
+    """Grading could not produce a result; our fault, never the learner's. `retryable` asks for another
+    attempt (until max_attempts); otherwise the submission is not_gradable at once."""
+
+    reason: str
+    retryable: bool
+
+
+Outcome = Graded | Faulted
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The chosen backend cannot start (not installed, cluster unreachable); the message names the fix."""
 
 
 class Executor(abc.ABC):
     name = "abstract"
+    grants_devices = False  # True: the backend assigns devices where the job runs (Ray), not the worker
+
+    def placeable(self) -> list[tuple[str, int, int]] | None:
+        """(lane, devices, world_size) job shapes that can start now; None = the worker's own slots and
+        device inventory decide (local)."""
+        return None
 
     @abc.abstractmethod
     def submit(self, ticket: GradingTicket) -> cf.Future:
-        """Start grading; the future yields {"result": dict} or {"fault": str, "retryable": bool}."""
+        """Start grading; the future yields an `Outcome` (Graded or Faulted)."""
 
     @abc.abstractmethod
     def shutdown(self) -> None:
@@ -58,7 +91,7 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def _init_child(parent_pid: int, database_url: str, sandbox_mode: str, exercises_root: str,
-                reference_root: str, prewarm: dict[str, int]) -> None:
+                reference_root: str, prewarm: dict[str, int], sandbox_options: dict | None = None) -> None:
     _die_with_parent(parent_pid)
     from grading.exercise import Catalogue
     from grading.sandbox import make_sandbox
@@ -66,10 +99,10 @@ def _init_child(parent_pid: int, database_url: str, sandbox_mode: str, exercises
 
     _CHILD["sessions"] = make_sessionmaker(make_engine(database_url))
     _CHILD["catalogue"] = Catalogue(Path(exercises_root), Path(reference_root))
-    _CHILD["sandbox"] = make_sandbox(sandbox_mode, prewarm=prewarm or None)
+    _CHILD["sandbox"] = make_sandbox(sandbox_mode, prewarm=prewarm or None, **(sandbox_options or {}))
 
 
-def grade_ticket(ticket: GradingTicket) -> dict:
+def grade_ticket(ticket: GradingTicket) -> Outcome:
     """Load the submission by id, grade it with progress written to the DB, return the result or a fault."""
     from grading.errors import GraderFault, InvalidSubmission
     from grading.pipeline import grade_notebook
@@ -84,8 +117,7 @@ def grade_ticket(ticket: GradingTicket) -> dict:
         job = session.get(Job, ticket.job_id)
         sub = session.get(Submission, ticket.submission_id)
         if job is None or sub is None or job.submission_id != sub.id or job.lease_token != ticket.lease_token:
-            return {"fault": f"stale ticket for job {ticket.job_id}: lease no longer held", "retryable": False,
-                    "stale": True}
+            return Faulted(f"stale ticket for job {ticket.job_id}: lease no longer held", retryable=False)
         notebook, exercise_id, lang = sub.notebook, sub.exercise_id, sub.lang
         session.commit()
 
@@ -103,12 +135,12 @@ def grade_ticket(ticket: GradingTicket) -> dict:
                                 sandbox=_CHILD["sandbox"], progress=progress,
                                 devices=DeviceGrant(kind=ticket.device_kind, ids=ticket.device_ids))
     except GraderFault as exc:
-        return {"fault": str(exc), "retryable": exc.retryable}
+        return Faulted(str(exc), retryable=exc.retryable)
     except InvalidSubmission as exc:  # valid at intake but not now (e.g. the exercise was removed)
-        return {"fault": f"{exc.code}: {exc.message}", "retryable": False}
+        return Faulted(f"{exc.code}: {exc.message}", retryable=False)
     except Exception as exc:  # an engine bug is our fault: retry, then not_gradable
-        return {"fault": f"{type(exc).__name__}: {exc}", "retryable": True}
-    return {"result": result.to_dict()}
+        return Faulted(f"{type(exc).__name__}: {exc}", retryable=True)
+    return Graded(result.to_dict())
 
 
 # ---- local backend ---------------------------------------------------------------------------------
@@ -120,7 +152,8 @@ class LocalExecutor(Executor):
 
     def __init__(self, *, settings: Settings, processes: int) -> None:
         self._initargs = (os.getpid(), settings.database_url, settings.sandbox, str(settings.exercises_root),
-                          str(settings.reference_root), Settings.parse_prewarm(settings.sandbox_prewarm))
+                          str(settings.reference_root), Settings.parse_prewarm(settings.sandbox_prewarm),
+                          settings.sandbox_options())
         self._processes = processes
         self._pool = self._new_pool()
 
@@ -146,12 +179,16 @@ class LocalExecutor(Executor):
 
 
 def make_executor(settings: Settings, *, processes: int) -> Executor:
-    """Choose the backend once; `TITANGRADE_EXECUTOR=ray` will select the Ray executor when it exists."""
+    """Choose the backend once: a local process pool, or Ray tasks on a cluster (`TITANGRADE_EXECUTOR=ray`)."""
     if settings.sandbox == "auto":
         raise ValueError("resolve the sandbox first (Settings.resolve_sandbox) so every process uses the same one")
     if settings.executor == "local":
         return LocalExecutor(settings=settings, processes=processes)
-    raise ValueError(f"unknown executor {settings.executor!r}; this version provides: local")
+    if settings.executor == "ray":
+        from service.workers.ray_executor import RayExecutor
+
+        return RayExecutor(settings=settings)
+    raise ValueError(f"unknown executor {settings.executor!r}; this version provides: local, ray")
 
 
 def pid_alive(pid: int) -> bool:

@@ -20,9 +20,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from grading.sandbox import DeviceGrant
 from service.config import Settings
 from service.db import transaction
+from service.grades import service as grades
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
-from service.workers.executor import Executor, GradingTicket
+from service.workers.executor import Executor, Faulted, Graded, GradingTicket, Outcome
 
 log = logging.getLogger("titangrade.worker")
 
@@ -88,20 +89,30 @@ class Worker:
     # -- scheduling --------------------------------------------------------------------------------
     def _lanes_open(self) -> tuple[str, ...] | None:
         """Lanes a free slot may take now (None = no free slot); reserved slots never take long jobs."""
-        slots, reserved = self.settings.worker_slots, self.settings.short_reserved_slots
         busy = len(self._inflight)
-        if busy >= slots:
+        if busy >= self.settings.worker_slots:
             return None
         long_busy = sum(1 for f in self._inflight.values() if f.job.lane == "long")
-        long_cap = slots - reserved if slots > 1 else 1
-        return ("short", "long") if long_busy < long_cap else ("short",)
+        return ("short", "long") if long_busy < self._long_cap() else ("short",)
+
+    def _long_cap(self) -> int:
+        slots, reserved = self.settings.worker_slots, self.settings.short_reserved_slots
+        return slots - reserved if slots > 1 else 1
 
     def _fill_slots(self) -> int:
         claimed = 0
         while (lanes := self._lanes_open()) is not None:
+            fits = self.executor.placeable()  # a cluster says which job shapes it can start now
+            if fits is not None:
+                fits = [f for f in fits if f[0] in lanes]
+                if not fits:
+                    return claimed
+            free = self.devices.free if fits is None else max(d for _, d, _ in fits)
             with transaction(self.sessions) as s:
-                job = queue.claim(s, worker_id=self.id, lanes=lanes, free_devices=self.devices.free,
-                                  max_world_size=self.settings.worker_max_world_size, lease_s=self.settings.lease_s)
+                job = queue.claim(s, worker_id=self.id, lanes=lanes, free_devices=free, fits=fits,
+                                  max_world_size=self.settings.worker_max_world_size, lease_s=self.settings.lease_s,
+                                  policy=self.settings.queue_policy,
+                                  max_running_per_learner=self.settings.max_running_per_learner)
             if job is None:
                 return claimed
             self._start(job)
@@ -109,9 +120,10 @@ class Worker:
         return claimed
 
     def _start(self, job: ClaimedJob) -> None:
-        grant = self.devices.acquire(job.devices)
+        grant = DeviceGrant() if self.executor.grants_devices else self.devices.acquire(job.devices)
         ticket = GradingTicket(job_id=job.job_id, submission_id=job.submission_id, lease_token=job.lease_token,
-                               device_kind=grant.kind, device_ids=tuple(grant.ids))
+                               device_kind=grant.kind, device_ids=tuple(grant.ids), lane=job.lane,
+                               devices=job.devices, world_size=job.world_size)
         future = self.executor.submit(ticket)
         with self._lock:
             self._inflight[job.job_id] = _InFlight(job=job, grant=grant, future=future)
@@ -139,21 +151,34 @@ class Worker:
             log.error("worker %s quarantined %s devices %s left busy by job %s", self.id, flight.grant.kind, dirty, job_id)
         try:
             outcome = flight.future.result()
-        except Exception as exc:  # the pool process died (OOM kill, segfault): our fault, retry
-            outcome = {"fault": f"grading process died: {type(exc).__name__}: {exc}", "retryable": True}
+        except Exception as exc:  # the grading process (or its node) died: our fault, retry
+            outcome = Faulted(f"grading process died: {type(exc).__name__}: {exc}", retryable=True)
         with transaction(self.sessions) as s:
-            result = outcome.get("result")
-            if result is not None and result["status"] != "not_gradable":
-                stored = queue.complete(s, job=flight.job, result=result)
-                state = "stored" if stored else "discarded (lease lost)"
-                self.stored += stored
-            elif result is not None:  # the engine caught a grader fault itself: same retry policy
-                state = queue.fault(s, job=flight.job, error=result.get("message") or "not gradable",
-                                    retryable=True, backoff_s=self.settings.retry_backoff_s, final=result)
-            else:
-                state = queue.fault(s, job=flight.job, error=outcome["fault"], retryable=outcome["retryable"],
-                                    backoff_s=self.settings.retry_backoff_s)
+            state = self._store(s, flight.job, outcome)
         log.info("worker %s job %s: %s", self.id, job_id, state)
+
+    def _store(self, s: Session, job: ClaimedJob, outcome: Outcome) -> str:
+        """Store a grade or apply the retry policy, fenced by the lease; returns what happened (for logs)."""
+        match outcome:
+            case Graded(result) if result["status"] != "not_gradable":
+                stored = queue.complete(s, job=job)
+                if stored:
+                    grades.record_grade(s, submission_id=job.submission_id, result=result)
+                self.stored += stored
+                return "stored" if stored else "discarded (lease lost)"
+            case Graded(result):  # the engine caught a grader fault itself: same retry policy
+                return self._fault(s, job, error=result.get("message") or "not gradable", retryable=True,
+                                   final=result)
+            case Faulted(reason, retryable):
+                return self._fault(s, job, error=reason, retryable=retryable, final=None)
+        raise TypeError(f"executor returned {outcome!r}; expected Graded or Faulted")
+
+    def _fault(self, s: Session, job: ClaimedJob, *, error: str, retryable: bool, final: dict | None) -> str:
+        """Requeue, or (retries spent) record the submission as not gradable with the engine's result if any."""
+        state = queue.fault(s, job=job, error=error, retryable=retryable, backoff_s=self.settings.retry_backoff_s)
+        if state == "failed":
+            grades.record_grade(s, submission_id=job.submission_id, result=final, fault=error)
+        return state
 
     def _queue_empty(self) -> bool:
         with transaction(self.sessions) as s:
@@ -167,9 +192,12 @@ class Worker:
             return
         self._last_reap = now
         with transaction(self.sessions) as s:
-            n = queue.reap_expired(s)
-        if n:
-            log.warning("worker %s requeued %d job(s) whose lease expired", self.id, n)
+            expired = queue.reap_expired(s)
+            for job in expired:
+                if job.gave_up:
+                    grades.record_grade(s, submission_id=job.submission_id, result=None, fault=job.reason)
+        if expired:
+            log.warning("worker %s reaped %d job(s) whose lease expired", self.id, len(expired))
 
     def _renew(self) -> None:
         with self._lock:
@@ -184,7 +212,7 @@ class Worker:
         with transaction(self.sessions) as s:
             queue.beat(s, worker_id=self.id, host=socket.gethostname(), pid=os.getpid(),
                        slots=self.settings.worker_slots, devices=self.devices.count,
-                       device_kind=self.devices.kind)
+                       device_kind=self.devices.kind, long_slots=self._long_cap())
 
     def _heartbeat_loop(self) -> None:
         while not self.stop.wait(self.settings.heartbeat_s):

@@ -32,7 +32,7 @@ def test_catalogue_is_not_empty():
 def test_every_file_is_there(ex):
     missing = [str(p.relative_to(REPO_ROOT)) for p in (ex.notebook_path, ex.answer_path, ex.solution_path)
                if not p.is_file()]
-    assert not missing, f"{ex.id}: missing {missing}; run its scripts/notebooks/build_chNN.py builder"
+    assert not missing, f"{ex.id}: missing {missing}; run `titangrade exercises build {ex.id}`"
     mistakes = sorted((FIXTURES / ex.id).glob("mistake_*.ipynb"))
     assert len(mistakes) >= 2, f"{ex.id}: needs >= 2 tests/fixtures/notebooks/{ex.id}/mistake_*.ipynb, has {len(mistakes)}"
 

@@ -9,6 +9,19 @@ from grading.result import CellReport, Status
 from grading.scoring import decide_status, score_checks, total
 from grading.steps.execute import Execution
 
+_TAGS = ("__tensor__", "__set__", "__raised__", "__missing__", "__float__")
+
+
+def wire(value):
+    """A Python value as the kernel-side encoder sends it: every plain dict as __dict__ pairs."""
+    if isinstance(value, list):
+        return [wire(v) for v in value]
+    if isinstance(value, dict):
+        if (len(value) == 1 and next(iter(value)) in _TAGS) or set(value) == {"__repr__", "__type__"}:
+            return value
+        return {"__dict__": [[k, wire(v)] for k, v in value.items()]}
+    return value
+
 
 def _solution_answers(**overrides):
     answers = {
@@ -26,11 +39,14 @@ def _solution_answers(**overrides):
         "seeded": [815965, 462141, 122526, 486191],
     }
     answers.update(overrides)
-    calls = [0.5, 0.0, 1.0, 0.8, 0.5, {"__raised__": {"type": "ValueError", "message": "", "bases": []}}]
+    answers = {k: wire(v) for k, v in answers.items()}
+    public, hidden = [0.5, 0.0], [1.0, 0.8, 0.5, {"__raised__": {"type": "ValueError", "message": "", "bases": []}}]
     return Execution(cells=[CellReport(index=0, status="ok")],
                      payloads={"answers": {"nonce": "n", "answers": answers, "calls": {}},
                                "check reward_function": {"nonce": "n", "answers": {},
-                                                         "calls": {"reward_function": calls}}})
+                                                         "calls": {"reward_function": public}},
+                               "check reward_function, hidden cases": {"nonce": "n", "answers": {},
+                                                                       "calls": {"reward_function": hidden}}})
 
 
 def by_name(results):
@@ -84,3 +100,45 @@ def test_partial_scores_round_and_pass_only_when_complete(toy_catalogue):
     results = by_name(score_checks(toy_catalogue.get("ch05.toy"), execution))
     assert results["phase_order"].score == pytest.approx(1.6) and not results["phase_order"].passed
     assert json.dumps([c.to_dict() for c in results.values()])  # serialisable as-is
+
+
+def test_forged_markers_fail_only_their_check_with_a_reason(toy_catalogue):
+    execution = _solution_answers()
+    execution.payloads["answers"]["answers"]["tt_config"] = {"__dict__": 5}
+    execution.payloads["answers"]["answers"]["mesh"] = {"__tensor__": {"dtype": "U100000000", "shape": [9],
+                                                                       "data": [""] * 9}}
+    execution.payloads["check reward_function, hidden cases"]["calls"]["reward_function"][0] = {"__float__": "x"}
+    results = by_name(score_checks(toy_catalogue.get("ch05.toy"), execution))
+    for name in ("config_mapping", "mesh_shape", "reward_function"):
+        assert results[name].score == 0 and "returned a value that could not be compared" in results[name].feedback
+    assert results["exact_int"].passed and results["phase_order"].passed
+    assert decide_status(execution, list(results.values()))[0] is Status.GRADED
+
+
+def test_answers_over_the_run_cap_are_the_learners_fault_and_reported(toy_catalogue):
+    big = ["x" * 1000] * 20_000  # ~20 MB decoded, over the 16 MB run cap
+    execution = _solution_answers(phases=big)
+    results = by_name(score_checks(toy_catalogue.get("ch05.toy"), execution, lang="zh"))
+    assert results["phase_order"].score == 0 and "16 MB" in results["phase_order"].feedback
+    assert results["exact_int"].passed and "answer limit" in execution.limits_hit
+    status, message = decide_status(execution, list(results.values()), lang="zh")
+    assert status is Status.ERROR and "16 MB" in message
+
+
+def test_call_results_that_do_not_match_the_calls_made_are_uncomparable(toy_catalogue):
+    execution = _solution_answers()
+    execution.payloads["check reward_function"]["calls"]["reward_function"] = [0.5]  # two calls were made
+    results = by_name(score_checks(toy_catalogue.get("ch05.toy"), execution))
+    assert results["reward_function"].score == 0 and "could not be compared" in results["reward_function"].feedback
+
+
+def test_repeated_problems_are_counted_and_alike_cells_share_a_line():
+    cells = [CellReport(index=i, status="error", message=f"cell {i} raised ValueError: same") for i in range(50)]
+    cells.append(CellReport(index=50, status="error", message="cell 50 raised KeyError: 'k'"))
+    execution = Execution(cells=cells, messages=["output of cell 3 truncated at 64 KB"] + ["same note"] * 3)
+    status, message = decide_status(execution, [])
+    assert status is Status.ERROR
+    assert message == ("cell 0 raised ValueError: same (and 49 more alike); cell 50 raised KeyError: 'k'; "
+                       "output of cell 3 truncated at 64 KB; same note (x3)")
+    many = Execution(cells=[CellReport(index=0, status="error", message=f"error {i}: kind {i}") for i in range(30)])
+    assert decide_status(many, [])[1].endswith("and 18 more problems")

@@ -146,7 +146,7 @@ class LiveServer:
                                                     lifespan="off"))
         self.thread = threading.Thread(target=self.server.run, name="tg-live-api", daemon=True)
 
-    def __enter__(self) -> "LiveServer":
+    def __enter__(self) -> LiveServer:
         import time
 
         self.thread.start()

@@ -52,7 +52,31 @@ def test_auto_sandbox_resolves_once(monkeypatch):
     with pytest.raises(UnsafeSettings, match="bwrap missing"):
         Settings(mode="prod", secret_key="s" * 40, sandbox="auto").resolve_sandbox()
     monkeypatch.setattr(sandbox_pkg, "probe", lambda: Probe(True, "ok"))
+    monkeypatch.setattr("grading.sandbox.cgroups.probe", lambda: Probe(True, "cgroup v1"))
     assert Settings(mode="prod", secret_key="s" * 40).resolve_sandbox()[0].sandbox == "bwrap"
+
+
+def test_whole_run_caps_are_required_in_prod_and_warned_about_once_in_dev(monkeypatch):
+    """The host's cgroup state is the one thing faked here (this machine has usable cgroups)."""
+    from grading.sandbox.probe import Probe
+
+    monkeypatch.setattr("grading.sandbox.cgroups.probe", lambda: Probe(False, "no memory hierarchy; mount it"))
+    with pytest.raises(UnsafeSettings, match="control groups.*no memory hierarchy; mount it"):
+        Settings(mode="prod", secret_key="s" * 40, sandbox="bwrap").resolve_sandbox()
+    with pytest.raises(UnsafeSettings, match="no memory hierarchy"):
+        Settings(mode="dev", sandbox="bwrap", sandbox_cgroups="require").resolve_sandbox()
+    settings, warning = Settings(mode="dev", sandbox="bwrap").resolve_sandbox()
+    assert warning.startswith("WARNING") and "no memory hierarchy; mount it" in warning
+    assert settings.sandbox_options() == {"cgroups": "off", "cpus_per_run": 0.0}  # pool processes stay quiet
+    monkeypatch.setattr("grading.sandbox.cgroups.probe", lambda: Probe(True, "cgroup v1"))
+    settings, warning = Settings(mode="prod", secret_key="s" * 40, sandbox="bwrap",
+                                 sandbox_cpus_per_run=1.5).resolve_sandbox()
+    assert warning == "" and settings.sandbox_options() == {"cgroups": "require", "cpus_per_run": 1.5}
+    assert Settings(sandbox="unsafe-local").sandbox_options() == {}
+    with pytest.raises(ValidationError, match="TITANGRADE_SANDBOX_CGROUPS=off"):
+        Settings(mode="prod", secret_key="s" * 40, sandbox_cgroups="off")
+    with pytest.raises(ValidationError):
+        Settings(sandbox_cpus_per_run=-1)
 
 
 def test_prewarm_spec_is_parsed_and_checked():

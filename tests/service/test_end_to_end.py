@@ -45,7 +45,7 @@ def test_solution_full_marks_template_zero_privacy_and_gradebook(served, svc, e2
                 events.append(json.loads(line[6:]))
     kinds = [e["event"] for e in events]
     assert kinds[0] == "queued" and kinds[-1] == "done" and "started" in kinds and "checks" in kinds
-    assert [e for e in events if e["event"] == "cell"][-1] == {"event": "cell", "index": 1, "total": 2}
+    assert [e for e in events if e["event"] == "cell"][-1] == {"event": "cell", "index": 1, "total": 2, "run": 1}
     a = e2e.get(url, tok["alice"], alice)
     assert (a["status"], a["score"], a["max_score"], a["lang"]) == ("graded", 3.0, 3.0, "zh")
     assert all(c["passed"] for c in a["checks"]) and a["graded_at"] and a["attempt"] == 1
@@ -103,3 +103,19 @@ def test_cli_submit_follows_progress_and_prints_the_result(served, svc, e2e, tmp
     assert done.returncode == 0, done.stderr  # graded (exit 1 only for error / not_gradable)
     assert "score 2.0 / 3.0" in done.stdout and "[FAIL] word_value" in done.stdout
     assert "running cell 2 of 2" in done.stderr
+
+
+def test_cli_shows_a_queued_submissions_place_and_estimate(served, svc, e2e, tmp_path):
+    url, tok = served["url"], served["tokens"]
+    e2e.final(url, tok["bob"], e2e.submit(url, tok["bob"], svc.notebook()), proc=served["server"])  # history
+    busy = [e2e.submit(url, tok["bob"], svc.notebook(slow_s=8)) for _ in range(2)]  # both slots
+    e2e.wait_for(lambda: all(e2e.get(url, tok["bob"], sid)["status"] == "running" for sid in busy), 30,
+                 "both slots to be busy", served["server"])
+    path = tmp_path / "mine.ipynb"
+    path.write_bytes(svc.notebook())
+    done = subprocess.run(e2e.CLI + ["submit", str(path)], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(e2e.REPO), TITANGRADE_URL=url,
+                                   TITANGRADE_TOKEN=tok["alice"]))
+    assert done.returncode == 0, done.stderr
+    assert "queued: position 1, starts in about" in done.stderr and "(2 slot(s);" in done.stderr, done.stderr
+    assert done.stderr.index("queued: position 1") < done.stderr.index("picked up by a worker")

@@ -26,18 +26,18 @@ def _insert_0001_rows(engine) -> None:
         for token, user, role, course, revoked in OLD_TOKENS:
             conn.execute(text('INSERT INTO tokens (token_hash, "user", role, course, revoked, created_at) '
                               "VALUES (:h, :u, :r, :c, :rv, :t)"),
-                         dict(h=hash_token(token), u=user, r=role, c=course, rv=revoked, t=NOW))
+                         {"h": hash_token(token), "u": user, "r": role, "c": course, "rv": revoked, "t": NOW})
         for sid, user, course in OLD_SUBS:
             conn.execute(text('INSERT INTO submissions (id, "user", course, exercise_id, lang, attempt, '
                               "idempotency_key, notebook, status, max_score, message, created_at) VALUES "
                               "(:id, :u, :c, 'ch05.svc_sum', 'en', 1, :k, :nb, 'graded', 3.0, '', :t)"),
-                         dict(id=sid, u=user, c=course, k=f"key-{sid}", nb=b"{}", t=NOW))
+                         {"id": sid, "u": user, "c": course, "k": f"key-{sid}", "nb": b"{}", "t": NOW})
             conn.execute(text("INSERT INTO jobs (submission_id, status, lane, priority, devices, world_size, "
                               "attempts, max_attempts, available_at, last_error, created_at) VALUES "
-                              "(:id, 'done', 'short', 0, 0, 1, 1, 3, :t, '', :t)"), dict(id=sid, t=NOW))
+                              "(:id, 'done', 'short', 0, 0, 1, 1, 3, :t, '', :t)"), {"id": sid, "t": NOW})
             for event in ("queued", "done"):
                 conn.execute(text("INSERT INTO progress_events (submission_id, event, data, created_at) "
-                                  "VALUES (:id, :e, '{}', :t)"), dict(id=sid, e=event, t=NOW))
+                                  "VALUES (:id, :e, '{}', :t)"), {"id": sid, "e": event, "t": NOW})
 
 
 def test_0002_turns_names_into_identities_and_keeps_every_row(db_engine):

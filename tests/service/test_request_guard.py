@@ -66,12 +66,14 @@ def test_authenticated_bodies_are_capped_with_and_without_content_length(live_ap
                      read_timeout_s=20)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:300]
     # JSON endpoints take small bodies only
-    big = httpx.post(f"{live_api.url}/api/v1/submissions/abc/override", content=b'{"reason": "' + b"x" * 100_000 + b'"}',
+    body = b'{"reason": "' + b"x" * 100_000 + b'"}'
+    big = httpx.post(f"{live_api.url}/api/v1/submissions/abc/override", content=body,
                      headers={"Authorization": f"Bearer {live_api.tokens['teacher']}",
                               "Content-Type": "application/json"})
     assert big.status_code == 413 and big.json()["error"]["code"] == "too_large"
 
 
 def test_trailing_slash_is_served_not_redirected(live_api):
-    resp = httpx.get(f"{live_api.url}/api/v1/submissions/", headers={"Authorization": f"Bearer {live_api.tokens['alice']}"})
+    headers = {"Authorization": f"Bearer {live_api.tokens['alice']}"}
+    resp = httpx.get(f"{live_api.url}/api/v1/submissions/", headers=headers)
     assert resp.status_code == 200 and resp.json() == {"items": []}

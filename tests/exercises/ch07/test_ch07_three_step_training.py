@@ -47,7 +47,8 @@ def test_band_is_current():
         for metric, entry in band.items():
             per = doc["metrics"][metric]
             assert entry["lower"] == [per[str(s)]["lo"] for s in doc["steps"]], \
-                "reference/traces/cpu-tiny/band.json changed: rerun scripts/notebooks/build_ch07.py three_step_training"
+                ("reference/traces/cpu-tiny/band.json changed: copy its lo/hi into CHECKS['trace_band'] of "
+                 "reference/ch07.three_step_training/three_step_training.py, then `titangrade exercises build`")
             assert entry["upper"] == [per[str(s)]["hi"] for s in doc["steps"]]
     else:
         trace = json.loads((EX.reference_dir / "cpu_tiny_trace.json").read_text())

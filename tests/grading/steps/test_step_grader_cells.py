@@ -24,7 +24,38 @@ def test_no_expected_value_enters_a_grader_cell(toy_catalogue):
     assert json.dumps(reference["checks"]["reward_function"]["calls"][0]["args"]) in sources.replace(" ", "").replace(",", ", ")
     assert p.nonce in p.extract[0].source and p.nonce not in p.seed.source
     assert p.handle in p.seed.source and "1234" in p.seed.source
-    assert [c.label for c in p.extract] == ["answers", "check reward_function"]
+    assert [c.label for c in p.extract] == ["answers", "check reward_function", "check reward_function, hidden cases"]
+    assert [c.call_indices for c in p.extract[1:]] == [(0, 1), (2, 3, 4, 5)]
+
+
+def test_every_public_call_runs_before_any_hidden_input_reaches_the_kernel():
+    """Learner state lives across calls: no cell before the first hidden one may carry a hidden input."""
+    from grading.exercise import Catalogue
+
+    exercise = Catalogue().get("ch07.wordle_reward")
+    reference = exercise.reference()
+    p = plan(exercise, reference=reference)
+    labels = [c.label for c in p.extract]
+    first_hidden = next(i for i, label in enumerate(labels) if label.endswith("hidden cases"))
+    assert all(label.endswith("hidden cases") for label in labels[first_hidden:])
+    assert "check feedback_string" in labels[:first_hidden]  # its check comes after hidden_cases in the manifest
+    calls = [c for spec in reference["checks"].values() for c in spec.get("calls", [])]
+    public = {json.dumps(c["args"]) for c in calls if c.get("public")}
+    hidden = [json.dumps(c["args"]) for c in calls if not c.get("public") and json.dumps(c["args"]) not in public]
+    before = "\n".join(c.source for c in p.extract[:first_hidden]).replace("\\", "")
+    assert hidden and not [h for h in hidden if h in before]
+    assert p.nonce in p.scrub and p.handle in p.scrub
+
+
+def test_scrub_list_skips_hidden_strings_that_are_public_anyway(toy_catalogue):
+    exercise = toy_catalogue.get("ch05.toy")
+    reference = json.loads(json.dumps(exercise.reference()))
+    calls = reference["checks"]["reward_function"]["calls"]
+    calls.append({"args": ["secret-input-xyz", "two greens, one yellow", "attn_type"], "expect": 0.0})
+    p = plan(exercise, reference=reference)
+    assert "secret-input-xyz" in p.scrub
+    assert "two greens, one yellow" not in p.scrub  # it is a public case's label
+    assert "attn_type" not in p.scrub  # mapping feedback names the expected keys by design
 
 
 def test_each_plan_has_fresh_nonce_and_handle(toy_catalogue):

@@ -61,3 +61,45 @@ def test_older_nbformat_is_upgraded(toy_catalogue):
           "worksheets": [{"cells": [{"cell_type": "code", "input": "x = 1", "outputs": [], "language": "python"}]}]}
     nb, _ = load(v3, toy_catalogue)
     assert nb.nbformat == 4 and nb.cells[0].source == "x = 1"
+
+
+def _toy_notebook(n_cells: int = 1) -> dict:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"x{i} = {i}") for i in range(n_cells)])
+    nb.metadata["titangrade"] = {"exercise_id": "ch05.toy"}
+    return json.loads(nbformat.writes(nb))
+
+
+@pytest.mark.parametrize("depth,refused", [(60, False), (70, True), (5000, True)])
+def test_nesting_depth_is_limited_for_bytes_and_parsed_dicts(toy_catalogue, depth, refused):
+    nb = _toy_notebook()
+    nb["metadata"]["deep"] = "@@"
+    text = json.dumps(nb).replace('"@@"', "[" * depth + "]" * depth)
+    for source in (text, text.encode()):
+        if refused:
+            with pytest.raises(InvalidSubmission) as err:
+                load(source, toy_catalogue)
+            assert err.value.code == "invalid_json" and "64 levels" in err.value.message
+        else:
+            assert load(source, toy_catalogue)[1].id == "ch05.toy"
+    if depth < 900:  # a dict from an already-parsed request body (Python's json stops near 1,000 levels)
+        parsed = json.loads(text)
+        if refused:
+            with pytest.raises(InvalidSubmission):
+                load(parsed, toy_catalogue)
+        else:
+            load(parsed, toy_catalogue)
+
+
+def test_unparseably_deep_brackets_are_invalid_json_not_a_crash(toy_catalogue):
+    with pytest.raises(InvalidSubmission) as err:
+        load(b"[" * 200_000, toy_catalogue)
+    assert err.value.code == "invalid_json"  # its HTTP status is the service's (service/errors.py)
+
+
+def test_code_cells_over_the_manifest_cap_are_refused_with_the_cap_named(toy_catalogue):
+    assert toy_catalogue.get("ch05.toy").manifest.limits.max_code_cells == 300
+    load(json.dumps(_toy_notebook(300)), toy_catalogue)
+    with pytest.raises(InvalidSubmission) as err:
+        load(json.dumps(_toy_notebook(301)), toy_catalogue)
+    assert err.value.code == "too_many_cells"  # its HTTP status is the service's (service/errors.py)
+    assert "301 code cells" in err.value.message and "limit of 300" in err.value.message

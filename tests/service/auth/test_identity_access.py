@@ -69,8 +69,8 @@ def test_learner_may_read_but_not_regrade_own_submission(api, svc):
 
 def test_global_role_is_explicit():
     from service.auth.principal import Principal
-    from service.submissions.service import choose_course
     from service.errors import Forbidden, ServiceError
+    from service.submissions.service import choose_course
 
     with pytest.raises(ValueError, match="needs a course"):
         from service.auth.service import create_token
@@ -113,10 +113,11 @@ def test_token_api_create_list_revoke(api, svc):
 
 
 def test_expired_token_is_refused(api, svc):
+    from sqlalchemy import select
+
     from service.auth.models import Token
     from service.auth.service import hash_token
     from service.db import transaction
-    from sqlalchemy import select
 
     token = _token(api, user="fay", role="learner", course="c1", expires_in_days=1)
     assert api.get("/api/v1/me", headers=svc.auth(token)).status_code == 200

@@ -8,6 +8,7 @@ from sqlalchemy import func, select, update
 
 from service.db import transaction, utcnow
 from service.grades.models import OutboxEvent
+from service.grades.service import record_grade
 from service.queue import service as queue
 from service.queue.models import Job
 from service.submissions.models import Submission
@@ -19,6 +20,21 @@ def _claim(sessions, worker="w1", lanes=("short", "long"), free_devices=0, lease
     with transaction(sessions) as s:
         return queue.claim(s, worker_id=worker, lanes=lanes, free_devices=free_devices, max_world_size=8,
                            lease_s=lease_s)
+
+
+def _store(session, job, result=RESULT) -> bool:
+    """What the worker does with a finished job: the fenced finish, then the grade, in one transaction."""
+    if not queue.complete(session, job=job):
+        return False
+    record_grade(session, submission_id=job.submission_id, result=result)
+    return True
+
+
+def _fail(session, job, error, retryable=True) -> str:
+    state = queue.fault(session, job=job, error=error, retryable=retryable, backoff_s=0)
+    if state == "failed":
+        record_grade(session, submission_id=job.submission_id, result=None, fault=error)
+    return state
 
 
 def _expire(sessions, job_id):
@@ -76,15 +92,15 @@ def test_expired_lease_is_reclaimed_and_old_holder_is_fenced_off(sessions, add_s
     old = _claim(sessions, worker="dead")
     _expire(sessions, old.job_id)
     with transaction(sessions) as s:
-        assert queue.reap_expired(s) == 1
+        assert [e.gave_up for e in queue.reap_expired(s)] == [False]
     new = _claim(sessions, worker="alive")
     assert new.job_id == old.job_id and new.attempt == 2
     with transaction(sessions) as s:
-        assert queue.complete(s, job=old, result=RESULT) is False
+        assert _store(s, old) is False
     with transaction(sessions) as s:
-        assert queue.complete(s, job=new, result=RESULT) is True
+        assert _store(s, new) is True
     with transaction(sessions) as s:
-        assert queue.complete(s, job=new, result=RESULT) is False  # a job is stored once
+        assert _store(s, new) is False  # a job is stored once
         stored = s.get(Submission, sub.id)
         assert (stored.status, stored.score) == ("graded", 3.0)
         assert s.scalar(select(func.count()).select_from(OutboxEvent)) == 1
@@ -108,11 +124,11 @@ def test_grader_faults_retry_then_become_not_gradable(sessions, add_submission):
         sub, _ = add_submission(s, max_attempts=2)
     first = _claim(sessions)
     with transaction(sessions) as s:
-        assert queue.fault(s, job=first, error="kernel did not start", retryable=True, backoff_s=0) == "queued"
+        assert _fail(s, first, "kernel did not start") == "queued"
     second = _claim(sessions)
     assert second.attempt == 2
     with transaction(sessions) as s:
-        assert queue.fault(s, job=second, error="kernel did not start", retryable=True, backoff_s=0) == "failed"
+        assert _fail(s, second, "kernel did not start") == "failed"
     with sessions() as s:
         stored = s.get(Submission, sub.id)
         assert stored.status == "not_gradable" and stored.score is None
@@ -125,7 +141,7 @@ def test_non_retryable_fault_fails_at_once(sessions, add_submission):
         sub, _ = add_submission(s)
     job = _claim(sessions)
     with transaction(sessions) as s:
-        assert queue.fault(s, job=job, error="exercise removed", retryable=False, backoff_s=0) == "failed"
+        assert _fail(s, job, "exercise removed", retryable=False) == "failed"
     with sessions() as s:
         assert s.get(Submission, sub.id).status == "not_gradable"
 
@@ -136,7 +152,9 @@ def test_reaping_after_the_last_attempt_gives_up(sessions, add_submission):
     job = _claim(sessions)
     _expire(sessions, job.job_id)
     with transaction(sessions) as s:
-        queue.reap_expired(s)
+        expired = queue.reap_expired(s)
+        assert [(e.submission_id, e.gave_up) for e in expired] == [(sub.id, True)]
+        record_grade(s, submission_id=sub.id, result=None, fault=expired[0].reason)
     with sessions() as s:
         assert s.get(Submission, sub.id).status == "not_gradable"
         assert s.get(Job, job.job_id).status == "failed"
@@ -163,22 +181,3 @@ def test_release_requeues_at_once_without_counting_an_attempt(sessions, add_subm
     assert again.job_id == held.job_id and again.attempt == 1
     with sessions() as s:
         assert s.get(Submission, sub.id).status == "running"
-
-
-def test_a_failed_regrade_keeps_the_previous_grade(sessions, add_submission):
-    with transaction(sessions) as s:
-        sub, _ = add_submission(s, max_attempts=1)
-    with transaction(sessions) as s:
-        queue.complete(s, job=_claim(sessions), result=RESULT)
-    with transaction(sessions) as s:
-        queue.enqueue(s, submission_id=sub.id, lane="short", priority=queue.BULK_REGRADE_PRIORITY, devices=0,
-                      world_size=1, max_attempts=1)
-    regrade = _claim(sessions)
-    with transaction(sessions) as s:
-        assert queue.fault(s, job=regrade, error="kernel did not start", retryable=True, backoff_s=0) == "failed"
-    with sessions() as s:
-        stored = s.get(Submission, sub.id)
-        assert (stored.status, stored.score) == ("graded", 3.0)
-        assert "previous grade stands" in stored.message
-        kinds = [o.kind for o in s.scalars(select(OutboxEvent).order_by(OutboxEvent.id))]
-        assert kinds == ["grade.stored", "grade.regrade_failed"]

@@ -23,12 +23,15 @@ def _frames(api, svc, sid, token, **headers):
 
 def _grade(api, score: float) -> None:
     from service.db import transaction
+    from service.grades.service import record_grade
     from service.queue import service as queue
 
     with transaction(api.app_state.sessions) as s:
         job = queue.claim(s, worker_id="w", lanes=("short",), free_devices=0, max_world_size=1, lease_s=30)
     with transaction(api.app_state.sessions) as s:
-        assert queue.complete(s, job=job, result={"status": "graded", "score": score, "max_score": 3.0, "checks": []})
+        assert queue.complete(s, job=job)
+        record_grade(s, submission_id=job.submission_id,
+                     result={"status": "graded", "score": score, "max_score": 3.0, "checks": []})
 
 
 def test_reconnect_after_done_gets_204_at_once(api, svc):
@@ -68,9 +71,41 @@ def test_after_a_regrade_the_stream_follows_the_new_run(api, svc):
     assert api.get(f"{URL}/{sid}", headers=svc.auth(token)).json()["run"] == 2
 
 
-def test_an_id_from_the_future_does_not_hide_new_events(api, svc):
+def test_odd_last_event_ids_replay_or_end_but_never_fail(api, svc):
     token = api.tokens["alice"]
     sid = api.post(URL, files={"notebook": ("a.ipynb", svc.notebook())}, headers=svc.auth(token)).json()["id"]
     _grade(api, 2.0)
-    status, frames = _frames(api, svc, sid, token, **{"Last-Event-ID": "99999999"})
-    assert status == 204 or frames[-1][1]["event"] == "done"
+    status, _ = _frames(api, svc, sid, token, **{"Last-Event-ID": "9" * 40})  # past the done: nothing more
+    assert status == 204
+    for odd in ("\u00b2".encode("latin-1"), b"-1", b"abc"):  # not a plain number: replay the run
+        status, frames = _frames(api, svc, sid, token, **{"Last-Event-ID": odd})
+        assert status == 200 and [f[1]["event"] for f in frames] == ["queued", "claimed", "done"]
+
+
+def test_cli_client_resumes_a_timed_out_stream_until_done(live_api, svc):
+    """`titangrade submit` follows through stream time limits (Last-Event-ID) and stops at done or 204."""
+    import threading
+
+    import httpx
+
+    from service.client import _follow
+
+    state = live_api.app.state
+    saved = state.settings
+    state.settings = saved.model_copy(update={"events_max_s": 0.5, "events_poll_s": 0.1})
+    try:
+        headers = {"Authorization": f"Bearer {live_api.tokens['bob']}"}
+        with httpx.Client(base_url=live_api.url, headers=headers, timeout=30) as client:
+            sid = client.post(URL, files={"notebook": ("a.ipynb", svc.notebook())}).json()["id"]
+            grader = threading.Timer(2.0, _grade, args=(type("A", (), {"app_state": state})(), 3.0))
+            grader.start()
+            started = time.monotonic()
+            _follow(client, sid)
+            took = time.monotonic() - started
+            grader.join()
+            assert 1.9 < took < 15 and client.get(f"{URL}/{sid}").json()["status"] == "graded"
+            started = time.monotonic()
+            _follow(client, sid)  # already done: replays the run and returns at once
+            assert time.monotonic() - started < 3
+    finally:
+        state.settings = saved

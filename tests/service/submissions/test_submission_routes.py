@@ -55,6 +55,9 @@ def test_idempotency_key_returns_the_same_submission(api, svc):
     ("needs_devices", 422, "resources_unavailable"),
     ("no_boundary", 400, "malformed_multipart"),
     ("text_not_file", 422, "invalid_request"),
+    ("deep_brackets", 422, "invalid_json"),
+    ("deep_list", 422, "invalid_json"),
+    ("too_many_cells", 422, "too_many_cells"),
 ])
 def test_malformed_submissions_get_documented_4xx(api, svc, case, status, code):
     token = api.tokens["alice"]
@@ -86,6 +89,17 @@ def test_malformed_submissions_get_documented_4xx(api, svc, case, status, code):
         resp = api.post(URL, content=b"abc", headers=svc.auth(token, **{"Content-Type": "multipart/form-data"}))
     elif case == "text_not_file":
         resp = api.post(URL, data={"notebook": nb.decode()}, headers=svc.auth(token))
+    elif case == "deep_brackets":
+        resp = _post(api, svc, token, b"[" * 200_000)
+    elif case == "deep_list":
+        deep = json.loads(nb)
+        deep["metadata"]["deep"] = "@@DEEP@@"
+        resp = _post(api, svc, token, json.dumps(deep).replace('"@@DEEP@@"', "[" * 5000 + "]" * 5000).encode())
+    elif case == "too_many_cells":
+        many = json.loads(nb)
+        many["cells"] = [{"cell_type": "code", "metadata": {}, "source": "1", "outputs": [], "execution_count": None,
+                          "id": f"c{i}"} for i in range(301)]
+        resp = _post(api, svc, token, json.dumps(many).encode())
     else:
         resp = _post(api, svc, token, svc.notebook("ch05.svc_gpu"))
     _error(resp, status, code)
@@ -177,6 +191,7 @@ def test_health_metrics_and_openapi(api, svc):
 
 def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc):
     from service.db import transaction
+    from service.grades.service import record_grade
     from service.queue import service as queue
     from service.submissions import events
 
@@ -187,7 +202,8 @@ def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc)
     with transaction(sessions) as s:
         events.add(s, submission_id=sid, event={"event": "cell", "index": 0, "total": 2})
     with transaction(sessions) as s:
-        queue.complete(s, job=job, result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+        assert queue.complete(s, job=job)
+        record_grade(s, submission_id=sid, result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
 
     def stream(**headers):
         frames = []

@@ -1,0 +1,1 @@
+"""Exercise authoring: master files -> template, solution, answer file, mistake fixtures (docs/exercise-format.md)."""

@@ -1,0 +1,145 @@
+"""`titangrade exercises new chNN.name`: the two source files of a new exercise, already valid.
+
+The scaffold builds and validates as it is (a sum-of-squares function with one public and two hidden
+cases and one typical mistake), so an author starts from a green `validate` and edits from there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grading.authoring.master import AuthoringError
+from grading.exercise import EXERCISE_ID
+
+MANIFEST = """\
+# Hand-written source: the manifest of {id} (docs/exercise-format.md). The master with the solution,
+# the stubs and the hidden cases is reference/{id}/{name}.py; `titangrade exercises build` writes the rest.
+id = "{id}"
+chapter = {chapter}
+notebook = "{name}.ipynb"
+kernel_family = "light"
+lane = "short"
+seed = 1234
+
+[title]
+en = "TODO: the English title"
+zh = "TODO：中文标题"
+
+[limits]
+cell_timeout_s = 30
+run_timeout_s = 120
+memory_mb = 2048
+
+[resources]
+world_size = 1
+devices = 0
+device_kinds = ["cpu", "cuda", "npu"]
+
+[[answers]]
+name = "solve"
+kind = "function"
+
+[[checks]]
+name = "public_cases"
+answer = "solve"
+kind = "function"
+points = 4
+title = {{ en = "The public example", zh = "公开示例" }}
+
+[[checks]]
+name = "hidden_cases"
+answer = "solve"
+kind = "function"
+points = 6
+title = {{ en = "Hidden cases", zh = "隐藏用例" }}
+"""
+
+MASTER = '''\
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+#   language_info:
+#     name: python
+# ---
+
+# %% [markdown]
+# # 第 {chapter} 章 · 练习：TODO
+#
+# 实现 `solve(numbers)`：返回各数平方之和。
+#
+# ---
+#
+# # Chapter {chapter} · Exercise: TODO
+#
+# Implement `solve(numbers)`: return the sum of the squares of the numbers.
+
+# %%
+def solve(numbers):
+    ### BEGIN SOLUTION
+    return sum(x * x for x in numbers)
+    ### STUB
+    # """Return the sum of the squares of `numbers`."""
+    # raise NotImplementedError("implement solve(numbers)")
+    ### END SOLUTION
+
+# %% [markdown]
+# ## 自查（仅公开用例）
+#
+# ---
+#
+# ## Self-check (public cases only)
+
+# %% tags=["self-check"]
+from exercises.lab.selfcheck import show
+
+show("solve([1, 2, 3])", lambda: solve([1, 2, 3]), 14)
+
+# %% tags=["grader"]
+# Grader only: never in the template or the solution.
+CHECKS = {{
+    "public_cases": {{
+        "compare": "numeric",
+        "feedback": {{"en": "Square each number before adding.", "zh": "先把每个数平方再相加。"}},
+        "calls": [{{"args": [[1, 2, 3]], "public": True, "label": "solve([1, 2, 3])", "expect": 14}}],
+    }},
+    "hidden_cases": {{
+        "compare": "numeric",
+        "feedback": {{"en": "Square each number, negative ones too, before adding.",
+                     "zh": "每个数（包括负数）都先平方再相加。"}},
+        "calls": [{{"args": [[-2, 5]], "public": False, "expect": 29}},
+                  {{"args": [[]], "public": False, "expect": 0}}],
+    }},
+}}
+
+MISTAKES = [
+    {{"name": "no_square", "score": 3.0, "fails": {{"hidden_cases": "Square each number"}},
+     "patch": [{{"find": "x * x for x", "replace": "x for x"}}]}},
+]
+'''
+
+
+def scaffold(exercise_id: str, *, exercises_root: Path, reference_root: Path) -> list[Path]:
+    """Write exercises/chNN/<name>/exercise.toml and reference/<id>/<name>.py; refuse to overwrite."""
+    if not EXERCISE_ID.match(exercise_id):
+        raise AuthoringError(
+            "<command line>",
+            1,
+            f"{exercise_id!r} is not an exercise id",
+            "use chNN.snake_name, e.g. ch09.reward_shaping",
+        )
+    chapter_dir, name = exercise_id.split(".", 1)
+    manifest = exercises_root / chapter_dir / name / "exercise.toml"
+    master = reference_root / exercise_id / f"{name}.py"
+    for path in (manifest, master):
+        if path.exists():
+            raise AuthoringError(
+                path, 1, f"{exercise_id} already exists", "pick another name, or edit the existing files"
+            )
+    fields = {"id": exercise_id, "name": name, "chapter": int(chapter_dir[2:])}
+    for path, text in ((manifest, MANIFEST), (master, MASTER)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.format(**fields), encoding="utf-8")
+    return [manifest, master]

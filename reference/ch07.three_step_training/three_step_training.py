@@ -1,0 +1,202 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+#   language_info:
+#     name: python
+# ---
+
+# %% [markdown]
+# # 第 7 章 · 练习：3 步 TorchTitan 训练
+#
+# 课程在 NPU 上用 `TOTAL_TRAINING_STEPS=3 SAVE_FREQ=-1 TEST_FREQ=-1` 跑完整流程：不保存 checkpoint，不做周期或最终验证
+# （训练前的验证仍会运行），warmup 5 被截为 3。这里没有 NPU，所以用课程运行时 `exercises.lab.train`：同样的 GRPO、
+# Wordle 奖励与智能体循环、verl 指标名，模型换成很小的 Qwen3，在 2 个 CPU rank 上用 torchtitan FSDP2（gloo）训练。
+#
+# ---
+#
+# # Chapter 7 · Exercise: a 3-step TorchTitan training run
+#
+# On the NPU the course runs the whole pipeline with `TOTAL_TRAINING_STEPS=3 SAVE_FREQ=-1 TEST_FREQ=-1`: no
+# checkpoint, no periodic or final validation (the validation before training still runs), and warmup 5 clamped to
+# 3. There is no NPU here, so use the course runtime `exercises.lab.train`: the same GRPO, Wordle reward and agent
+# loop and verl's metric names, with a tiny Qwen3 trained by torchtitan FSDP2 on 2 CPU ranks (gloo).
+
+# %% [markdown]
+# ## 任务
+# 1. 写出 `config`（`TrainConfig` 字段的字典），对应课程运行：`profile="cpu-tiny"`、3 步、`save_freq`/`test_freq` 为 −1、
+#    `data_parallel_shard_size=2`、`context_parallel_size=1`、`world_size=2`、`reshard_after_forward="always"`、
+#    warmup 5、cosine、`min_lr_factor=0.1`、`kl_loss_coef=0.001`、`kl_loss_type="low_var_kl"`、`entropy_coeff=0.004`。
+#    学习率保持配置自带的值（小模型需要比 1.7B 的 1e-6 更大的 lr）。
+# 2. `result = run(config)`，大约 40 秒。评分读取 `result["out_dir"]` 下的 `metrics.jsonl` 和 `run.json`。
+#
+# ---
+#
+# ## Tasks
+# 1. Write `config` (a dict of `TrainConfig` fields) matching the course run: `profile="cpu-tiny"`, 3 steps,
+#    `save_freq`/`test_freq` −1, `data_parallel_shard_size=2`, `context_parallel_size=1`, `world_size=2`,
+#    `reshard_after_forward="always"`, warmup 5, cosine, `min_lr_factor=0.1`, `kl_loss_coef=0.001`,
+#    `kl_loss_type="low_var_kl"`, `entropy_coeff=0.004`. Keep the profile's own learning rate (the tiny model
+#    needs a larger one than the 1.7B model's 1e-6).
+# 2. `result = run(config)`, about 40 s. Grading reads `metrics.jsonl` and `run.json` under `result["out_dir"]`.
+
+# %%
+### BEGIN SOLUTION
+config = {
+    'profile': 'cpu-tiny',           # tiny Qwen3 + 2 CPU ranks (gloo); the NPU run uses Qwen3-1.7B
+    'steps': 3,                      # TOTAL_TRAINING_STEPS=3
+    'save_freq': -1,                 # SAVE_FREQ=-1: no checkpoint
+    'test_freq': -1,                 # TEST_FREQ=-1
+    'data_parallel_shard_size': 2,   # actor.torchtitan.data_parallel_shard_size=2 (FSDP2)
+    'context_parallel_size': 1,      # actor.torchtitan.context_parallel_size=1
+    'world_size': 2,                 # 1 node x 2 devices
+    'reshard_after_forward': 'always', # actor.torchtitan.reshard_after_forward=always
+    'warmup_steps': 5,               # optim.lr_warmup_steps=5
+    'decay_type': 'cosine',          # optim.decay_type=cosine
+    'min_lr_factor': 0.1,            # optim.min_lr_factor=0.1
+    'kl_loss_coef': 0.001,           # actor.kl_loss_coef=0.001
+    'kl_loss_type': 'low_var_kl',    # actor.kl_loss_type=low_var_kl
+    'entropy_coeff': 0.004,          # actor.entropy_coeff=0.004
+    'out_dir': 'runs/three_step',
+}
+### STUB
+# config = None  # a dict of TrainConfig fields, see the table above
+### END SOLUTION
+
+# %%
+from exercises.lab.train import run
+
+### BEGIN SOLUTION
+result = run(config)  # ~40 s on two CPU cores: 2 ranks x 3 GRPO steps
+print(result["out_dir"], "wall", round(result["wall_s"], 1), "s")
+### STUB
+# result = None  # result = run(config)
+### END SOLUTION
+
+# %% [markdown]
+# ## 看一看结果
+#
+# ---
+#
+# ## Look at the run
+
+# %%
+if result is not None:
+    for rec in result["metrics"]:
+        print({k: round(rec[k], 6) for k in ("step", "actor/pg_loss", "actor/kl_loss", "actor/lr",
+                                             "critic/score/mean")})
+    print({k: result["run"][k] for k in ("model_engine", "world_size", "params_are_dtensors")},
+          result["run"]["parallel"])
+
+# %% tags=["grader"]
+# Grader only: never in the template or the solution. Hidden cases with their expected values
+# (CHECKS: the answer file), and typical mistakes as patches of the solution with the score
+# and the check each must fail.
+CHECKS = {'config': {'extra_keys': 'ignore',
+            'feedback': {'en': "Translate the course's TorchTitan run into TrainConfig fields: the keys "
+                               'named above do not match the 3-step run (TOTAL_TRAINING_STEPS=3 SAVE_FREQ=-1 '
+                               "TEST_FREQ=-1) or the actor's torchtitan/optim settings.",
+                         'zh': '把课程的 TorchTitan 运行翻译成 TrainConfig 字段：上面列出的键与 3 步运行（TOTAL_TRAINING_STEPS=3 '
+                               'SAVE_FREQ=-1 TEST_FREQ=-1）或 actor 的 torchtitan/optim 设置不一致。'},
+            'expected': {'profile': 'cpu-tiny',
+                         'steps': 3,
+                         'save_freq': -1,
+                         'test_freq': -1,
+                         'data_parallel_shard_size': 2,
+                         'context_parallel_size': 1,
+                         'world_size': 2,
+                         'reshard_after_forward': 'always',
+                         'warmup_steps': 5,
+                         'decay_type': 'cosine',
+                         'min_lr_factor': 0.1,
+                         'kl_loss_coef': 0.001,
+                         'kl_loss_type': 'low_var_kl',
+                         'entropy_coeff': 0.004}},
+ 'run_setup': {'run': {'model_engine': 'torchtitan',
+                       'world_size': 2,
+                       'total_training_steps': 3,
+                       'params_are_dtensors': True,
+                       'status': 'finished',
+                       'parallel.data_parallel_shard_size': 2,
+                       'parallel.context_parallel_size': 1,
+                       'parallel.reshard_after_forward': 'always'},
+               'present_files': ['metrics.jsonl', 'run.json'],
+               'absent_files': ['checkpoints', '*.safetensors'],
+               'feedback': {'en': 'run.json must show model_engine torchtitan on 2 ranks with FSDP2 (shard '
+                                  '2, cp 1, reshard always, DTensor params), and a 3-step run with '
+                                  'SAVE_FREQ=-1 writes no checkpoints.',
+                            'zh': 'run.json 应显示 model_engine=torchtitan、2 个 rank、FSDP2（shard 2、cp 1、reshard '
+                                  'always、参数为 DTensor），且 SAVE_FREQ=-1 的 3 步运行不写 checkpoint。'}},
+ 'trace_shape': {'metrics': ['training/global_step',
+                             'actor/pg_loss',
+                             'actor/kl_loss',
+                             'actor/entropy',
+                             'actor/grad_norm',
+                             'actor/lr',
+                             'critic/score/mean',
+                             'response_length/mean',
+                             'num_turns/mean',
+                             'timing_s/step',
+                             'timing_per_token_ms/update_actor',
+                             'perf/total_num_tokens'],
+                 'steps': 3,
+                 'finite': True,
+                 'feedback': {'en': "Expect exactly 3 step records carrying verl's metric names "
+                                    '(actor/pg_loss, critic/score/mean, timing_per_token_ms/update_actor, '
+                                    '...) with finite values.',
+                              'zh': '应恰好有 3 条 step 记录，带 verl '
+                                    '的指标名（actor/pg_loss、critic/score/mean、timing_per_token_ms/update_actor '
+                                    '等），且数值有限。'}},
+ 'trace_values': {'equals': {'training/global_step': [1, 2, 3],
+                             'actor/lr': [6.6666666666666675e-06, 1.3333333333333335e-05, 2e-05]},
+                  'band': {'actor/kl_loss': {'lower': [-1e-09, 0.0, 0.0], 'upper': [1e-09, 0.1, 0.1]}},
+                  'rtol': 1e-06,
+                  'atol': 1e-12,
+                  'feedback': {'en': 'global_step runs 1..3; with warmup 5 clamped to the 3 steps the LR '
+                                     "factor is 1/3, 2/3, 1 of the profile's lr; actor and reference are "
+                                     'identical at step 1, so kl_loss starts at 0.',
+                               'zh': 'global_step 为 1..3；warmup 5 被截为 3 步，学习率系数为配置 lr 的 1/3、2/3、1；第一步 actor '
+                                     '与 reference 相同，kl_loss 为 0。'}},
+ 'trace_band': {'band': {'actor/entropy': {'lower': [1.1409508729696634,
+                                                     1.142387016379019,
+                                                     1.1508579713033158],
+                                           'upper': [1.510076156013808,
+                                                     1.5141442686045559,
+                                                     1.524960441641562]},
+                         'actor/grad_norm': {'lower': [-1.5621711790561674,
+                                                       -0.03703220486640929,
+                                                       -0.0055590152740478405],
+                                             'upper': [6.256828564405441,
+                                                       1.0795926034450531,
+                                                       1.0764551639556885]},
+                         'actor/pg_loss': {'lower': [-0.10505448044277728,
+                                                     -0.07847429097164423,
+                                                     -0.08388427617028356],
+                                           'upper': [0.06299095782451332,
+                                                     0.06929755823221058,
+                                                     0.07121492987498641]},
+                         'critic/score/mean': {'lower': [0.2510416666666667,
+                                                         0.19270833333333334,
+                                                         0.2875000000000002],
+                                               'upper': [0.6885416666666669, 0.721875, 0.6958333333333333]},
+                         'response_length/mean': {'lower': [162.84375, 170.46875, 170.78125],
+                                                  'upper': [227.96875, 239.34375, 230.40625]}},
+                'feedback': {'en': 'Score, entropy, response length or grad norm left the band recorded for '
+                                   'profile cpu-tiny; run the profile as given (its lr, batch and seed) '
+                                   "rather than the 1.7B model's values.",
+                             'zh': '得分、熵、回复长度或梯度范数超出了 cpu-tiny 配置记录的范围；请按给定配置运行（其 lr、batch 与 seed），不要换成 1.7B '
+                                   '模型的数值。'}}}
+
+MISTAKES = [{'name': 'default_reshard',
+  'score': 9.1904,
+  'fails': {'config': 'reshard_after_forward', 'run_setup': 'reshard_after_forward'},
+  'patch': [{'find': "    'reshard_after_forward': 'always', # actor.torchtitan.reshard_after_forward=always",
+             'replace': "    'reshard_after_forward': 'default', # "
+                        'actor.torchtitan.reshard_after_forward=always'}]},
+ {'name': 'keeps_save_freq',
+  'score': 9.1904,
+  'fails': {'config': 'save_freq', 'run_setup': 'checkpoints'},
+  'patch': [{'find': "    'save_freq': -1,                 # SAVE_FREQ=-1: no checkpoint",
+             'replace': "    'save_freq': 25,                 # SAVE_FREQ=-1: no checkpoint"}]}]

@@ -1,0 +1,91 @@
+"""The executor's typed outcome: `Graded(result)` or `Faulted(reason, retryable)`, and how the worker
+stores each (real database; no kernels needed)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from service.db import transaction
+from service.queue import service as queue
+from service.queue.models import Job
+from service.submissions.models import Submission
+from service.workers.executor import _CHILD, Faulted, Graded, GradingTicket, grade_ticket
+from service.workers.worker import Worker
+
+
+def _result(status: str, score: float | None) -> dict:
+    return {
+        "exercise_id": "ch05.svc_sum",
+        "status": status,
+        "score": score,
+        "max_score": 3.0,
+        "checks": [],
+        "message": "kernel did not start" if status == "not_gradable" else "",
+        "cells": [],
+        "limits_hit": [],
+        "sandbox": "unsafe-local",
+        "device": "cpu",
+        "duration_s": 0.1,
+        "engine_version": "test",
+    }
+
+
+def _claimed(sessions, add_submission, *, max_attempts=3):
+    with transaction(sessions) as s:
+        sub, _ = add_submission(s, max_attempts=max_attempts)
+    with transaction(sessions) as s:
+        job = queue.claim(s, worker_id="w1", lanes=("short",), free_devices=0, max_world_size=1, lease_s=30)
+    return sub, job
+
+
+def _worker(sessions, svc, db_url) -> Worker:
+    from service.workers.devices import WorkerDevices
+
+    return Worker(
+        settings=svc.settings(db_url),
+        sessions=sessions,
+        executor=None,  # type: ignore[arg-type]
+        devices=WorkerDevices.from_setting(""),
+    )
+
+
+def _state(sessions, sub_id):
+    with sessions() as s:
+        sub = s.get(Submission, sub_id)
+        job = s.scalar(select(Job).where(Job.submission_id == sub_id))
+        return sub.status, sub.score, job.status
+
+
+@pytest.mark.parametrize(
+    "outcome, expected",
+    [
+        (Graded(_result("graded", 3.0)), ("stored", ("graded", 3.0, "done"))),
+        (Graded(_result("not_gradable", None)), ("queued", ("queued", None, "queued"))),
+        (Faulted("sandbox failed", retryable=True), ("queued", ("queued", None, "queued"))),
+        (Faulted("exercise removed", retryable=False), ("failed", ("not_gradable", None, "failed"))),
+    ],
+)
+def test_worker_branches_on_the_outcome_type(db_url, sessions, svc, add_submission, outcome, expected):
+    sub, job = _claimed(sessions, add_submission)
+    worker = _worker(sessions, svc, db_url)
+    with transaction(sessions) as s:
+        state = worker._store(s, job, outcome)
+    assert (state, _state(sessions, sub.id)) == expected
+    assert worker.stored == (1 if state == "stored" else 0)
+
+
+def test_an_untyped_outcome_is_refused(db_url, sessions, svc, add_submission):
+    _, job = _claimed(sessions, add_submission)
+    worker = _worker(sessions, svc, db_url)
+    with pytest.raises(TypeError, match="expected Graded or Faulted"), transaction(sessions) as s:
+        worker._store(s, job, {"result": _result("graded", 3.0)})
+    assert worker.stored == 0
+
+
+def test_a_stale_ticket_is_a_final_fault(db_url, sessions, add_submission, monkeypatch):
+    """A ticket whose lease token no longer matches the job is refused before any grading starts."""
+    sub, job = _claimed(sessions, add_submission)
+    monkeypatch.setitem(_CHILD, "sessions", sessions)
+    outcome = grade_ticket(GradingTicket(job_id=job.job_id, submission_id=sub.id, lease_token="0" * 32))
+    assert isinstance(outcome, Faulted) and not outcome.retryable and "lease no longer held" in outcome.reason

@@ -76,6 +76,7 @@ def _store_grade(sessions, *, add, user: str = "alice", course: str = "c1", scor
     """Grade a submission the way a worker does (claim, then the queue's fenced complete/fault), so the
     outbox row is exactly what real grading writes. A new submission unless `submission_id` (a regrade)."""
     from service.db import transaction
+    from service.grades.service import record_grade
     from service.queue import service as queue
     from service.submissions.models import Submission
 
@@ -93,8 +94,11 @@ def _store_grade(sessions, *, add, user: str = "alice", course: str = "c1", scor
     with transaction(sessions) as s:
         if status == "not_gradable":
             assert queue.fault(s, job=job, error="kernel did not start", retryable=False, backoff_s=0) == "failed"
+            record_grade(s, submission_id=submission_id, result=None, fault="kernel did not start")
         else:
-            assert queue.complete(s, job=job, result={"status": status, "score": score, "max_score": 3.0, "checks": []})
+            assert queue.complete(s, job=job)  # the fence; the worker stores the grade in the same transaction
+            record_grade(s, submission_id=submission_id,
+                         result={"status": status, "score": score, "max_score": 3.0, "checks": []})
     return submission_id
 
 

@@ -71,6 +71,41 @@ class Check(_Strict):
     title: Text | None = None
 
 
+MODULE_NAME = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+
+
+class Policy(_Strict):
+    """What the learner must write themselves and what they may use (docs/exercise-format.md).
+
+    `own`: graded callables whose code must come from the learner's notebook cells (default: every
+    `function` answer). `forbid`: modules whose code the learner may not use; the sandbox hides each
+    one from the kernel (grading/sandbox/views.py) and a graded callable that reaches one scores 0
+    (grading/provenance.py). `allow`: modules the notebook is meant to use (documentation, checked not
+    to overlap `forbid`). `lesson`: said to the learner when using a library *is* the exercise.
+    """
+
+    own: tuple[str, ...] | None = None
+    forbid: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+    lesson: Text | None = None
+
+    @field_validator("forbid", "allow")
+    @classmethod
+    def _modules(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not re.match(MODULE_NAME, name):
+                raise ValueError(f"{name!r} is not a dotted module name")
+        return v
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> Policy:
+        for f in self.forbid:
+            for a in self.allow:
+                if a == f or a.startswith(f + "."):
+                    raise ValueError(f"allowed module {a!r} lies inside forbidden {f!r}")
+        return self
+
+
 class Manifest(_Strict):
     id: str
     chapter: int = Field(ge=1, le=99)
@@ -84,6 +119,7 @@ class Manifest(_Strict):
     resources: Resources = Resources()
     answers: tuple[Answer, ...]
     checks: tuple[Check, ...]
+    policy: Policy = Policy()
 
     @field_validator("id")
     @classmethod
@@ -93,7 +129,7 @@ class Manifest(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Manifest":
+    def _consistent(self) -> Manifest:
         if int(self.id[2:4]) != self.chapter:
             raise ValueError(f"id {self.id} does not match chapter {self.chapter}")
         names = {a.name for a in self.answers}
@@ -102,7 +138,18 @@ class Manifest(_Strict):
                 raise ValueError(f"check {c.name!r} reads undeclared answer {c.answer!r}")
         if len({c.name for c in self.checks}) != len(self.checks):
             raise ValueError("check names must be unique")
+        functions = {a.name for a in self.answers if a.kind == "function"}
+        for name in self.policy.own or ():
+            if name not in functions:
+                raise ValueError(f"policy.own names {name!r}, which is not a function answer")
         return self
+
+    @property
+    def own(self) -> tuple[str, ...]:
+        """The graded callables that must be the learner's own code."""
+        if self.policy.own is not None:
+            return self.policy.own
+        return tuple(a.name for a in self.answers if a.kind == "function")
 
     @property
     def max_score(self) -> float:

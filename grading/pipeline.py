@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import nbformat
 
+from grading import provenance
 from grading.errors import GraderFault, InvalidSubmission
 from grading.exercise import Catalogue, Exercise
 from grading.i18n import t
@@ -118,13 +119,19 @@ def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox:
     plan = grader_cells.plan(exercise, reference=reference)
     scrub.update(needles=plan.scrub, public=plan.public_text)
     sandbox = sandbox or default_sandbox()
-    request = KernelRequest(limits=manifest.limits, devices=devices, kernel_family=manifest.kernel_family)
+    request = KernelRequest(limits=manifest.limits, devices=devices, kernel_family=manifest.kernel_family,
+                            hidden_modules=manifest.policy.forbid)
     execution = run_notebook(clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang,
                              progress=emit)
     if execution.fault is not None:
         raise GraderFault(execution.fault)
     emit({"event": "checks"})
     checks = score_checks(exercise, execution, lang=lang, reference=reference, plan=plan)
+    if manifest.own or manifest.policy.forbid:  # the work must be the learner's own (grading/provenance.py)
+        sources = [c.source for c in nb.cells if c.cell_type == "code"]
+        # the kernel answered but the reporter did not (sabotaged or killed): {} makes `own` unverified
+        payload = execution.payloads.get(provenance.LABEL, {}) if "answers" in execution.payloads else None
+        checks = provenance.enforce(exercise, checks, provenance.judge(manifest, payload, sources, lang=lang))
     status, message = decide_status(execution, checks, lang=lang)
     trace, profile = training_trace(exercise, execution.payloads)
     return GradeResult(exercise_id=exercise.id, status=status, score=total(checks), max_score=manifest.max_score,

@@ -8,12 +8,10 @@ Loading mirrors torchtitan's `initial_load_in_hf`: safetensors -> `Qwen3StateDic
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import torch
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, set_model_state_dict
-from torch.distributed.tensor import DTensor
+from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 from torchtitan.models.qwen3 import Qwen3StateDictAdapter
 
 from exercises.lab.model import ModelDims, dims_from_hf_config, titan_config
@@ -72,28 +70,11 @@ def load_hf_into_model(model: torch.nn.Module, directory: str | Path, adapter: Q
     return len(titan_sd)
 
 
-def get_per_tensor_param(
-    model: torch.nn.Module, adapter: Qwen3StateDictAdapter, *, dtype: torch.dtype = torch.bfloat16,
-    device: str | torch.device = "cpu",
-) -> Iterator[tuple[str, torch.Tensor]]:
-    """Yield (HF name, full tensor in `dtype`) for every weight, as verl's TorchTitan engine does.
-
-    Collective: every rank must iterate it to the end (each `full_tensor()` is an all-gather).
-    """
-    sharded = get_model_state_dict(model)  # DTensor shards under FSDP2
-    hf_sd = adapter.to_hf(sharded)
-    if adapter.model_config.enable_weight_tying and "lm_head.weight" not in hf_sd:
-        hf_sd["lm_head.weight"] = hf_sd["model.embed_tokens.weight"]
-    for name, value in hf_sd.items():
-        value = value.to(device)
-        if isinstance(value, DTensor):
-            value = value.full_tensor()
-        yield name, value.to(dtype)
-
-
 def save_actor_checkpoint(directory: str | Path, model: torch.nn.Module, adapter: Qwen3StateDictAdapter,
                           config: dict, *, rank: int, step: int, device: str | torch.device = "cpu") -> Path | None:
     """Materialize the actor's weights (collective) and write them, HF format, on rank 0 only."""
+    from exercises.lab.weight_sync import get_per_tensor_param  # lazy: hidden in ch05.per_tensor_param
+
     full = {name: t.cpu() for name, t in get_per_tensor_param(model, adapter, dtype=torch.float32, device=device)}
     if rank != 0:
         return None

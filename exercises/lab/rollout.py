@@ -34,7 +34,7 @@ class TorchRolloutEngine:
         self.max_seq_len = dims.max_seq_len
 
     def update_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> int:
-        """Load (HF name, tensor) pairs, e.g. from `checkpoint.get_per_tensor_param`; drops the KV cache."""
+        """Load (HF name, tensor) pairs, e.g. from `weight_sync.get_per_tensor_param`; drops the KV cache."""
         self.reset()
         return self.model.load_hf_tensors(named_tensors)
 

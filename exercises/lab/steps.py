@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 from torchtitan.distributed.utils import clip_grad_norm_
 
-from exercises.lab import checkpoint, grpo
+from exercises.lab import grpo, weight_sync
 from exercises.lab.metrics import Timer, data_metrics, timing_metrics
 from exercises.lab.wordle import compute_score
 
@@ -16,7 +16,7 @@ from exercises.lab.wordle import compute_score
 def sync_weights(trainer) -> int:
     """verl's update_weights: actor -> `get_per_tensor_param` (HF names, full tensors, bf16) -> rollout engine."""
     # shards go to the training device first (the all-gather needs it under nccl/hccl), as verl's engine does
-    named = checkpoint.get_per_tensor_param(trainer.actor, trainer.adapter, dtype=torch.bfloat16,
+    named = weight_sync.get_per_tensor_param(trainer.actor, trainer.adapter, dtype=torch.bfloat16,
                                             device=trainer.device)
     return trainer.rollout.update_weights(named)
 

@@ -80,7 +80,9 @@ def render(ex: Exercise, *, fixtures_root: Path = DEFAULT_FIXTURES_ROOT) -> Outp
 
 def answer_file_bytes(ex: Exercise, master: Master) -> bytes:
     checks = {c.name: master.checks[c.name] for c in ex.manifest.checks}
-    ref = {"exercise_id": ex.id, "checks": checks}
+    ref: dict[str, Any] = {"exercise_id": ex.id, "checks": checks}
+    if master.harness:  # grader-owned launchers: re-run after the learner's cells (grading/harness.py)
+        ref["harness"] = master.harness
     return (json.dumps(ref, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 

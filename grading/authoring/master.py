@@ -21,7 +21,8 @@ REGION_MARKER = re.compile(r"^[ \t]*(### BEGIN SOLUTION|### STUB|### END SOLUTIO
 COMMENTED = re.compile(r"^(?P<indent>[ \t]*)#(?: (?P<rest>.*))?$")
 MAGIC = re.compile(r"^# (?=%%?[A-Za-z]|!)")  # jupytext comments out magics in .py files
 GRADER_TAG, SELF_CHECK_TAG = "grader", "self-check"
-KNOWN_TAGS = {GRADER_TAG, SELF_CHECK_TAG}
+HARNESS_TAG = "harness"  # a launcher the learner sees but the grader re-runs from the master (grader-owned)
+KNOWN_TAGS = {GRADER_TAG, SELF_CHECK_TAG, HARNESS_TAG}
 GRADER_NAMES = {"CHECKS", "MISTAKES"}
 
 
@@ -66,6 +67,11 @@ class Master:
     @property
     def learner_cells(self) -> list[Cell]:
         return [c for c in self.cells if GRADER_TAG not in c.tags]
+
+    @property
+    def harness(self) -> list[str]:
+        """Sources of the grader-owned launcher cells, in order (docs/exercise-format.md)."""
+        return [c.solution for c in self.cells if HARNESS_TAG in c.tags and c.kind == "code"]
 
 
 def read_master(path: Path, sidecar: Path | None = None) -> Master:

@@ -29,6 +29,7 @@ class KernelRequest:
     devices: DeviceGrant = field(default_factory=DeviceGrant)
     kernel_family: str = "light"
     env: dict[str, str] = field(default_factory=dict)  # extra variables, already allow-listed by the caller
+    hidden_modules: tuple[str, ...] = ()  # the exercise's forbidden modules: absent in the kernel (views.py)
 
 
 class KernelSession(abc.ABC):

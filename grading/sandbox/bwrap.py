@@ -23,7 +23,7 @@ from jupyter_client.kernelspec import KernelSpec
 
 from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT, Limits
-from grading.sandbox import KernelRequest, KernelSession, Sandbox
+from grading.sandbox import KernelRequest, KernelSession, Sandbox, views
 from grading.sandbox.cgroups import NO_GROUP, RunGroup, run_groups
 from grading.sandbox.devices import device_env, device_nodes
 from grading.sandbox.users import UidPool, installed_sandbox_users, kill_uid
@@ -326,6 +326,8 @@ class BwrapSandbox(Sandbox):
             args += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
         for path in dict.fromkeys((*cfg.ro_paths, cfg.exercises)):
             args += _parents(path, made) + ["--ro-bind", path, path]
+        args += views.bwrap_args(request.hidden_modules, (*cfg.ro_paths, cfg.exercises),
+                                 [cfg.pythonpath, *sys.path[1:]])
         args += _parents(INNER_LAUNCHER, made) + ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
         args += _parents(str(runtime), made) + ["--bind", str(runtime), str(runtime)]
         for node in device_nodes(request.devices):

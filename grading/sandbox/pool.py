@@ -46,7 +46,8 @@ def warm_up(session: KernelSession, family: str, timeout_s: float = 120) -> None
 
 
 def request_key(request: KernelRequest) -> Hashable:
-    return (request.kernel_family, request.limits, request.devices, tuple(sorted(request.env.items())))
+    return (request.kernel_family, request.limits, request.devices, tuple(sorted(request.env.items())),
+            request.hidden_modules)  # a kernel prewarmed with another exercise's view must not serve this one
 
 
 class PrewarmedSandbox(Sandbox):

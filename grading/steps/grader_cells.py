@@ -16,6 +16,7 @@ from typing import Any
 import nbformat
 
 import grading.kernel_side as kernel_side
+from grading import harness, provenance
 from grading.codec import MAX_ANSWER_BYTES
 from grading.exercise import Exercise
 from grading.i18n import MESSAGES
@@ -83,10 +84,16 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         f"{handle} = _titangrade_boot()\n"
         "del _titangrade_boot\n"
     )
+    prov_handle = f"_tg_{secrets.token_hex(6)}"
+    if m.own:  # the provenance reporter, installed before learner code (grading/provenance.py)
+        seed_src += provenance.seed_source(prov_handle)
     seed = GraderCell(label="seed", source=seed_src, budget_s=max(60.0, m.limits.cell_timeout_s))
+    harness_cells = [GraderCell(label=f"harness {i}", budget_s=m.limits.cell_timeout_s,
+                                source=harness.cell_source(src, handle=handle, nonce=nonce))
+                     for i, src in enumerate(reference.get("harness", []))]  # grader-owned launchers first
     kinds = {a.name: a.kind for a in m.answers}
     read_s = min(DEFAULT_CALL_TIMEOUT_S, m.limits.cell_timeout_s)  # reading one answer may not outlast a cell
-    cells = [GraderCell(
+    cells = [*harness_cells, GraderCell(
         label="answers",
         source=f"{handle}({nonce!r}, {kinds!r}, {{}}, {read_s!r})\n",
         budget_s=read_s * len(kinds) + 15.0)]
@@ -117,6 +124,9 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
     hidden = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
     public = _public_text(exercise, checks)
     scrub = (nonce, handle, *(h for h in hidden if len(h) >= MIN_SCRUB_CHARS and h not in public))
+    if m.own:  # where each graded callable's code comes from (grading/provenance.py); no hidden input in it
+        public_cells.append(GraderCell(label=provenance.LABEL, budget_s=read_s + 15.0,
+                                       source=provenance.cell_source(prov_handle, nonce, m.own, read_s)))
     return GraderPlan(nonce=nonce, handle=handle, seed=seed, extract=cells + public_cells + hidden_cells,
                       hidden_inputs=hidden, scrub=scrub, public_text=public)
 

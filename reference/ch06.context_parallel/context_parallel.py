@@ -120,8 +120,8 @@ def head_to_seq(y, group=None):
     # raise NotImplementedError("head_to_seq")
     ### END SOLUTION
 
-# %%
-# Launcher (keep as is): 2 gloo ranks via torch.multiprocessing spawn; each rank holds a sequence slice of
+# %% tags=["harness"]
+# Launcher (grader-owned: grading re-runs this cell exactly as shipped, after your cells, and reads the values from that run): 2 gloo ranks via torch.multiprocessing spawn; each rank holds a sequence slice of
 # full = arange(B*S*H*D).reshape(B, S, H, D), runs your seq_to_head, then head_to_seq back.
 import importlib
 import os

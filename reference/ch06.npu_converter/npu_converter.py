@@ -40,11 +40,12 @@
 # **There is no NPU here and torch_npu cannot run**: `npu_rms_norm` / `npu_rotary_mul` below are **CPU stand-ins** (same
 # interface, and they count their calls), used only to check the conversion logic and the numerics.
 
-# %%
+# %% tags=["harness"]
 import torch
 from torchtitan.models.common.nn_modules import RMSNorm
 from torchtitan.models.common.rope import CosSinRoPE, RoPE
 
+# CPU stand-ins for the NPU kernels (grader-owned: grading re-runs this cell exactly as shipped, after your cells, and reads the values from that run).
 KERNEL_CALLS = {"npu_rms_norm": 0, "npu_rotary_mul": 0}
 
 
@@ -149,8 +150,9 @@ def apply_converters(model, names):
     # raise NotImplementedError("apply_converters")
     ### END SOLUTION
 
-# %%
-# Grader-facing helpers (keep as they are): they run YOUR converters.
+# %% tags=["harness"]
+# Grader-facing helpers (grader-owned: grading re-runs this cell exactly as shipped, after your cells, and reads the values from that run):
+# they run YOUR converters.
 from torchtitan.models.qwen3 import model_registry
 
 

@@ -119,8 +119,9 @@ def fa_v3_args(cu_seq, n_heads, n_kv_heads, head_dim):
     # raise NotImplementedError("fa_v3_args")
     ### END SOLUTION
 
-# %%
-# Read by the grader: the dtype your builders produce (must be torch.int32, as torch.equal needs)
+# %% tags=["harness"]
+# Read by the grader: the dtype your builders produce (must be torch.int32, as torch.equal needs).
+# (grader-owned: grading re-runs this cell exactly as shipped, after your cells, and reads the values from that run.)
 CU_SEQ_DTYPES = [str(varlen_from_positions(torch.tensor([[0, 1, 0, 1]]))["cu_seq_q"].dtype),
                  str(varlen_from_eos(torch.tensor([[3, 0, 3, 3]]), 0)["cu_seq_k"].dtype)]
 print(CU_SEQ_DTYPES)

@@ -25,6 +25,13 @@
 # loop and verl's metric names, with a tiny Qwen3 trained by torchtitan FSDP2 on 2 CPU ranks (gloo).
 
 # %% [markdown]
+# **可以使用的库**：本练习的内容就是运行课程训练器（exercises.lab.train.run，内部使用 verl 与 torchtitan）：你负责配置它，而不是重新实现它。
+#
+# ---
+#
+# **What you may use**: Running the course trainer (exercises.lab.train.run, which uses verl and torchtitan) is the lesson: you configure it, you do not reimplement it.
+
+# %% [markdown]
 # ## 任务
 # 1. 写出 `config`（`TrainConfig` 字段的字典），对应课程运行：`profile="cpu-tiny"`、3 步、`save_freq`/`test_freq` 为 −1、
 #    `data_parallel_shard_size=2`、`context_parallel_size=1`、`world_size=2`、`reshard_after_forward="always"`、

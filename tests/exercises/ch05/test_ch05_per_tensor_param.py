@@ -24,7 +24,7 @@ def _reference_run() -> dict:
     master = read_master(master_path(Catalogue().get("ch05.per_tensor_param")))
     launcher = next(c.solution for c in master.learner_cells if "def run_materialize" in c.solution)
     with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "per_tensor_worker.py").write_text("from exercises.lab.checkpoint import get_per_tensor_param\n")
+        Path(tmp, "per_tensor_worker.py").write_text("from exercises.lab.weight_sync import get_per_tensor_param\n")
         Path(tmp, "launcher_cell.py").write_text(launcher)  # spawned ranks re-import __main__, not this
         Path(tmp, "runner.py").write_text("if __name__ == '__main__':\n    import json\n    import launcher_cell\n"
                                           "    print(json.dumps(launcher_cell.RESULT))\n")

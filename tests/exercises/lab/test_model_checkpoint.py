@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from exercises.lab import checkpoint
+from exercises.lab import checkpoint, weight_sync
 from exercises.lab.model import ModelDims, build_titan_model, dims_from_hf_config, hf_config_dict
 
 SHIPPED = checkpoint.SHIPPED_CHECKPOINT
@@ -55,7 +55,7 @@ def test_loading_replaces_the_random_init(dims, loaded):
 
 
 def test_get_per_tensor_param_names_shapes_dtype_and_tied_head(dims, loaded):
-    named = dict(checkpoint.get_per_tensor_param(loaded, checkpoint.state_dict_adapter(dims)))
+    named = dict(weight_sync.get_per_tensor_param(loaded, checkpoint.state_dict_adapter(dims)))
     on_disk = checkpoint.load_hf_state_dict(SHIPPED)
     assert set(named) == set(on_disk) | {"lm_head.weight"}
     assert len(named) == 11 * dims.n_layers + 3  # 11 per layer + embed + norm + lm_head (1.7B: 311)
@@ -84,7 +84,7 @@ def test_get_per_tensor_param_materializes_fsdp2_shards(dims, tmp_path):
         checkpoint.load_hf_into_model(model, SHIPPED, adapter)
         assert parallel.params_are_dtensors(model)
         assert all(isinstance(p, DTensor) for p in model.parameters())
-        named = dict(checkpoint.get_per_tensor_param(model, adapter))
+        named = dict(weight_sync.get_per_tensor_param(model, adapter))
         on_disk = checkpoint.load_hf_state_dict(SHIPPED)
         for name, tensor in on_disk.items():
             assert not isinstance(named[name], DTensor)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from exercises.lab import checkpoint
+from exercises.lab import checkpoint, weight_sync
 from exercises.lab.hf_model import HFQwen3
 from exercises.lab.model import build_titan_model
 from exercises.lab.rollout import TorchRolloutEngine, make_rollout_engine
@@ -21,7 +21,7 @@ def setup():
     actor = build_titan_model(dims)
     adapter = checkpoint.state_dict_adapter(dims)
     checkpoint.load_hf_into_model(actor, SHIPPED, adapter)
-    full = dict(checkpoint.get_per_tensor_param(actor, adapter, dtype=torch.float32))
+    full = dict(weight_sync.get_per_tensor_param(actor, adapter, dtype=torch.float32))
     return dims, actor, full
 
 

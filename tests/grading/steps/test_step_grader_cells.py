@@ -24,8 +24,9 @@ def test_no_expected_value_enters_a_grader_cell(toy_catalogue):
     assert json.dumps(reference["checks"]["reward_function"]["calls"][0]["args"]) in sources.replace(" ", "").replace(",", ", ")
     assert p.nonce in p.extract[0].source and p.nonce not in p.seed.source
     assert p.handle in p.seed.source and "1234" in p.seed.source
-    assert [c.label for c in p.extract] == ["answers", "check reward_function", "check reward_function, hidden cases"]
-    assert [c.call_indices for c in p.extract[1:]] == [(0, 1), (2, 3, 4, 5)]
+    assert [c.label for c in p.extract] == ["answers", "check reward_function", "provenance",
+                                            "check reward_function, hidden cases"]  # the toy's function is `own`
+    assert [c.call_indices for c in p.extract if c.check] == [(0, 1), (2, 3, 4, 5)]
 
 
 def test_every_public_call_runs_before_any_hidden_input_reaches_the_kernel():

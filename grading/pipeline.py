@@ -22,6 +22,7 @@ from grading.steps import grader_cells
 from grading.steps.execute import run_notebook
 from grading.steps.sanitize import clear_outputs
 from grading.steps.validate import check_cell_count, identify_exercise, load_json, to_notebook
+from grading.trace import training_trace
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 5_000_000
@@ -132,9 +133,10 @@ def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox:
         payload = execution.payloads.get(provenance.LABEL, {}) if "answers" in execution.payloads else None
         checks = provenance.enforce(exercise, checks, provenance.judge(manifest, payload, sources, lang=lang))
     status, message = decide_status(execution, checks, lang=lang)
+    trace, profile = training_trace(exercise, execution.payloads)
     return GradeResult(exercise_id=exercise.id, status=status, score=total(checks), max_score=manifest.max_score,
                        checks=checks, message=message, cells=execution.cells, limits_hit=execution.limits_hit,
-                       sandbox=execution.sandbox_mode, device=devices.kind)
+                       sandbox=execution.sandbox_mode, device=devices.kind, trace=trace, profile=profile)
 
 
 def _not_gradable(exercise: Exercise, reason: str, *, lang: str, devices: DeviceGrant) -> GradeResult:

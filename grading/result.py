@@ -104,6 +104,8 @@ class GradeResult:
     device: str = "cpu"
     duration_s: float = 0.0
     engine_version: str = ENGINE_VERSION
+    trace: list[dict[str, Any]] = field(default_factory=list)  # a training run's metrics per step (plots)
+    profile: str | None = None  # the training profile the run says it used (which reference band to plot)
 
     def scrub(self, needles: tuple[str, ...] | list[str], replacement: str, *, public: str = "") -> None:
         """Remove every needle, and every fragment of one that is SCRUB_FRAGMENT characters or longer and
@@ -134,6 +136,8 @@ class GradeResult:
             "device": self.device,
             "duration_s": self.duration_s,
             "engine_version": self.engine_version,
+            "trace": list(self.trace),
+            "profile": self.profile,
         }
 
     @classmethod

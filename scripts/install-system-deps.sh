@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System pieces the execution sandbox needs (docs/sandbox.md): bubblewrap, util-linux's setpriv/prlimit,
-# and a small range of unprivileged sandbox users (one per concurrent kernel, so RLIMIT_NPROC is per run).
+# and a small range of unprivileged sandbox users (one per concurrent kernel, so RLIMIT_NPROC is per run),
+# and Debian's chromium for the browser tests of the web pages (Playwright drives it; no browser download).
 # Idempotent and quiet; run as root. TITANGRADE_SANDBOX_USERS overrides how many users (default 8).
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
@@ -11,6 +12,7 @@ need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v useradd >/dev/null 2>&1 || need+=(passwd)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >/dev/null

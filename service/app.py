@@ -22,6 +22,8 @@ from service.openapi import build_openapi
 from service.ops import router as ops_router
 from service.queue import service as queue
 from service.submissions.routes import router as submissions_router
+from service.web.routes import UPLOAD_PATH as WEB_UPLOAD_PATH
+from service.web.routes import install as install_web_pages
 from service.webhooks.routes import router as webhooks_router
 
 API_PREFIX = "/api/v1"
@@ -54,13 +56,14 @@ def create_app(settings: Settings, *, catalogue: Catalogue | None = None, engine
     app.state.max_devices = max_devices
     install_error_handlers(app)
     app.add_middleware(RequestGuard, api_prefix=API_PREFIX, public_paths=sorted(PUBLIC_PATHS),
-                       upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH],
+                       upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH, WEB_UPLOAD_PATH],
                        authenticators=list(authenticators or default_authenticators()))
     app.include_router(ops_router)
     app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token
     for router in (submissions_router, exercises_router, courses_router, auth_router, webhooks_router,
                    intake_router, lti_api_router):
         app.include_router(router, prefix=API_PREFIX)
+    install_web_pages(app)  # HTML pages for learners and instructors (session cookie, same services)
 
     def openapi() -> dict:
         if app.openapi_schema is None:

@@ -1,0 +1,42 @@
+"""The learner's training metrics, copied into the result so a page can plot the run against the band.
+
+Only a training_run answer's metrics.jsonl records are read, and only their step and finite numbers are
+kept (learner data: bounded in steps, keys and key length). Nothing from the reference is added.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from grading.codec import decode
+from grading.exercise import Exercise
+
+MAX_STEPS = 1000
+MAX_KEYS = 40
+MAX_KEY_CHARS = 80
+
+
+def training_trace(exercise: Exercise, payloads: dict[str, dict[str, Any]]) -> tuple[list[dict], str | None]:
+    """(records, profile) of the exercise's first training_run answer; ([], None) when there is none."""
+    names = [a.name for a in exercise.manifest.answers if a.kind == "training_run"]
+    answers = (payloads.get("answers") or {}).get("answers", {})
+    if not names or not isinstance(answers, dict):
+        return [], None
+    value = decode(answers.get(names[0], {"__missing__": True}))
+    if not isinstance(value, dict):
+        return [], None
+    records = []
+    for raw in value.get("metrics", [])[:MAX_STEPS] if isinstance(value.get("metrics"), list) else []:
+        if not isinstance(raw, dict) or not isinstance(raw.get("step"), int) or isinstance(raw.get("step"), bool):
+            continue
+        kept: dict[str, float | int] = {"step": raw["step"]}
+        for key, v in list(raw.items())[:MAX_KEYS]:
+            if (isinstance(key, str) and len(key) <= MAX_KEY_CHARS and isinstance(v, (int, float))
+                    and not isinstance(v, bool) and math.isfinite(v)):
+                kept[key] = v
+        records.append(kept)
+    run = value.get("run")
+    profile = run.get("profile") if isinstance(run, dict) else None
+    if not (isinstance(profile, str) and len(profile) <= 40):
+        profile = None
+    return records, profile

@@ -1,0 +1,115 @@
+"""Server-side SVG geometry: score histograms and a training run against its reference band.
+
+Functions return numbers only (coordinates, labels the templates escape), so no learner text is ever
+placed into SVG markup unescaped. Only the band's lo/hi reach the page, never the per-seed values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+PLOTTED = (
+    ("actor/pg_loss", "loss"),
+    ("critic/score/mean", "reward"),
+    ("actor/kl_loss", "KL"),
+    ("actor/grad_norm", "grad norm"),
+)
+W, H, PAD = 320, 160, 28
+
+
+def histogram(buckets: dict[str, int]) -> dict:
+    """Bars for the ten 10 % buckets of the max score (empty buckets included)."""
+    labels = [f"{low}-{low + 10}%" for low in range(0, 100, 10)]
+    counts = [int(buckets.get(label, 0)) for label in labels]
+    top = max([*counts, 1])
+    bar_w = (W - 2 * PAD) / len(labels)
+    bars = [
+        {
+            "x": PAD + i * bar_w + 1,
+            "w": bar_w - 2,
+            "y": H - PAD - (c / top) * (H - 2 * PAD),
+            "h": (c / top) * (H - 2 * PAD),
+            "count": c,
+            "label": label,
+        }
+        for i, (label, c) in enumerate(zip(labels, counts, strict=True))
+    ]
+    return {"w": W, "h": H, "pad": PAD, "bars": bars, "top": top}
+
+
+def load_band(reference_root: Path, profile: str) -> dict | None:
+    """lo/hi per metric and step from reference/traces/<profile>/band.json (per-seed values dropped)."""
+    if not profile.replace("-", "").replace("_", "").isalnum():
+        return None
+    path = reference_root / "traces" / profile / "band.json"
+    if not path.is_file():
+        return None
+    raw = json.loads(path.read_text())
+    return {
+        metric: {int(step): (float(v["lo"]), float(v["hi"])) for step, v in steps.items()}
+        for metric, steps in raw.get("metrics", {}).items()
+    }
+
+
+def _finite(v) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def trace_series(records: list, metric: str) -> list[tuple[int, float]]:
+    """(step, value) pairs of one metric from metrics.jsonl records (learner data: validated here)."""
+    out = []
+    for r in records[:10_000] if isinstance(records, list) else []:
+        if isinstance(r, dict) and isinstance(r.get("step"), int) and (v := _finite(r.get(metric))) is not None:
+            out.append((r["step"], v))
+    return sorted(out)[:1000]
+
+
+def run_plots(records: list, band: dict | None) -> list[dict]:
+    """One small panel per plotted metric: the band as a polygon, the run as a polyline with points."""
+    panels = []
+    for metric, label in PLOTTED:
+        run = trace_series(records, metric)
+        lohi = sorted((band or {}).get(metric, {}).items())
+        if run or lohi:
+            panels.append(_panel(metric, label, run, lohi))
+    return panels
+
+
+def _panel(metric: str, label: str, run: list[tuple[int, float]], lohi: list[tuple[int, tuple[float, float]]]) -> dict:
+    steps = [s for s, _ in run] + [s for s, _ in lohi]
+    values = [v for _, v in run] + [x for _, (lo, hi) in lohi for x in (lo, hi)]
+    s0, s1 = min(steps), max(steps)
+    v0, v1 = min(values), max(values)
+    if v1 - v0 < 1e-12:
+        v0, v1 = v0 - 1, v1 + 1
+
+    def x(s: float) -> float:
+        return PAD + (s - s0) / ((s1 - s0) or 1) * (W - 2 * PAD)
+
+    def y(v: float) -> float:
+        return H - PAD - (v - v0) / (v1 - v0) * (H - 2 * PAD)
+
+    limits = dict(lohi)
+    band_pts = [(x(s), y(hi)) for s, (lo, hi) in lohi] + [(x(s), y(lo)) for s, (lo, hi) in reversed(lohi)]
+    outside = [s for s, v in run if s in limits and not limits[s][0] <= v <= limits[s][1]]
+    return {
+        "metric": metric,
+        "label": label,
+        "w": W,
+        "h": H,
+        "pad": PAD,
+        "band": " ".join(f"{px:.1f},{py:.1f}" for px, py in band_pts),
+        "line": " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in run),
+        "points": [{"x": x(s), "y": y(v), "step": s, "value": v, "out": s in outside} for s, v in run],
+        "ymin": v0,
+        "ymax": v1,
+        "smin": s0,
+        "smax": s1,
+        "outside": outside,
+    }

@@ -1,0 +1,128 @@
+"""What every page needs: the signed-in principal from the session cookie, the language, CSRF, rendering.
+
+Pages use the same service functions and permission checks as /api/v1; only the credential differs (a
+session cookie instead of a bearer token). Templates autoescape everything (learner strings are hostile).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from service.auth.principal import Principal
+from service.web import sessions
+from service.web.i18n import LANGS, t
+
+HERE = Path(__file__).parent
+LANG_COOKIE = "tg_lang"
+env = Environment(
+    loader=FileSystemLoader(HERE / "templates"),
+    autoescape=select_autoescape(default=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+class SignInRequired(Exception):
+    """No valid session: the handler redirects to the sign-in page."""
+
+
+class BadForm(Exception):
+    """A POST without the session's CSRF token: the handler answers 403 with a page saying so."""
+
+
+def web_secret(request: Request) -> str:
+    """The service secret signs session cookies; in dev without one, a per-process random secret
+    (sessions then end when the server restarts, and several server processes need TITANGRADE_SECRET_KEY)."""
+    state = request.app.state
+    if not getattr(state, "web_secret", None):
+        state.web_secret = state.settings.secret_key or secrets.token_urlsafe(48)
+    return state.web_secret
+
+
+def page_lang(request: Request) -> str:
+    chosen = request.cookies.get(LANG_COOKIE)
+    if chosen in LANGS:
+        return chosen
+    from service.errors import preferred_lang
+
+    return preferred_lang(request.headers.get("accept-language"))
+
+
+class Viewer:
+    """The signed-in caller as pages see them."""
+
+    def __init__(self, principal: Principal, ws: sessions.WebSession, csrf: str, lang: str) -> None:
+        self.principal, self.ws, self.csrf, self.lang = principal, ws, csrf, lang
+
+
+def current_viewer(request: Request) -> Viewer:
+    secret = web_secret(request)
+    ws = sessions.read_web_session(secret=secret, cookie=request.cookies.get(sessions.COOKIE))
+    if ws is None:
+        raise SignInRequired()
+    with request.app.state.sessions() as session:
+        principal = sessions.principal_for_session(session, ws=ws)
+        session.commit()
+    if principal is None:
+        raise SignInRequired()
+    return Viewer(principal, ws, sessions.csrf_token(secret=secret, ws=ws), page_lang(request))
+
+
+ViewerDep = Annotated[Viewer, Depends(current_viewer)]
+
+
+async def checked_viewer(request: Request, viewer: ViewerDep) -> Viewer:
+    """A viewer whose POST carried the session's CSRF token in the `csrf` form field."""
+    form = await request.form()
+    if not sessions.csrf_ok(secret=web_secret(request), ws=viewer.ws, sent=str(form.get("csrf") or "")):
+        raise BadForm()
+    return viewer
+
+
+PostViewerDep = Annotated[Viewer, Depends(checked_viewer)]
+
+
+def render(
+    request: Request,
+    template: str,
+    *,
+    viewer: Viewer | None = None,
+    status_code: int = 200,
+    lang: str | None = None,
+    **context,
+) -> HTMLResponse:
+    lang = lang or (viewer.lang if viewer else page_lang(request))
+    html = env.get_template(template).render(
+        request_path=request.url.path,
+        viewer=viewer,
+        user=viewer.principal if viewer else None,
+        lang=lang,
+        csrf=viewer.csrf if viewer else "",
+        T=lambda key, **kw: t(key, lang, **kw),
+        **context,
+    )
+    return HTMLResponse(
+        html,
+        status_code=status_code,
+        headers={
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            "X-Frame-Options": "DENY",
+            # Only our own scripts and styles run: an injected inline <script> is refused by the browser too.
+            "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+            "script-src 'self'; frame-ancestors 'none'; form-action 'self'",
+        },
+    )
+
+
+def local_path(target: str | None, default: str = "/") -> str:
+    """Only same-site paths are followed after a sign-in or language switch (no open redirect)."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return default

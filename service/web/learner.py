@@ -1,0 +1,255 @@
+"""Learner pages: sign in with a token, exercises, template download, upload, a live submission page."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Header, Request, UploadFile
+from fastapi.responses import FileResponse, RedirectResponse, Response, StreamingResponse
+
+from grading.errors import InvalidSubmission
+from service.errors import ServiceError, from_engine
+from service.exercises import service as exercises
+from service.submissions import events
+from service.submissions import service as submissions
+from service.web import charts, sessions
+from service.web.core import LANG_COOKIE, ViewerDep, local_path, page_lang, render, web_secret
+from service.web.i18n import LANGS, t
+
+router = APIRouter(include_in_schema=False)
+PRE_CSRF = "tg_login_csrf"  # login CSRF: a double-submit cookie, since there is no session yet
+
+
+def _cookie_flags(request: Request) -> dict:
+    return {"httponly": True, "samesite": "lax", "secure": request.app.state.settings.mode == "prod", "path": "/"}
+
+
+@router.get("/")
+def home(request: Request) -> Response:
+    return RedirectResponse("/exercises", status_code=303)
+
+
+@router.get("/login")
+def login_page(request: Request, error: str = "", next: str = "/exercises") -> Response:
+    nonce = request.cookies.get(PRE_CSRF) or secrets.token_urlsafe(24)
+    resp = render(
+        request,
+        "login.html",
+        pre_csrf=nonce,
+        next_path=local_path(next, "/exercises"),
+        error=t(error, page_lang(request)) if error in ("bad_token", "bad_form") else "",
+    )
+    resp.set_cookie(PRE_CSRF, nonce, max_age=3600, **_cookie_flags(request))
+    return resp
+
+
+@router.post("/login")
+def login(
+    request: Request,
+    token: Annotated[str, Form(max_length=300)] = "",
+    csrf: Annotated[str, Form(max_length=200)] = "",
+    next: Annotated[str, Form(max_length=500)] = "/exercises",
+) -> Response:
+    expected = request.cookies.get(PRE_CSRF)
+    if not expected or csrf != expected:
+        return RedirectResponse("/login?error=bad_form", status_code=303)
+    with request.app.state.sessions() as session:
+        signed = sessions.sign_in_with_token(session, secret=web_secret(request), token=token)
+        session.commit()
+    if signed is None:
+        return RedirectResponse("/login?error=bad_token", status_code=303)
+    resp = RedirectResponse(local_path(next, "/exercises"), status_code=303)
+    start_session(resp, request, cookie=signed[0])
+    resp.delete_cookie(PRE_CSRF, path="/")
+    return resp
+
+
+def start_session(resp: Response, request: Request, *, cookie: str) -> None:
+    """Set the session cookie on `resp` (LTI's launch calls this with `sessions.create_web_session`)."""
+    resp.set_cookie(sessions.COOKIE, cookie, max_age=sessions.SESSION_TTL_S, **_cookie_flags(request))
+
+
+@router.post("/logout")
+def logout(request: Request, viewer: ViewerDep, csrf: Annotated[str, Form(max_length=200)] = "") -> Response:
+    from service.web.core import BadForm
+
+    if not sessions.csrf_ok(secret=web_secret(request), ws=viewer.ws, sent=csrf):
+        raise BadForm()
+    resp = RedirectResponse("/login", status_code=303)
+    resp.delete_cookie(sessions.COOKIE, path="/")
+    return resp
+
+
+@router.get("/lang/{lang}")
+def switch_lang(request: Request, lang: str, next: str = "/exercises") -> Response:
+    resp = RedirectResponse(local_path(next, "/exercises"), status_code=303)
+    if lang in LANGS:
+        resp.set_cookie(LANG_COOKIE, lang, max_age=365 * 86400, httponly=True, samesite="lax", path="/")
+    return resp
+
+
+def _exercise_rows(request: Request, viewer) -> tuple[list[dict], list]:
+    settings, catalogue = request.app.state.settings, request.app.state.catalogue
+    with request.app.state.sessions() as session:
+        subs = [
+            s
+            for s in submissions.list_visible(session, user=viewer.principal, limit=1000)
+            if s.identity_id == viewer.principal.identity_id
+        ]
+        session.expunge_all()
+        session.commit()
+    limit = settings.max_attempts_per_exercise
+    rows = []
+    for ex in exercises.list_all(catalogue):
+        mine = [s for s in subs if s.exercise_id == ex.id]
+        scores = [s.effective_score for s in mine if s.effective_score is not None]
+        rows.append(
+            {
+                "ex": ex,
+                "title": ex.title_zh if viewer.lang == "zh" and ex.title_zh else ex.title,
+                "best": max(scores) if scores else None,
+                "attempts": len(mine),
+                "left": None if not limit or viewer.principal.is_staff else max(0, limit - len(mine)),
+            }
+        )
+    return rows, subs[:20]
+
+
+@router.get("/exercises")
+def exercises_page(request: Request, viewer: ViewerDep, error: str = "") -> Response:
+    rows, recent = _exercise_rows(request, viewer)
+    return render(request, "exercises.html", viewer=viewer, rows=rows, recent=recent, error=error)
+
+
+@router.get("/exercises/{exercise_id}/notebook")
+def download_template(request: Request, exercise_id: str, viewer: ViewerDep) -> Response:
+    exercise = request.app.state.catalogue.get(exercise_id)
+    return FileResponse(
+        exercise.notebook_path, media_type="application/x-ipynb+json", filename=exercise.notebook_path.name
+    )
+
+
+@router.post("/submit")
+def upload(
+    request: Request,
+    viewer: ViewerDep,
+    notebook: Annotated[UploadFile | None, File()] = None,
+    exercise_id: Annotated[str, Form(max_length=200)] = "",
+    csrf: Annotated[str, Form(max_length=200)] = "",
+    course: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """The API's upload, from a form: the same validation and service calls, errors shown on the page."""
+    from grading.pipeline import load_submission
+    from service.web.core import BadForm
+
+    if not sessions.csrf_ok(secret=web_secret(request), ws=viewer.ws, sent=csrf):
+        raise BadForm()
+    settings, catalogue, user = request.app.state.settings, request.app.state.catalogue, viewer.principal
+    try:
+        if notebook is None or not notebook.filename:
+            raise ServiceError("choose a .ipynb file to upload", zh="请选择要上传的 .ipynb 文件", status_code=422)
+        raw = notebook.file.read(settings.max_upload_bytes + 1)
+        try:
+            _, exercise = load_submission(
+                raw, exercise_id=exercise_id or None, catalogue=catalogue, max_bytes=settings.max_upload_bytes
+            )
+        except InvalidSubmission as exc:
+            raise from_engine(exc) from None
+        with request.app.state.sessions() as session:
+            chosen = submissions.choose_course(user, course or None)
+            submissions.check_capacity(
+                exercise=exercise,
+                max_devices=request.app.state.max_devices,
+                max_world_size=settings.worker_max_world_size,
+            )
+            fingerprint = submissions.request_hash(notebook=raw, exercise_id=exercise_id, course=course)
+            sub, _ = submissions.create(
+                session,
+                user=user,
+                exercise=exercise,
+                course=chosen,
+                notebook=raw,
+                lang=viewer.lang,
+                idempotency_key=None,
+                fingerprint=fingerprint,
+                settings=settings,
+            )
+            sid = sub.id
+    except ServiceError as exc:
+        rows, recent = _exercise_rows(request, viewer)
+        message = exc.zh if viewer.lang == "zh" and exc.zh else exc.message
+        return render(
+            request,
+            "exercises.html",
+            viewer=viewer,
+            rows=rows,
+            recent=recent,
+            error=message,
+            status_code=exc.status_code,
+        )
+    return RedirectResponse(f"/submissions/{sid}", status_code=303)
+
+
+def submission_context(request: Request, viewer, sub) -> dict:
+    """What the learner's and the instructor's submission pages both show (checks, plots)."""
+    catalogue = request.app.state.catalogue
+    exercise = catalogue.get(sub.exercise_id)
+    manifest = exercise.manifest
+    titles = {
+        c.name: (c.title.zh if viewer.lang == "zh" else c.title.en) if c.title else c.name for c in manifest.checks
+    }
+    result = sub.result or {}
+    checks = [{**c, "title": titles.get(c.get("name"), c.get("name"))} for c in result.get("checks", [])]
+    plots = None
+    if manifest.kernel_family == "training" or any(c.kind == "metric_trace" for c in manifest.checks):
+        profile = str(result.get("profile") or "cpu-tiny")[:40]
+        plots = charts.run_plots(result.get("trace") or [], charts.load_band(catalogue.reference_root, profile))
+    return {
+        "sub": sub,
+        "checks": checks,
+        "plots": plots,
+        "public": submissions.to_public(sub),
+        "ex_title": manifest.title.zh if viewer.lang == "zh" else manifest.title.en,
+        "live": sub.status in ("queued", "running"),
+    }
+
+
+@router.get("/submissions/{submission_id}")
+def submission_page(request: Request, submission_id: str, viewer: ViewerDep) -> Response:
+    with request.app.state.sessions() as session:
+        sub = submissions.get(session, user=viewer.principal, submission_id=submission_id)
+        context = submission_context(request, viewer, sub)
+        session.commit()
+        return render(request, "submission.html", viewer=viewer, **context)
+
+
+@router.get("/submissions/{submission_id}/events")
+def submission_events(
+    request: Request,
+    submission_id: str,
+    viewer: ViewerDep,
+    last_event_id: Annotated[str | None, Header(max_length=40)] = None,
+) -> Response:
+    """The API's event stream, for the page's EventSource (authenticated by the session cookie)."""
+    settings = request.app.state.settings
+    with request.app.state.sessions() as session:
+        sub = submissions.get(session, user=viewer.principal, submission_id=submission_id)
+        sent = (last_event_id or "").strip()
+        after = int(sent) if sent.isdigit() else None
+        start = events.plan(session, sub=sub, last_event_id=after)
+        sid = sub.id
+        session.commit()
+    if start is None:
+        return Response(status_code=204)
+    return StreamingResponse(
+        events.stream(
+            request.app.state.sessions,
+            submission_id=sid,
+            start=start,
+            poll_s=settings.events_poll_s,
+            max_s=settings.events_max_s,
+        ),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache"},
+    )

@@ -1,0 +1,195 @@
+"""Instructor pages: gradebook, exercise statistics, a submission's detail with override and regrade,
+bulk regrade, and queue health. Every page checks `can_teach` exactly as the API routes do."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import PlainTextResponse, RedirectResponse, Response
+from sqlalchemy import select
+
+from service.courses import service as courses
+from service.errors import Forbidden, ServiceError, clip
+from service.exercises import service as exercises
+from service.queue import service as queue
+from service.queue.service import BULK_REGRADE_PRIORITY, SINGLE_REGRADE_PRIORITY
+from service.submissions import service as submissions
+from service.submissions.models import Submission
+from service.web import charts
+from service.web.core import PostViewerDep, ViewerDep, render
+from service.web.learner import submission_context
+
+router = APIRouter(prefix="/teach", include_in_schema=False)
+SORTS = {
+    "user": lambda r: (r["user"], r["exercise_id"]),
+    "exercise": lambda r: (r["exercise_id"], r["user"]),
+    "score": lambda r: (r["score"] is None, -(r["score"] or 0), r["user"]),
+}
+
+
+def _staff(viewer) -> None:
+    if not viewer.principal.is_staff:
+        raise Forbidden("these pages are for instructors", zh="这些页面仅供教师使用")
+
+
+def _teaches(viewer, course: str) -> None:
+    if not viewer.principal.can_teach(course):
+        raise Forbidden(
+            f"you are not an instructor of course {clip(course)!r}", zh=f"你不是课程 {clip(course)!r} 的教师"
+        )
+
+
+@router.get("")
+def teach_home(request: Request, viewer: ViewerDep) -> Response:
+    _staff(viewer)
+    catalogue = request.app.state.catalogue
+    return render(
+        request,
+        "teach.html",
+        viewer=viewer,
+        courses=viewer.principal.teaching(),
+        exercises=exercises.list_all(catalogue),
+    )
+
+
+@router.get("/courses/{course}/gradebook")
+def gradebook_page(
+    request: Request, course: str, viewer: ViewerDep, policy: str = "best", sort: str = "user"
+) -> Response:
+    _teaches(viewer, course)
+    chosen: courses.Policy = "latest" if policy == "latest" else "best"
+    with request.app.state.sessions() as session:
+        rows = courses.gradebook(session, course=course, policy=chosen)
+        session.commit()
+    rows.sort(key=SORTS.get(sort, SORTS["user"]))
+    return render(request, "gradebook.html", viewer=viewer, course=course, rows=rows, policy=chosen, sort=sort)
+
+
+@router.get("/courses/{course}/gradebook.csv")
+def gradebook_csv(request: Request, course: str, viewer: ViewerDep, policy: str = "best") -> Response:
+    _teaches(viewer, course)
+    with request.app.state.sessions() as session:
+        rows = courses.gradebook(session, course=course, policy="latest" if policy == "latest" else "best")
+        session.commit()
+    return PlainTextResponse(
+        courses.to_csv(rows),
+        media_type="text/csv",
+        headers={"Content-Disposition": courses.attachment(f"{course}-gradebook.csv")},
+    )
+
+
+@router.get("/exercises/{exercise_id}")
+def stats_page(request: Request, exercise_id: str, viewer: ViewerDep, queued: int | None = None) -> Response:
+    _staff(viewer)
+    exercise = request.app.state.catalogue.get(exercise_id)
+    with request.app.state.sessions() as session:
+        stats = exercises.stats(session, user=viewer.principal, exercise=exercise)
+        session.commit()
+    return render(
+        request,
+        "stats.html",
+        viewer=viewer,
+        ex=exercises.to_public(exercise),
+        stats=stats,
+        hist=charts.histogram(stats.score_histogram),
+        queued=queued,
+    )
+
+
+@router.post("/exercises/{exercise_id}/regrade")
+def bulk_regrade(request: Request, exercise_id: str, viewer: PostViewerDep) -> Response:
+    _staff(viewer)
+    catalogue, settings = request.app.state.catalogue, request.app.state.settings
+    catalogue.get(exercise_id)
+    with request.app.state.sessions() as session:
+        stmt = select(Submission).where(Submission.exercise_id == exercise_id, exercises.taught_by(viewer.principal))
+        subs = list(session.scalars(stmt.order_by(Submission.created_at, Submission.id)))
+        ids, _ = submissions.regrade(
+            session, subs=subs, priority=BULK_REGRADE_PRIORITY, max_attempts=settings.max_attempts, catalogue=catalogue
+        )
+    return RedirectResponse(f"/teach/exercises/{exercise_id}?queued={len(ids)}", status_code=303)
+
+
+@router.get("/submissions/{submission_id}")
+def staff_submission(request: Request, submission_id: str, viewer: ViewerDep, error: str = "") -> Response:
+    with request.app.state.sessions() as session:
+        sub = submissions.get_for_staff(session, user=viewer.principal, submission_id=submission_id)
+        history = submissions.overrides(session, submission_id=sub.id)
+        context = submission_context(request, viewer, sub)
+        page = render(request, "staff_submission.html", viewer=viewer, history=history, error=error, **context)
+        session.commit()
+    return page
+
+
+@router.post("/submissions/{submission_id}/override")
+def override(
+    request: Request,
+    submission_id: str,
+    viewer: PostViewerDep,
+    score: Annotated[str, Form(max_length=40)] = "",
+    reason: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    with request.app.state.sessions() as session:
+        sub = submissions.get_for_staff(session, user=viewer.principal, submission_id=submission_id)
+        try:
+            if len(reason.strip()) < 3:
+                raise ServiceError("give a reason (at least 3 characters)", zh="请填写原因（至少 3 个字符）")
+            try:
+                value = None if score.strip() == "" else float(score)
+            except ValueError:
+                raise ServiceError(f"the score must be a number, not {clip(score)!r}", zh="分数必须是数字") from None
+            if value is not None and not value >= 0:
+                raise ServiceError("the score cannot be negative", zh="分数不能为负")
+            submissions.override(session, user=viewer.principal, sub=sub, score=value, reason=reason.strip())
+        except ServiceError as exc:
+            history = submissions.overrides(session, submission_id=sub.id)
+            context = submission_context(request, viewer, sub)
+            message = exc.zh if viewer.lang == "zh" and exc.zh else exc.message
+            return render(
+                request,
+                "staff_submission.html",
+                viewer=viewer,
+                history=history,
+                error=message,
+                status_code=exc.status_code if exc.status_code < 500 else 422,
+                **context,
+            )
+    return RedirectResponse(f"/teach/submissions/{submission_id}", status_code=303)
+
+
+@router.post("/submissions/{submission_id}/regrade")
+def regrade(request: Request, submission_id: str, viewer: PostViewerDep) -> Response:
+    settings, catalogue = request.app.state.settings, request.app.state.catalogue
+    with request.app.state.sessions() as session:
+        sub = submissions.get_for_staff(session, user=viewer.principal, submission_id=submission_id)
+        submissions.regrade(
+            session,
+            subs=[sub],
+            priority=SINGLE_REGRADE_PRIORITY,
+            max_attempts=settings.max_attempts,
+            catalogue=catalogue,
+        )
+    return RedirectResponse(f"/submissions/{submission_id}", status_code=303)
+
+
+@router.get("/queue")
+def queue_page(request: Request, viewer: ViewerDep) -> Response:
+    _staff(viewer)
+    with request.app.state.sessions() as session:
+        depth = queue.depth_by_lane(session)
+        workers = queue.live_workers(session, within_s=300)
+        recent = [
+            s for s in submissions.list_visible(session, user=viewer.principal, limit=500) if s.status == "not_gradable"
+        ][:20]
+        page = render(
+            request,
+            "queue.html",
+            viewer=viewer,
+            depth=depth,
+            workers=workers,
+            recent=recent,
+            jobs=queue.jobs_by_status(session),
+        )
+        session.commit()
+    return page

@@ -327,7 +327,7 @@ MISTAKES = [{'name': 'float32_kept',
              'replace': '        yield name, value'}]},
  {'name': 'local_shards',
   'score': 4.5,
-  'fails': {'full_shapes': 'wrong'},
+  'fails': {'full_shapes': 'wrong', 'tied': 'ranks must yield', 'checksums': 'gather all shards'},
   'patch': [{'find': '            value = value.full_tensor()  # all-gather of the Shard(0) pieces',
              'replace': '            value = value.to_local()'}]},
  {'name': 'no_tied_lm_head',
@@ -337,4 +337,15 @@ MISTAKES = [{'name': 'float32_kept',
                      '    if adapter.model_config.enable_weight_tying:\n'
                      '        hf["lm_head.weight"] = hf["model.embed_tokens.weight"]\n'
                      '    for name, value in hf.items():',
-             'replace': '    hf = adapter.to_hf(sharded)\n    for name, value in hf.items():'}]}]
+             'replace': '    hf = adapter.to_hf(sharded)\n    for name, value in hf.items():'}]},
+ {'name': 'lm_head_transposed',
+  'score': 9.5,
+  'fails': {'tied': 'must equal model.embed_tokens.weight'},
+  'patch': [{'find': '        hf["lm_head.weight"] = hf["model.embed_tokens.weight"]',
+             'replace': '        hf["lm_head.weight"] = hf["model.embed_tokens.weight"].t()  # logits = h @ E^T'}]},
+ {'name': 'all_reduce_after_gather',
+  'score': 7.0,
+  'fails': {'checksums': 'gather all shards'},
+  'patch': [{'find': '            value = value.full_tensor()  # all-gather of the Shard(0) pieces',
+             'replace': '            value = value.full_tensor()  # all-gather of the Shard(0) pieces\n'
+                        '            torch.distributed.all_reduce(value)  # keep the ranks in sync'}]}]

@@ -233,5 +233,20 @@ MISTAKES = [{'name': 'default_reshard',
   'score': 8.8667,
   'fails': {'config': 'TrainConfig fields', 'trace_values': 'actor/lr'},
   'patch': [{'find': "    'warmup_steps': 5,               # optim.lr_warmup_steps=5",
-             'replace': "    'warmup_steps': 0,               # no warm-up"}]}]
+             'replace': "    'warmup_steps': 0,               # no warm-up"}]},
+ {'name': 'validation_counted_as_step',
+  'score': 4.5333,
+  'fails': {'config': 'TrainConfig fields',
+            'run_setup': 'total_training_steps',
+            'trace_shape': '2 steps recorded, expected 3',
+            'trace_values': 'training/global_step has 2 values',
+            'trace_band': 'has 2 values'},
+  'patch': [{'find': "    'steps': 3,                      # TOTAL_TRAINING_STEPS=3",
+             'replace': "    'steps': 2,                      # 3 steps = validation before training + 2 updates"}]},
+ {'name': 'lr_typo_2e_2',
+  'score': 6.0,
+  'fails': {'trace_band': 'actor/entropy leaves the accepted band', 'trace_values': 'actor/lr differs'},
+  'patch': [{'find': "    'profile': 'cpu-tiny',           # tiny Qwen3 + 2 CPU ranks (gloo); the NPU run uses Qwen3-1.7B",
+             'replace': "    'profile': 'cpu-tiny',           # tiny Qwen3 + 2 CPU ranks (gloo); the NPU run uses Qwen3-1.7B\n"
+                        "    'lr': 2e-2,                      # the profile's lr (typed 2e-2 for 2e-5)"}]}]
 

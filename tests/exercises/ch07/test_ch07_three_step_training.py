@@ -57,21 +57,32 @@ def test_band_is_current():
             assert len(trace[metric]) == 3 and all(isinstance(v, float) for v in trace[metric])
 
 
-def test_mistakes_only_change_trajectory_neutral_settings():
-    """Their declared scores assume the trace checks still pass: save_freq, the reshard policy and the
-    validation before training (each game has its own sampling seed) do not change the maths of a step,
-    so the metrics stay those of the solution. The one exception, no warm-up, changes the LR and is
-    declared to fail trace_values."""
+NEUTRAL = {"save_freq", "reshard_after_forward", "val_before_train"}
+# Settings that change the metrics, with the trace checks a mistake changing one must declare failing.
+TRAJECTORY = {"warmup_steps": {"trace_values"}, "steps": {"trace_shape", "trace_values", "trace_band"}, "lr": {"trace_band", "trace_values"}}
+
+
+def test_mistakes_declare_the_trace_checks_their_settings_change():
+    """A mistake's declared score assumes the trace checks it does not name still pass: save_freq, the
+    reshard policy and the validation before training (each game has its own sampling seed) do not change
+    the maths of a step, so the metrics stay those of the solution. A mistake that changes the warm-up,
+    the number of steps or the learning rate changes the metrics and must name the trace checks that
+    catch it (trace_values, trace_shape, trace_band)."""
     import nbformat
 
     from grading.exercise import REPO_ROOT
 
+    expected = REF["config"]["expected"]
+    seen = set()
     for path in sorted((REPO_ROOT / "tests/fixtures/notebooks" / EX.id).glob("mistake_*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         ns: dict = {}
         exec(next(c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith("config = {")), ns)
-        diff = {k for k, v in REF["config"]["expected"].items() if ns["config"].get(k) != v}
-        if path.name == "mistake_no_warmup.ipynb":
-            assert diff == {"warmup_steps"}, diff
-            continue
-        assert diff and diff <= {"save_freq", "reshard_after_forward", "val_before_train"}, (path.name, diff)
+        config = ns["config"]
+        diff = {k for k in (set(expected) | set(config)) - {"out_dir"} if config.get(k, "<unset>") != expected.get(k, "<unset>")}
+        assert diff and diff <= NEUTRAL | set(TRAJECTORY), (path.name, diff)
+        declared = {c for c in nb.metadata["titangrade"]["expect"]["feedback_contains"] if c.startswith("trace_")}
+        needed = set().union(*(TRAJECTORY[k] for k in diff & set(TRAJECTORY)))
+        assert declared == needed, (path.name, diff, declared)
+        seen |= diff & set(TRAJECTORY)
+    assert seen == set(TRAJECTORY)  # every trace check has a mistake that a setting slip makes it fail

@@ -141,7 +141,7 @@ class GradeResult:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "GradeResult":
+    def from_dict(cls, data: dict[str, Any]) -> GradeResult:
         return cls(
             exercise_id=data["exercise_id"],
             status=Status(data["status"]),

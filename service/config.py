@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     lti_clock_skew_s: float = Field(60.0, ge=0, description="leeway for exp/iat of platform id_tokens")
 
     @model_validator(mode="after")
-    def _refuse_unsafe(self) -> "Settings":
+    def _refuse_unsafe(self) -> Settings:
         if self.mode == "prod":
             problems = []
             if len(self.secret_key) < 32:
@@ -144,7 +144,7 @@ class Settings(BaseSettings):
             out[family] = int(count)
         return out
 
-    def resolve_sandbox(self) -> tuple["Settings", str]:
+    def resolve_sandbox(self) -> tuple[Settings, str]:
         """Decide the sandbox once: auto means bwrap, and an unusable bwrap is refused in every mode.
 
         Learner kernels run unisolated only when a deployer opts in explicitly with
@@ -165,7 +165,7 @@ class Settings(BaseSettings):
             "(run scripts/install-system-deps.sh as root), or, on a development machine only, opt in "
             "to unisolated kernels with TITANGRADE_SANDBOX=unsafe-local")
 
-    def _resolve_cgroups(self) -> tuple["Settings", str]:
+    def _resolve_cgroups(self) -> tuple[Settings, str]:
         """Decide once whether sandbox runs get control groups: prod requires them, dev warns without."""
         if self.sandbox_cgroups == "off":  # dev only (prod refuses it in _refuse_unsafe)
             return self, ""
@@ -186,7 +186,7 @@ class Settings(BaseSettings):
             return {}
         return {"cgroups": self.sandbox_cgroups, "cpus_per_run": self.sandbox_cpus_per_run}
 
-    def with_dev_secret(self) -> tuple["Settings", bool]:
+    def with_dev_secret(self) -> tuple[Settings, bool]:
         """In dev mode with no secret, generate an ephemeral one; returns (settings, generated)."""
         if self.secret_key or self.mode != "dev":
             return self, False

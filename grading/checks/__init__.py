@@ -5,9 +5,10 @@ never quotes expected values; it names keys, positions, counts and the learner's
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -52,7 +52,7 @@ class KernelSession(abc.ABC):
         """Whole-run limits enforced since the last call (e.g. an OOM kill in the run's control group)."""
         return set()
 
-    def __enter__(self) -> "KernelSession":
+    def __enter__(self) -> KernelSession:
         return self
 
     def __exit__(self, *exc: object) -> None:

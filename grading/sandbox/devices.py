@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import threading
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from grading.exercise import Resources
 from grading.sandbox import DeviceGrant
@@ -62,8 +62,8 @@ def detect() -> dict[str, list[int]]:
     except Exception:
         pass
     try:
-        import torch_npu  # noqa: F401  (registers torch.npu)
         import torch
+        import torch_npu  # noqa: F401  (registers torch.npu)
 
         if torch.npu.is_available():  # type: ignore[attr-defined]
             found["npu"] = list(range(torch.npu.device_count()))  # type: ignore[attr-defined]
@@ -140,11 +140,11 @@ class DeviceInventory:
         self._lock = threading.Lock()
 
     @classmethod
-    def detect(cls) -> "DeviceInventory":
+    def detect(cls) -> DeviceInventory:
         return cls(detect(), label="detected")
 
     @classmethod
-    def from_spec(cls, spec: str) -> "DeviceInventory":
+    def from_spec(cls, spec: str) -> DeviceInventory:
         """Parse a setting like "cuda:0,1;npu:0-7" (empty = CPU only)."""
         devices: dict[str, list[int]] = {}
         for part in filter(None, (p.strip() for p in spec.split(";"))):

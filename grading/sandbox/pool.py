@@ -10,7 +10,8 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
 
@@ -61,7 +62,7 @@ class PrewarmedSandbox(Sandbox):
         self.max_keys = max_keys
         self.warm_timeout_s = warm_timeout_s
         self.hits = self.misses = 0
-        self._pools: "collections.OrderedDict[Hashable, collections.deque[KernelSession]]" = collections.OrderedDict()
+        self._pools: collections.OrderedDict[Hashable, collections.deque[KernelSession]] = collections.OrderedDict()
         self._requests: dict[Hashable, KernelRequest] = {}
         self._pending: collections.Counter[Hashable] = collections.Counter()
         self._cond = threading.Condition()

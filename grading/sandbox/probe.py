@@ -20,7 +20,7 @@ class Probe:
         return self.usable
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def probe(bwrap: str = "bwrap", user: str = "tgsbx0") -> Probe:
     """Whether `make_sandbox("bwrap")` can work here, and if not, why (with the fix)."""
     path = shutil.which(bwrap)

@@ -12,7 +12,8 @@ import json
 import re
 import threading
 import time
-from typing import Any, Callable, cast
+from collections.abc import Callable
+from typing import Any, cast
 
 import zmq
 from jupyter_client.session import Session

@@ -7,8 +7,9 @@ kernel re-runs the other cells without it, within the same deadline, so other an
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import nbformat
 

@@ -15,11 +15,11 @@ class WorkerDevices:
     def __init__(self, inventory: DeviceInventory, kinds: tuple[str, ...] = ("cuda", "npu")) -> None:
         self.inventory = inventory
         self.kinds = tuple(k for k in kinds if inventory.total(k) > 0)
-        self._held = {k: 0 for k in self.kinds}
+        self._held = dict.fromkeys(self.kinds, 0)
         self._lock = threading.Lock()
 
     @classmethod
-    def from_setting(cls, spec: str) -> "WorkerDevices":
+    def from_setting(cls, spec: str) -> WorkerDevices:
         """"" = CPU only; "detect" = what the host reports; else a spec like "npu:0-7" or "cuda:0,1"."""
         inventory = DeviceInventory.detect() if spec.strip() == "detect" else DeviceInventory.from_spec(spec)
         return cls(inventory)

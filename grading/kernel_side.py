@@ -5,6 +5,7 @@ import `grading`. `install()` seeds the RNGs and returns the extractor closure; 
 the builtins and the display publisher at seed time, before any learner code could replace them.
 Nothing here ever sees an expected value: it encodes answers and calls functions on given inputs.
 """
+
 # ruff: noqa
 import builtins as _b
 
@@ -21,7 +22,13 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
     from IPython.display import publish_display_data
 
     _isinstance, _len, _repr, _type, _getattr, _hasattr = (
-        _b.isinstance, _b.len, _b.repr, _b.type, _b.getattr, _b.hasattr)
+        _b.isinstance,
+        _b.len,
+        _b.repr,
+        _b.type,
+        _b.getattr,
+        _b.hasattr,
+    )
     _list, _dict, _str, _float, _int, _sorted, _open = _b.list, _b.dict, _b.str, _b.float, _b.int, _b.sorted, _b.open
     _dumps, _loads = json.dumps, json.loads
     _isfinite = math.isfinite
@@ -252,8 +259,9 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
             if fn is None or not _b.callable(fn):
                 out_calls[check] = {"__missing__": True}
                 continue
-            out_calls[check] = [call_guarded(fn, c.get("args", []), c.get("kwargs", {}), call_timeout_s)
-                                for c in spec["calls"]]
+            out_calls[check] = [
+                call_guarded(fn, c.get("args", []), c.get("kwargs", {}), call_timeout_s) for c in spec["calls"]
+            ]
         payload = {"nonce": nonce, "answers": out_answers, "calls": out_calls}
         publish_display_data({mime: _loads(_dumps(payload, allow_nan=False))})
 

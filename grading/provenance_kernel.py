@@ -116,9 +116,14 @@ def install():
                 continue
             seen.add(_b.id(f))
             walk(f, refs, seen, pending)
-        return {"kind": "function", "module": _str(_getattr(fn, "__module__", "?")),
-                "qualname": _str(fn.__qualname__), "file": _str(fn.__code__.co_filename)[:300],
-                "in_main": fn.__globals__ is _main_dict, "refs": [_b.list(r) for r in _b.sorted(refs)[:MAX_REFS]]}
+        return {
+            "kind": "function",
+            "module": _str(_getattr(fn, "__module__", "?")),
+            "qualname": _str(fn.__qualname__),
+            "file": _str(fn.__code__.co_filename)[:300],
+            "in_main": fn.__globals__ is _main_dict,
+            "refs": [_b.list(r) for r in _b.sorted(refs)[:MAX_REFS]],
+        }
 
     def report(nonce, names, timeout_s=10.0):
         out = {}

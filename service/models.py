@@ -1,4 +1,5 @@
 """Every table, imported in one place so Alembic and the tests see the whole schema."""
+
 from service.auth.models import Identity, Membership, Token  # noqa: F401
 from service.courses.models import CourseSettings  # noqa: F401
 from service.db import Base  # noqa: F401

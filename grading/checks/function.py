@@ -1,4 +1,5 @@
 """Function checks: the kernel called the learner's function on the reference inputs; judge results here."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -50,8 +51,9 @@ def function(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
         text = _call_text(ctx.answer_name, call)
         if "raises" in call:
             expected = call["raises"] if isinstance(call["raises"], str) else " | ".join(call["raises"])
-            notes.append(t("function_should_raise", ctx.lang, label=label, call=text, expected=expected,
-                           got=describe(got)))
+            notes.append(
+                t("function_should_raise", ctx.lang, label=label, call=text, expected=expected, got=describe(got))
+            )
         elif isinstance(got, Raised):
             notes.append(t("function_public_raised", ctx.lang, label=label, call=text, error=describe(got)))
         else:

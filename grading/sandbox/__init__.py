@@ -5,6 +5,7 @@ whose `km` is an already-started jupyter_client KernelManager; the engine talks 
 `session.channel_urls()` with its own bounded client (grading/steps/kernel_io.py). `session.close()` tears the whole sandbox down (every
 process the learner started) and reports which limits were hit.
 """
+
 from __future__ import annotations
 
 import abc
@@ -83,9 +84,12 @@ def make_sandbox(mode: str = "auto", *, prewarm: dict[str, int] | None = None, *
     elif mode in ("bwrap", "auto"):
         found = probe()
         if not found.usable:
-            raise GraderFault(f"sandbox mode {mode!r} is not available: {found.reason}. Only for development, "
-                              "set TITANGRADE_SANDBOX=unsafe-local to run kernels without isolation "
-                              "(every result then says sandbox: unsafe-local)", retryable=False)
+            raise GraderFault(
+                f"sandbox mode {mode!r} is not available: {found.reason}. Only for development, "
+                "set TITANGRADE_SANDBOX=unsafe-local to run kernels without isolation "
+                "(every result then says sandbox: unsafe-local)",
+                retryable=False,
+            )
         from grading.sandbox.bwrap import BwrapConfig, BwrapSandbox
 
         sandbox = BwrapSandbox(BwrapConfig(**options))

@@ -5,6 +5,7 @@ RLIMIT_NPROC counts per run); `_launcher.py` then sets rlimits and drops to `tgs
 ipykernel. ZMQ uses the ipc transport through a bind-mounted runtime dir because loopback inside the
 sandbox's network namespace is not the host's. See docs/sandbox.md for the threat model.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,10 +37,22 @@ SCRATCH, WORKDIR, TMPDIR, SHM = "/scratch", "/scratch/work", "/tmp", "/dev/shm"
 WRITABLE = (SCRATCH, TMPDIR, SHM)  # every path the sandbox can write: tmpfs with byte and inode limits
 KERNEL_DIR, LINKS = "kernel", "links"  # in the root-only runtime dir: the kernel's bound dir, our links
 CHANNELS = ("shell", "iopub", "control", "stdin", "hb")
-ENV_ALLOW = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE",
-             "OPENBLAS_L2_SIZE")
-ETC_ALLOW = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "alternatives",
-             "fonts", "mime.types", "protocols", "services", "host.conf", "gai.conf", "ssl/certs")
+ENV_ALLOW = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+ETC_ALLOW = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "nsswitch.conf",
+    "alternatives",
+    "fonts",
+    "mime.types",
+    "protocols",
+    "services",
+    "host.conf",
+    "gai.conf",
+    "ssl/certs",
+)
 MiB = 1024 * 1024
 
 
@@ -131,9 +144,18 @@ class _SandboxKernelManager(KernelManager):
 class BwrapSession(KernelSession):
     mode = "bwrap"
 
-    def __init__(self, *, km: _SandboxKernelManager, runtime: Path, user: pwd.struct_passwd,
-                 uids: UidPool, limits: Limits, watcher: LimitWatcher | None, accelerator: bool = False,
-                 group: RunGroup = NO_GROUP) -> None:
+    def __init__(
+        self,
+        *,
+        km: _SandboxKernelManager,
+        runtime: Path,
+        user: pwd.struct_passwd,
+        uids: UidPool,
+        limits: Limits,
+        watcher: LimitWatcher | None,
+        accelerator: bool = False,
+        group: RunGroup = NO_GROUP,
+    ) -> None:
         self.km = km
         self.group = group
         self.runtime = runtime
@@ -235,9 +257,11 @@ class BwrapSandbox(Sandbox):
     def __init__(self, config: BwrapConfig | None = None) -> None:
         self.config = config or BwrapConfig()
         if os.geteuid() != 0:
-            raise GraderFault("the bwrap sandbox must be started by root (it drops each kernel to a "
-                              "tgsbxN user); run the worker as root or use unsafe-local for development",
-                              retryable=False)
+            raise GraderFault(
+                "the bwrap sandbox must be started by root (it drops each kernel to a "
+                "tgsbxN user); run the worker as root or use unsafe-local for development",
+                retryable=False,
+            )
         self.uids = UidPool(self.config.users, os.path.join(self.config.runtime_root, "users"))
         self.groups = run_groups(self.config.cgroups, cpus_per_run=self.config.cpus_per_run)
         self.groups.sweep(self.uids)  # a SIGKILLed worker's groups
@@ -251,14 +275,23 @@ class BwrapSandbox(Sandbox):
         runtime.mkdir(mode=0o700)  # root only: the sandbox sees just runtime/kernel, bound in
         group = NO_GROUP
         try:
-            group = self.groups.create(user.pw_name, memory_mb=request.limits.memory_mb,
-                                       max_processes=request.limits.max_processes)
+            group = self.groups.create(
+                user.pw_name, memory_mb=request.limits.memory_mb, max_processes=request.limits.max_processes
+            )
             km = self._kernel_manager(request, user, runtime)
             km.wrap_argv = group.exec_prefix() + km.wrap_argv  # bwrap is born in the run's group
             with open(runtime / "launch.log", "wb") as log:
                 km.start_kernel(cwd="/", env=self._host_env(), stdout=log, stderr=log)
-            session = BwrapSession(km=km, runtime=runtime, user=user, uids=self.uids, limits=request.limits,
-                                   watcher=None, accelerator=request.devices.kind != "cpu", group=group)
+            session = BwrapSession(
+                km=km,
+                runtime=runtime,
+                user=user,
+                uids=self.uids,
+                limits=request.limits,
+                watcher=None,
+                accelerator=request.devices.kind != "cpu",
+                group=group,
+            )
         except Exception as exc:
             shutil.rmtree(runtime, ignore_errors=True)
             kill_uid(user.pw_uid)
@@ -267,8 +300,13 @@ class BwrapSandbox(Sandbox):
             raise GraderFault(f"sandboxed kernel failed to start: {exc}") from exc
         self._wait_ready(session)
         deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
-        session.watcher = LimitWatcher(session.channel_urls(), km.session, deadline=deadline, kill=session.kill,
-                                       output_cap_bytes=cfg.output_hard_cap_mb * MiB)
+        session.watcher = LimitWatcher(
+            session.channel_urls(),
+            km.session,
+            deadline=deadline,
+            kill=session.kill,
+            output_cap_bytes=cfg.output_hard_cap_mb * MiB,
+        )
         session.watcher.start()
         session.watcher.wait_subscribed()
         return session
@@ -294,27 +332,37 @@ class BwrapSandbox(Sandbox):
         # bwrap and the launcher see only this; nothing of the grader's own environment passes through
         return {"PATH": "/usr/bin:/bin", "LANG": os.environ.get("LANG", "C.UTF-8")}
 
-    def _kernel_manager(self, request: KernelRequest, user: pwd.struct_passwd,
-                        runtime: Path) -> _SandboxKernelManager:
+    def _kernel_manager(self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path) -> _SandboxKernelManager:
         kernel_dir = runtime / KERNEL_DIR
         kernel_dir.mkdir(mode=0o700)
         os.chown(kernel_dir, user.pw_uid, user.pw_gid)  # ipykernel binds its sockets here; sealed once ready
-        km = _SandboxKernelManager(transport="ipc", ip=str(kernel_dir / "sock"),
-                                   connection_file=str(kernel_dir / "kernel.json"))
-        km._kernel_spec = KernelSpec(argv=[self.config.python, "-m", "ipykernel_launcher", "-f",
-                                           "{connection_file}"],
-                                     display_name="titangrade sandbox", language="python",
-                                     interrupt_mode="message")
+        km = _SandboxKernelManager(
+            transport="ipc", ip=str(kernel_dir / "sock"), connection_file=str(kernel_dir / "kernel.json")
+        )
+        km._kernel_spec = KernelSpec(
+            argv=[self.config.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            display_name="titangrade sandbox",
+            language="python",
+            interrupt_mode="message",
+        )
         km.owner = (user.pw_uid, user.pw_gid)
         km.wrap_argv = self.bwrap_argv(request, user, runtime)
         return km
 
     def kernel_env(self, request: KernelRequest) -> dict[str, str]:
         env = {k: os.environ[k] for k in ENV_ALLOW if k in os.environ}
-        env.update(PATH=f"{Path(self.config.python).parent}:/usr/local/bin:/usr/bin:/bin", HOME=WORKDIR,
-                   USER="learner", LOGNAME="learner", TMPDIR=TMPDIR, PYTHONPATH=self.config.pythonpath,
-                   PYTHONHASHSEED="0", TORCH_DEVICE_BACKEND_AUTOLOAD="0", MPLBACKEND="Agg",
-                   PYTHONDONTWRITEBYTECODE="1")
+        env.update(
+            PATH=f"{Path(self.config.python).parent}:/usr/local/bin:/usr/bin:/bin",
+            HOME=WORKDIR,
+            USER="learner",
+            LOGNAME="learner",
+            TMPDIR=TMPDIR,
+            PYTHONPATH=self.config.pythonpath,
+            PYTHONHASHSEED="0",
+            TORCH_DEVICE_BACKEND_AUTOLOAD="0",
+            MPLBACKEND="Agg",
+            PYTHONDONTWRITEBYTECODE="1",
+        )
         env.update(device_env(request.devices))
         env.update(request.env)
         return env
@@ -323,8 +371,9 @@ class BwrapSandbox(Sandbox):
         etc = runtime / "etc"
         etc.mkdir()
         args = ["--perms", "0755", "--dir", "/etc"]  # else bwrap makes it 0700 and the uid cannot look in
-        (etc / "passwd").write_text(f"root:x:0:0::/nonexistent:/usr/sbin/nologin\n"
-                                    f"learner:x:{user.pw_uid}:{user.pw_gid}::{WORKDIR}:/bin/sh\n")
+        (etc / "passwd").write_text(
+            f"root:x:0:0::/nonexistent:/usr/sbin/nologin\nlearner:x:{user.pw_uid}:{user.pw_gid}::{WORKDIR}:/bin/sh\n"
+        )
         (etc / "group").write_text(f"root:x:0:\nlearner:x:{user.pw_gid}:\n")
         (etc / "hosts").write_text("127.0.0.1 localhost titangrade\n::1 localhost ip6-localhost\n")
         (etc / "hostname").write_text("titangrade\n")
@@ -341,12 +390,33 @@ class BwrapSandbox(Sandbox):
         """The full command line up to (not including) the kernel's own argv."""
         cfg, lim = self.config, request.limits
         scratch = str(lim.scratch_mb * MiB)
-        args = [cfg.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "titangrade",
-                "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                "--cap-add", "CAP_CHOWN",
-                "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",  # the launcher's tmpfs remount only
-                "--ro-bind", "/usr", "/usr"]
+        args = [
+            cfg.bwrap,
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "titangrade",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            "--cap-add",
+            "CAP_CHOWN",
+            "--cap-add",
+            "CAP_SYS_ADMIN",
+            "--cap-add",
+            "CAP_SETPCAP",  # the launcher's tmpfs remount only
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]
         for top in ("bin", "lib", "lib64", "lib32", "sbin"):
             host = Path("/", top)
             if host.is_symlink():
@@ -354,11 +424,33 @@ class BwrapSandbox(Sandbox):
             elif host.is_dir():
                 args += ["--ro-bind", str(host), f"/{top}"]
         args += self._etc_files(runtime, user)
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 "--perms", "1777", "--size", scratch, "--tmpfs", "/dev/shm",
-                 "--perms", "0755", "--size", scratch, "--tmpfs", SCRATCH, "--dir", WORKDIR,
-                 # a real dir, not a symlink into /scratch: the repo or venv may live under the host's /tmp
-                 "--perms", "1777", "--size", scratch, "--tmpfs", TMPDIR]
+        args += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "1777",
+            "--size",
+            scratch,
+            "--tmpfs",
+            "/dev/shm",
+            "--perms",
+            "0755",
+            "--size",
+            scratch,
+            "--tmpfs",
+            SCRATCH,
+            "--dir",
+            WORKDIR,
+            # a real dir, not a symlink into /scratch: the repo or venv may live under the host's /tmp
+            "--perms",
+            "1777",
+            "--size",
+            scratch,
+            "--tmpfs",
+            TMPDIR,
+        ]
         made: set[str] = {"/", "/etc", "/usr", "/dev", "/proc", SCRATCH, TMPDIR}
         accelerator = request.devices.kind != "cpu"
         if accelerator:  # drivers and tools read sysfs for the device tree (real code, not run here)
@@ -369,15 +461,22 @@ class BwrapSandbox(Sandbox):
             args += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
         for path in dict.fromkeys((*cfg.ro_paths, cfg.exercises)):
             args += _parents(path, made) + ["--ro-bind", path, path]
-        args += views.bwrap_args(request.hidden_modules, (*cfg.ro_paths, cfg.exercises),
-                                 [cfg.pythonpath, *sys.path[1:]])
+        args += views.bwrap_args(
+            request.hidden_modules, (*cfg.ro_paths, cfg.exercises), [cfg.pythonpath, *sys.path[1:]]
+        )
         args += _parents(INNER_LAUNCHER, made) + ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
         kernel_dir = str(runtime / KERNEL_DIR)
         args += _parents(kernel_dir, made) + ["--bind", kernel_dir, kernel_dir]
         for node in device_nodes(request.devices):
             args += ["--dev-bind", node, node]
         args += ["--chdir", "/"]
-        launch = {"uid": user.pw_uid, "gid": user.pw_gid, "own": [WORKDIR], "cwd": WORKDIR,
-                  "tmpfs": {path: [lim.scratch_mb * MiB, cfg.tmpfs_inodes] for path in WRITABLE},
-                  "rlimits": rlimits(lim, accelerator=accelerator), "env": self.kernel_env(request)}
+        launch = {
+            "uid": user.pw_uid,
+            "gid": user.pw_gid,
+            "own": [WORKDIR],
+            "cwd": WORKDIR,
+            "tmpfs": {path: [lim.scratch_mb * MiB, cfg.tmpfs_inodes] for path in WRITABLE},
+            "rlimits": rlimits(lim, accelerator=accelerator),
+            "env": self.kernel_env(request),
+        }
         return args + ["--", self.config.python, "-I", "-S", INNER_LAUNCHER, json.dumps(launch), "--"]

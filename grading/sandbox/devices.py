@@ -4,6 +4,7 @@ Detection and the busy checks are real code for CUDA (torch + nvidia-smi) and As
 npu-smi), but these machines have neither: only the bookkeeping is tested here, on a configured
 inventory that the tests label as fake. See docs/sandbox.md, "Devices".
 """
+
 from __future__ import annotations
 
 import glob
@@ -130,8 +131,9 @@ class DeviceInventory:
     never handed out again until `unquarantine` (an operator's decision).
     """
 
-    def __init__(self, devices: dict[str, Iterable[int]], *, busy_check: BusyCheck = host_busy_check,
-                 label: str = "configured") -> None:
+    def __init__(
+        self, devices: dict[str, Iterable[int]], *, busy_check: BusyCheck = host_busy_check, label: str = "configured"
+    ) -> None:
         self.label = label
         self._all = {kind: sorted(set(ids)) for kind, ids in devices.items() if kind != "cpu"}
         self._free = {kind: list(ids) for kind, ids in self._all.items()}

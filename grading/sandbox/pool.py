@@ -5,6 +5,7 @@ everything that shaped its sandbox at start (family, limits, devices, extra env)
 scratch size it runs under are always those of the exercise that gets it. A key's pool fills in the
 background after its first request (or ahead of time with `prepare`), and refills after every pop.
 """
+
 from __future__ import annotations
 
 import collections
@@ -47,15 +48,21 @@ def warm_up(session: KernelSession, family: str, timeout_s: float = 120) -> None
 
 
 def request_key(request: KernelRequest) -> Hashable:
-    return (request.kernel_family, request.limits, request.devices, tuple(sorted(request.env.items())),
-            request.hidden_modules)  # a kernel prewarmed with another exercise's view must not serve this one
+    return (
+        request.kernel_family,
+        request.limits,
+        request.devices,
+        tuple(sorted(request.env.items())),
+        request.hidden_modules,
+    )  # a kernel prewarmed with another exercise's view must not serve this one
 
 
 class PrewarmedSandbox(Sandbox):
     """Pops a warm kernel for a matching request, else starts one cold; never shares a kernel."""
 
-    def __init__(self, inner: Sandbox, *, sizes: dict[str, int], max_keys: int = 4,
-                 warm_timeout_s: float = 120) -> None:
+    def __init__(
+        self, inner: Sandbox, *, sizes: dict[str, int], max_keys: int = 4, warm_timeout_s: float = 120
+    ) -> None:
         self.inner = inner
         self.mode = inner.mode
         self.sizes = dict(sizes)
@@ -85,8 +92,11 @@ class PrewarmedSandbox(Sandbox):
             return self.inner.start(request)
         watcher = getattr(session, "watcher", None)
         if watcher is not None:  # limits accounting and the wall-clock backstop start now, not at warm-up
-            watcher.reset(deadline=time.monotonic() + request.limits.run_timeout_s
-                          + getattr(getattr(self.inner, "config", None), "wall_grace_s", 60.0))
+            watcher.reset(
+                deadline=time.monotonic()
+                + request.limits.run_timeout_s
+                + getattr(getattr(self.inner, "config", None), "wall_grace_s", 60.0)
+            )
         group = getattr(session, "group", None)
         if group is not None:  # born in its run's group at warm-up; its limits count from the hand-out
             group.reset()

@@ -3,6 +3,7 @@
 Wraps grading.sandbox.devices.DeviceInventory (which hands out disjoint ids and quarantines devices left
 busy by a job); a job row only says how many devices it needs, so the kind with enough free ones is used.
 """
+
 from __future__ import annotations
 
 import threading
@@ -20,7 +21,7 @@ class WorkerDevices:
 
     @classmethod
     def from_setting(cls, spec: str) -> WorkerDevices:
-        """"" = CPU only; "detect" = what the host reports; else a spec like "npu:0-7" or "cuda:0,1"."""
+        """ "" = CPU only; "detect" = what the host reports; else a spec like "npu:0-7" or "cuda:0,1"."""
         inventory = DeviceInventory.detect() if spec.strip() == "detect" else DeviceInventory.from_spec(spec)
         return cls(inventory)
 

@@ -1,4 +1,5 @@
-"""`titangrade grade` and `titangrade exercises list` (authoring commands: grading/authoring/cli.py): the engine from a terminal (service/cli.py dispatches).
+"""`titangrade grade` and `titangrade exercises list` (authoring commands: grading/authoring/cli.py): the engine
+from a terminal (service/cli.py dispatches).
 
 Exit codes of `grade`: 0 graded, 1 error (the notebook's code failed), 2 invalid input, 3 not gradable.
 """

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 5_000_000
 PROGRESS_BURST = 20  # cell events sent at once before throttling starts
 PROGRESS_PER_S = 2.0  # cell events a second after the burst
+CPU_ONLY = DeviceGrant()  # the default grant: no accelerator (DeviceGrant is frozen, so one instance is shared)
 _default_catalogue: Catalogue | None = None
 _default_sandbox: Sandbox | None = None
 
@@ -100,7 +101,7 @@ def grade_notebook(
     catalogue: Catalogue | None = None,
     lang: str = "en",
     sandbox: Sandbox | None = None,
-    devices: DeviceGrant = DeviceGrant(),
+    devices: DeviceGrant = CPU_ONLY,
     progress: Callable[[dict], None] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> GradeResult:

@@ -57,7 +57,7 @@ def _scrub_text(text: str, grams: dict[int, set[str]], replacement: str) -> str:
     return "".join(out)
 
 
-class Status(str, enum.Enum):
+class Status(str, enum.Enum):  # noqa: UP042  (StrEnum would change str(Status.X) from 'Status.X' to its value)
     GRADED = "graded"
     ERROR = "error"
     NOT_GRADABLE = "not_gradable"

@@ -44,7 +44,7 @@ def equal(got: Any, expected: Any) -> bool:
         return (
             isinstance(got, (list, tuple))
             and len(got) == len(expected)
-            and all(equal(g, e) for g, e in zip(got, expected))
+            and all(equal(g, e) for g, e in zip(got, expected, strict=True))
         )
     if isinstance(expected, dict):
         return (
@@ -83,7 +83,7 @@ def count_close(got: Any, expected: Any, *, rtol: float, atol: float) -> tuple[i
         if not isinstance(got, (list, tuple)) or len(got) != len(expected):
             return None
         bad = total = 0
-        for g, e in zip(got, expected):
+        for g, e in zip(got, expected, strict=True):
             sub = count_close(g, e, rtol=rtol, atol=atol)
             if sub is None:
                 return None

@@ -38,7 +38,7 @@ def function(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
     if not isinstance(results, list) or len(results) != len(calls):
         return Outcome(fraction=0.0, feedback=t("function_not_run", ctx.lang, name=ctx.answer_name))
     passed, notes, hidden_failed, hidden_total = 0, [], 0, 0
-    for n, (call, got) in enumerate(zip(calls, results), start=1):
+    for n, (call, got) in enumerate(zip(calls, results, strict=True), start=1):
         ok = _judge(got, call, spec)
         passed += ok
         if not call.get("public", False):

@@ -97,7 +97,9 @@ def _check_equals(metrics, records, spec, ctx):
         if len(got) != len(expected):
             problems.append(t("trace_length", ctx.lang, metric=m, got=len(got), expected=len(expected)))
             continue
-        bad = [i for i, (g, e) in enumerate(zip(got, expected)) if count_close(g, e, rtol=r, atol=a) != (0, 1)]
+        bad = [
+            i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if count_close(g, e, rtol=r, atol=a) != (0, 1)
+        ]
         if bad:
             problems.append(t("trace_differs", ctx.lang, metric=m, steps=_steps(bad)))
     return problems
@@ -119,7 +121,7 @@ def _check_band(metrics, records, spec, ctx):
         if len(got) != len(lower):
             problems.append(t("trace_length", ctx.lang, metric=m, got=len(got), expected=len(lower)))
             continue
-        bad = [i for i, (g, lo, hi) in enumerate(zip(got, lower, upper)) if not (lo <= g <= hi)]
+        bad = [i for i, (g, lo, hi) in enumerate(zip(got, lower, upper, strict=False)) if not (lo <= g <= hi)]
         if bad:
             problems.append(t("trace_out_of_band", ctx.lang, metric=m, steps=_steps(bad)))
     return problems

@@ -2,8 +2,8 @@
 
 A `Sandbox` starts a fresh Jupyter kernel for exactly one submission and returns a `KernelSession`
 whose `km` is an already-started jupyter_client KernelManager; the engine talks to the kernel through
-`session.channel_urls()` with its own bounded client (grading/steps/kernel_io.py). `session.close()` tears the whole sandbox down (every
-process the learner started) and reports which limits were hit.
+`session.channel_urls()` with its own bounded client (grading/steps/kernel_io.py). `session.close()` tears
+the whole sandbox down (every process the learner started) and reports which limits were hit.
 """
 
 from __future__ import annotations
@@ -102,4 +102,4 @@ def make_sandbox(mode: str = "auto", *, prewarm: dict[str, int] | None = None, *
     return sandbox
 
 
-from grading.sandbox.probe import Probe, probe  # noqa: E402  (re-exported for the service's start-up check)
+from grading.sandbox.probe import Probe, probe  # noqa: E402, F401  (re-exported for the service's start-up check)

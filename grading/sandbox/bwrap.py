@@ -8,6 +8,7 @@ sandbox's network namespace is not the host's. See docs/sandbox.md for the threa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -130,7 +131,7 @@ class _SandboxKernelManager(KernelManager):
     """A KernelManager whose launch command is wrapped in bwrap and whose connection file the
     sandbox uid may read."""
 
-    wrap_argv: list[str] = []
+    wrap_argv: list[str] = []  # noqa: RUF012  (only ever replaced per instance, never mutated in place)
     owner: tuple[int, int] = (0, 0)
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
@@ -193,10 +194,8 @@ class BwrapSession(KernelSession):
 
     def kill(self) -> None:
         """SIGKILL the outer bwrap; --die-with-parent takes the PID namespace (everything) with it."""
-        try:
+        with contextlib.suppress(OSError, TypeError):
             os.kill(self.pid, signal.SIGKILL)
-        except (OSError, TypeError):
-            pass
 
     def _scratch_full(self) -> bool:
         """Any writable tmpfs out of bytes or inodes (mount points only the sandbox's root may replace)."""
@@ -383,7 +382,7 @@ class BwrapSandbox(Sandbox):
         made = {"/", "/etc"}
         for name in ETC_ALLOW:
             if os.path.exists(f"/etc/{name}"):
-                args += _parents(f"/etc/{name}", made) + ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+                args += [*_parents(f"/etc/{name}", made), "--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         return args
 
     def bwrap_argv(self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path) -> list[str]:
@@ -460,13 +459,13 @@ class BwrapSandbox(Sandbox):
             args += _parents("/sys/devices/system/cpu", made)
             args += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
         for path in dict.fromkeys((*cfg.ro_paths, cfg.exercises)):
-            args += _parents(path, made) + ["--ro-bind", path, path]
+            args += [*_parents(path, made), "--ro-bind", path, path]
         args += views.bwrap_args(
             request.hidden_modules, (*cfg.ro_paths, cfg.exercises), [cfg.pythonpath, *sys.path[1:]]
         )
-        args += _parents(INNER_LAUNCHER, made) + ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
+        args += [*_parents(INNER_LAUNCHER, made), "--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
         kernel_dir = str(runtime / KERNEL_DIR)
-        args += _parents(kernel_dir, made) + ["--bind", kernel_dir, kernel_dir]
+        args += [*_parents(kernel_dir, made), "--bind", kernel_dir, kernel_dir]
         for node in device_nodes(request.devices):
             args += ["--dev-bind", node, node]
         args += ["--chdir", "/"]
@@ -479,4 +478,4 @@ class BwrapSandbox(Sandbox):
             "rlimits": rlimits(lim, accelerator=accelerator),
             "env": self.kernel_env(request),
         }
-        return args + ["--", self.config.python, "-I", "-S", INNER_LAUNCHER, json.dumps(launch), "--"]
+        return [*args, "--", self.config.python, "-I", "-S", INNER_LAUNCHER, json.dumps(launch), "--"]

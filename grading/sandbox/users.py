@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pwd
@@ -103,10 +104,8 @@ def kill_uid(uid: int, timeout_s: float = 5.0) -> bool:
         if time.monotonic() > deadline:
             return False
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         time.sleep(0.05)
 
 

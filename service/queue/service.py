@@ -402,8 +402,8 @@ def live_workers(session: Session, *, within_s: float) -> list[WorkerBeat]:
 
 def depth_by_lane(session: Session) -> dict[str, int]:
     rows = session.execute(select(Job.lane, func.count()).where(Job.status == "queued").group_by(Job.lane))
-    return {lane: n for lane, n in rows}
+    return dict(rows.tuples().all())
 
 
 def jobs_by_status(session: Session) -> dict[str, int]:
-    return {status: n for status, n in session.execute(select(Job.status, func.count()).group_by(Job.status))}
+    return dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).tuples().all())

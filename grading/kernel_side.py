@@ -73,7 +73,7 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
                     loader_exec(module)
                     _seed_torch(module)
 
-                spec.loader.exec_module = exec_module
+                spec.loader.exec_module = exec_module  # type: ignore[method-assign]  # this loader instance only
                 return spec
 
         sys.meta_path.insert(0, _SeedTorchOnImport())
@@ -242,7 +242,8 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
     def extract(nonce, answers, calls, call_timeout_s=10.0):
         """answers: {name: kind}; calls: {check: {"answer": name, "calls": [{"args", "kwargs"}]}}."""
         g = _main.__dict__
-        out_answers, out_calls = {}, {}
+        out_answers: dict[str, object] = {}  # local annotations are never evaluated in the kernel
+        out_calls: dict[str, object] = {}
         for name, kind in answers.items():
             if name not in g:
                 out_answers[name] = {"__missing__": True}

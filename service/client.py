@@ -28,6 +28,8 @@ def describe_estimate(event: dict) -> str:
 
 def _describe(event: dict) -> str | None:
     kind = event.get("event")
+    if not isinstance(kind, str):
+        return None
     if kind == "estimate":
         return describe_estimate(event)
     if kind == "done" and event.get("status") == "superseded":

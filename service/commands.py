@@ -203,7 +203,8 @@ def cmd_serve(args) -> int:
             deliverer.stop.set()
         if worker is not None:  # drain: finish or hand back running jobs
             worker.stop.set()
-            thread.join(settings.shutdown_grace_s + 10)
+            if thread is not None:
+                thread.join(settings.shutdown_grace_s + 10)
     return 0
 
 

@@ -87,7 +87,10 @@ def head_revision() -> str:
     from alembic.script import ScriptDirectory
 
     cfg = _alembic_config(None)  # type: ignore[arg-type]
-    return ScriptDirectory.from_config(cfg).get_current_head()
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    if head is None:
+        raise RuntimeError(f"no migration head in {MIGRATIONS_DIR}")
+    return head
 
 
 def current_revision(engine: Engine) -> str | None:

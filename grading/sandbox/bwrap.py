@@ -222,7 +222,7 @@ class BwrapSession(KernelSession):
             # under RLIMIT_AS a native crash is almost always an unchecked failed allocation (seen: libzmq
             # segfaults when a print flood exhausts the address space)
             return {MEMORY}
-        return {signal.SIGXCPU: {CPU}, signal.SIGXFSZ: {FILE_SIZE}}.get(sig, set())
+        return {int(signal.SIGXCPU): {CPU}, int(signal.SIGXFSZ): {FILE_SIZE}}.get(sig, set())
 
     def poll_limits(self) -> set[str]:
         return self.group.poll()

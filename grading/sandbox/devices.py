@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from grading.exercise import Resources
 from grading.sandbox import DeviceGrant
@@ -66,8 +66,8 @@ def detect() -> dict[str, list[int]]:
         import torch
         import torch_npu  # noqa: F401  (registers torch.npu)
 
-        if torch.npu.is_available():  # type: ignore[attr-defined]
-            found["npu"] = list(range(torch.npu.device_count()))  # type: ignore[attr-defined]
+        if torch.npu.is_available():
+            found["npu"] = list(range(torch.npu.device_count()))
     except Exception:  # ImportError (no torch_npu / no CANN libhccl.so) or a driver error
         pass
     return found
@@ -132,7 +132,11 @@ class DeviceInventory:
     """
 
     def __init__(
-        self, devices: dict[str, Iterable[int]], *, busy_check: BusyCheck = host_busy_check, label: str = "configured"
+        self,
+        devices: Mapping[str, Iterable[int]],
+        *,
+        busy_check: BusyCheck = host_busy_check,
+        label: str = "configured",
     ) -> None:
         self.label = label
         self._all = {kind: sorted(set(ids)) for kind, ids in devices.items() if kind != "cpu"}

@@ -150,7 +150,7 @@ class PrewarmedSandbox(Sandbox):
                 while job is None and not self._closed:
                     self._cond.wait(1.0)
                     job = self._next_job()
-                if self._closed:
+                if self._closed or job is None:  # job is None only when closed
                     return
             key, request = job
             session = self._start_warm(request)

@@ -109,7 +109,9 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         ),
     ]
     checks = reference.get("checks", {})
-    public_cells, hidden_cells, hidden_inputs = [], [], []
+    public_cells: list[GraderCell] = []
+    hidden_cells: list[GraderCell] = []
+    hidden_inputs: list[str] = []
     for check in m.checks:
         if check.kind != "function":
             continue
@@ -127,7 +129,8 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         for label, indices, into in parts:
             # one cell per call: the grader's clock (budget_s) then bounds each call, whatever the kernel does
             # to its own alarm; cells sharing a label have their results merged (see parts_of)
-            for one in [(i,) for i in indices] or [()]:
+            one_per_call: list[tuple[int, ...]] = [(i,) for i in indices]
+            for one in one_per_call or [()]:
                 sent = [{"args": calls[i].get("args", []), "kwargs": calls[i].get("kwargs", {})} for i in one]
                 payload = {check.name: {"answer": check.answer, "calls": sent}}
                 into.append(
@@ -142,9 +145,9 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
                         budget_s=timeout + CALL_SLACK_S,
                     )
                 )
-    hidden = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
-    public = _public_text(exercise, checks)
-    scrub = (nonce, handle, *(h for h in hidden if len(h) >= MIN_SCRUB_CHARS and h not in public))
+    hidden_strings = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
+    public_text = _public_text(exercise, checks)
+    scrub = (nonce, handle, *(h for h in hidden_strings if len(h) >= MIN_SCRUB_CHARS and h not in public_text))
     if m.own:  # where each graded callable's code comes from (grading/provenance.py); no hidden input in it
         public_cells.append(
             GraderCell(
@@ -158,9 +161,9 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         handle=handle,
         seed=seed,
         extract=cells + public_cells + hidden_cells,
-        hidden_inputs=hidden,
+        hidden_inputs=hidden_strings,
         scrub=scrub,
-        public_text=public,
+        public_text=public_text,
     )
 
 
@@ -187,7 +190,8 @@ def _public_text(exercise: Exercise, checks: dict[str, Any]) -> str:
 
 def _strings(value: Any) -> list[str]:
     """Every string inside a reference input (dict keys included)."""
-    out, stack = [], [value]
+    out: list[str] = []
+    stack = [value]
     while stack:
         v = stack.pop()
         if isinstance(v, str):

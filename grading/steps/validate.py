@@ -4,6 +4,7 @@ id, code-cell count)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import nbformat
@@ -28,6 +29,7 @@ def json_depth_exceeds(data: Any, limit: int) -> bool:
     stack = [(data, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

@@ -48,10 +48,10 @@ def _bucket(score: float, max_score: float) -> str:
 
 def stats(session: Session, *, user: Principal, exercise: Exercise) -> ExerciseStats:
     subs = list(session.scalars(select(Submission).where(Submission.exercise_id == exercise.id, taught_by(user))))
-    scored = [s for s in subs if s.effective_score is not None]
+    scored = [(s, score) for s in subs if (score := s.effective_score) is not None]
     passes: Counter[str] = Counter()
     seen: Counter[str] = Counter()
-    for s in scored:
+    for s, _ in scored:
         for check in (s.result or {}).get("checks", []):
             seen[check["name"]] += 1
             passes[check["name"]] += bool(check["passed"])
@@ -61,8 +61,8 @@ def stats(session: Session, *, user: Principal, exercise: Exercise) -> ExerciseS
         submissions=len(subs),
         learners=len({s.user for s in subs}),
         by_status=dict(Counter(s.status for s in subs)),
-        score_histogram=dict(sorted(Counter(_bucket(s.effective_score, s.max_score) for s in scored).items())),
-        mean_score=statistics.fmean(s.effective_score for s in scored) if scored else None,
+        score_histogram=dict(sorted(Counter(_bucket(score, s.max_score) for s, score in scored).items())),
+        mean_score=statistics.fmean(score for _, score in scored) if scored else None,
         check_pass_rates={name: passes[name] / seen[name] for name in sorted(seen)},
         median_grading_s=statistics.median(times) if times else None,
     )

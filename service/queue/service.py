@@ -16,9 +16,9 @@ import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, false, func, or_, select, update
+from sqlalchemy import CursorResult, Update, and_, false, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from service.db import utcnow
@@ -143,9 +143,9 @@ def _learner_has_room(session: Session, *, learner: str, cap: int) -> bool:
     """PostgreSQL only: serialise claims per learner, then recount, so concurrent workers respect the cap
     (under READ COMMITTED the count taken after the lock sees every claim committed before it)."""
     session.execute(select(func.pg_advisory_xact_lock(func.hashtext("titangrade.learner:" + learner))))
-    running = session.scalar(
+    running = session.execute(
         select(func.count()).select_from(Job).where(Job.learner == learner, Job.status == "running")
-    )
+    ).scalar_one()
     return running < cap
 
 
@@ -257,24 +257,31 @@ def renew(session: Session, *, held: Sequence[ClaimedJob], lease_s: float) -> se
     expires = utcnow() + dt.timedelta(seconds=lease_s)
     lost = set()
     for job in held:
-        result = session.execute(
+        result = _updated(
+            session,
             update(Job)
             .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == "running")
             .values(lease_expires_at=expires)
-            .execution_options(synchronize_session=False)
+            .execution_options(synchronize_session=False),
         )
         if result.rowcount != 1:
             lost.add(job.job_id)
     return lost
 
 
+def _updated(session: Session, statement: Update) -> CursorResult:
+    """Run an UPDATE; its result is a CursorResult (rowcount), which Session.execute's annotation does not say."""
+    return cast(CursorResult, session.execute(statement))
+
+
 def _fence(session: Session, job: ClaimedJob, **values: Any) -> bool:
     """Update the job only if this worker still holds its lease."""
-    result = session.execute(
+    result = _updated(
+        session,
         update(Job)
         .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == "running")
         .values(**values)
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False),
     )
     return result.rowcount == 1
 

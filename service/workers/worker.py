@@ -6,6 +6,7 @@ training run. The executor and device inventory are injected (chosen once by the
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue as stdlib_queue
@@ -149,10 +150,13 @@ class Worker:
         future = self.executor.submit(ticket)
         with self._lock:
             self._inflight[job.job_id] = _InFlight(job=job, grant=grant, future=future)
-        future.add_done_callback(lambda _f, jid=job.job_id: self._done.put(jid))
+        future.add_done_callback(functools.partial(self._finished, job.job_id))
         log.info(
             "worker %s claimed job %s (submission %s, attempt %s)", self.id, job.job_id, job.submission_id, job.attempt
         )
+
+    def _finished(self, job_id: int, _future: Future[Outcome]) -> None:
+        self._done.put(job_id)  # runs on the executor's thread; the worker loop collects it
 
     def _collect(self, *, timeout: float) -> None:
         try:

@@ -409,8 +409,8 @@ def live_workers(session: Session, *, within_s: float) -> list[WorkerBeat]:
 
 def depth_by_lane(session: Session) -> dict[str, int]:
     rows = session.execute(select(Job.lane, func.count()).where(Job.status == "queued").group_by(Job.lane))
-    return dict(rows.tuples().all())
+    return dict(rows.all())
 
 
 def jobs_by_status(session: Session) -> dict[str, int]:
-    return dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).tuples().all())
+    return dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).all())

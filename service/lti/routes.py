@@ -1,5 +1,6 @@
 """LTI endpoints: the tool's browser-facing URLs under /lti (login, launch, deep-link answer, JWKS, config)
 and platform registration under /api/v1/lti/platforms (admins). Thin wrappers over service/lti."""
+
 from __future__ import annotations
 
 import html
@@ -55,10 +56,17 @@ class PlatformPublic(BaseModel):
 
 
 def to_public(row: LtiPlatform) -> PlatformPublic:
-    return PlatformPublic(id=row.id, name=row.name, issuer=row.issuer, client_id=row.client_id,
-                          auth_login_url=row.auth_login_url, auth_token_url=row.auth_token_url,
-                          keyset_url=row.keyset_url, deployment_ids=list(row.deployment_ids),
-                          created_at=row.created_at)
+    return PlatformPublic(
+        id=row.id,
+        name=row.name,
+        issuer=row.issuer,
+        client_id=row.client_id,
+        auth_login_url=row.auth_login_url,
+        auth_token_url=row.auth_token_url,
+        keyset_url=row.keyset_url,
+        deployment_ids=list(row.deployment_ids),
+        created_at=row.created_at,
+    )
 
 
 @api.post("", status_code=201, response_model=PlatformPublic, responses=errors(403, 409, 422))
@@ -82,16 +90,22 @@ def remove_platform(platform_id: Annotated[int, Path(ge=1, le=2**31 - 1)], user:
 
 def tool_urls(settings) -> dict[str, str]:
     base = settings.lti_tool_url.rstrip("/")
-    return {"login_url": base + "/lti/login", "launch_url": base + "/lti/launch", "redirect_url": base + "/lti/launch",
-            "deep_linking_url": base + "/lti/launch", "jwks_url": base + "/lti/jwks"}
+    return {
+        "login_url": base + "/lti/login",
+        "launch_url": base + "/lti/launch",
+        "redirect_url": base + "/lti/launch",
+        "deep_linking_url": base + "/lti/launch",
+        "jwks_url": base + "/lti/jwks",
+    }
 
 
 def _jwks(request: Request) -> JwksCache:
     state = request.app.state
     if getattr(state, "lti_jwks", None) is None:
         settings = state.settings
-        client = make_client(AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s,
-                             max_connections=4)
+        client = make_client(
+            AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s, max_connections=4
+        )
         state.lti_jwks = JwksCache(client, ttl_s=settings.lti_jwks_cache_s)
     return state.lti_jwks
 
@@ -124,8 +138,9 @@ async def login(request: Request, settings: SettingsDep):
 
     def run() -> str:
         with transaction(request.app.state.sessions) as session:
-            return service.login_redirect(session, params=params, redirect_uri=tool_urls(settings)["launch_url"],
-                                          ttl_s=settings.lti_state_ttl_s)
+            return service.login_redirect(
+                session, params=params, redirect_uri=tool_urls(settings)["launch_url"], ttl_s=settings.lti_state_ttl_s
+            )
 
     return RedirectResponse(await run_in_threadpool(run), status_code=302)
 
@@ -145,16 +160,30 @@ async def launch_(request: Request, settings: SettingsDep, catalogue: CatalogueD
             login = service.consume_state(session, state=params["state"])
             platform_id, nonce = login.platform_id, login.nonce
         with transaction(sessions) as session:  # nothing else is stored unless every check passes
-            platform, claims = launch.validate(session, id_token=params["id_token"], platform_id=platform_id,
-                                               nonce=nonce, jwks=jwks_cache, leeway_s=settings.lti_clock_skew_s)
+            platform, claims = launch.validate(
+                session,
+                id_token=params["id_token"],
+                platform_id=platform_id,
+                nonce=nonce,
+                jwks=jwks_cache,
+                leeway_s=settings.lti_clock_skew_s,
+            )
             if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
-                return launch.deep_link_request(session, platform=platform, claims=claims, catalogue=catalogue,
-                                                keys=key_store(settings), ttl_s=settings.lti_state_ttl_s)
-            done = launch.resource_link(session, platform=platform, claims=claims, catalogue=catalogue,
-                                        session_s=settings.lti_session_s)
+                return launch.deep_link_request(
+                    session,
+                    platform=platform,
+                    claims=claims,
+                    catalogue=catalogue,
+                    keys=key_store(settings),
+                    ttl_s=settings.lti_state_ttl_s,
+                )
+            done = launch.resource_link(
+                session, platform=platform, claims=claims, catalogue=catalogue, session_s=settings.lti_session_s
+            )
             if browser:
-                done["ticket"] = enter.issue_ticket(session, secret=secret, platform_id=platform.id, launched=done,
-                                                    session_s=settings.lti_session_s)
+                done["ticket"] = enter.issue_ticket(
+                    session, secret=secret, platform_id=platform.id, launched=done, session_s=settings.lti_session_s
+                )
             return done
 
     done = await run_in_threadpool(run)
@@ -169,9 +198,11 @@ async def enter_(request: Request, settings: SettingsDep, ticket: str = ""):
     the page. In an iframe, spend nothing and offer to open this URL in a new tab instead."""
     if request.headers.get("sec-fetch-dest") == "iframe":
         here = html.escape("/lti/enter?ticket=" + quote(ticket, safe=""))
-        return HTMLResponse(f'<!doctype html><meta charset="utf-8"><title>titangrade</title><p><a href="{here}" '
-                            'target="_blank" rel="noopener">Open titangrade in a new tab</a></p>',
-                            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+        return HTMLResponse(
+            f'<!doctype html><meta charset="utf-8"><title>titangrade</title><p><a href="{here}" '
+            'target="_blank" rel="noopener">Open titangrade in a new tab</a></p>',
+            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
+        )
     if not ticket:
         raise LtiError("lti_missing_parameter", "this page is reached from an LTI launch; launch from the LMS")
     secret = web_secret(request)
@@ -181,8 +212,9 @@ async def enter_(request: Request, settings: SettingsDep, ticket: str = ""):
             return enter.redeem_ticket(session, secret=secret, ticket=ticket)
 
     cookie, path = await run_in_threadpool(run)
-    resp = RedirectResponse(path, status_code=303, headers={"Cache-Control": "no-store",
-                                                            "Referrer-Policy": "no-referrer"})
+    resp = RedirectResponse(
+        path, status_code=303, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+    )
     start_session(resp, request, cookie=cookie)
     return resp
 
@@ -196,9 +228,14 @@ async def deep_link(request: Request, settings: SettingsDep, catalogue: Catalogu
 
     def run() -> tuple[str, str]:
         with transaction(request.app.state.sessions) as session:
-            return launch.deep_link_response(session, pick_token=params["pick_token"],
-                                             exercise_id=params["exercise_id"], catalogue=catalogue,
-                                             keys=key_store(settings), launch_url=tool_urls(settings)["launch_url"])
+            return launch.deep_link_response(
+                session,
+                pick_token=params["pick_token"],
+                exercise_id=params["exercise_id"],
+                catalogue=catalogue,
+                keys=key_store(settings),
+                launch_url=tool_urls(settings)["launch_url"],
+            )
 
     url, token = await run_in_threadpool(run)
     return HTMLResponse(launch.autopost(url, token))

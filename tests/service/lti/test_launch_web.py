@@ -23,8 +23,9 @@ def _browser_launch(lti, client: httpx.Client, **hint) -> httpx.Response:
 
 def test_a_learner_launch_lands_signed_in_on_the_exercise_and_can_upload(lti, svc, add_submission):
     client = httpx.Client(base_url=lti.url, headers=HTML, timeout=30)
-    resp = _browser_launch(lti, client, sub="s-web", roles=[LEARNER], context="course-W", exercise_id="ch05.svc_sum",
-                           name="Web Learner")
+    resp = _browser_launch(
+        lti, client, sub="s-web", roles=[LEARNER], context="course-W", exercise_id="ch05.svc_sum", name="Web Learner"
+    )
     assert resp.status_code == 303, resp.text
     assert "set-cookie" not in resp.headers  # nothing is set on the cross-site POST
     ticket_url = resp.headers["location"]
@@ -41,8 +42,9 @@ def test_a_learner_launch_lands_signed_in_on_the_exercise_and_can_upload(lti, sv
     page = client.get("/exercises")
     assert page.status_code == 200 and 'id="ex-ch05.svc_sum"' in page.text and "Web Learner" in page.text
     files = {"notebook": ("nb.ipynb", svc.notebook(), "application/x-ipynb+json")}
-    made = client.post("/submit", data={"exercise_id": "ch05.svc_sum", "csrf": CSRF.search(page.text).group(1)},
-                       files=files)
+    made = client.post(
+        "/submit", data={"exercise_id": "ch05.svc_sum", "csrf": CSRF.search(page.text).group(1)}, files=files
+    )
     assert made.status_code == 303 and made.headers["location"].startswith("/submissions/"), made.text
     mine = client.get(made.headers["location"])
     assert mine.status_code == 200
@@ -54,7 +56,11 @@ def test_a_learner_launch_lands_signed_in_on_the_exercise_and_can_upload(lti, sv
     with lti.app.state.sessions() as s:
         sub = s.get(Submission, made.headers["location"].rsplit("/", 1)[1])
         ident = s.get(Identity, sub.identity_id)
-        assert (ident.issuer, ident.subject, sub.course) == (lti.platform.url, "s-web", f"lti{lti.platform_id}-course-W")
+        assert (ident.issuer, ident.subject, sub.course) == (
+            lti.platform.url,
+            "s-web",
+            f"lti{lti.platform_id}-course-W",
+        )
     with transaction(lti.app.state.sessions) as s:
         other = add_submission(s, user="bob-web", course="c1")[0].id
     assert client.get(f"/submissions/{other}").status_code == 404  # another course's work stays hidden
@@ -78,9 +84,18 @@ def test_a_bad_id_token_or_a_forged_ticket_sets_no_cookie(lti, counts):
     client = httpx.Client(base_url=lti.url, headers=HTML, timeout=30)
     login = lti.browser.login(sub="mallory")
     now = int(time.time())
-    claims = {"iss": lti.platform.url, "aud": "someone-else", "sub": "mallory", "nonce": login["nonce"], "iat": now,
-              "exp": now + 300, LTI + "message_type": "LtiResourceLinkRequest", LTI + "version": "1.3.0",
-              LTI + "roles": [LEARNER], LTI + "context": {"id": "course-W"}}
+    claims = {
+        "iss": lti.platform.url,
+        "aud": "someone-else",
+        "sub": "mallory",
+        "nonce": login["nonce"],
+        "iat": now,
+        "exp": now + 300,
+        LTI + "message_type": "LtiResourceLinkRequest",
+        LTI + "version": "1.3.0",
+        LTI + "roles": [LEARNER],
+        LTI + "context": {"id": "course-W"},
+    }
     before = counts()
     bad = client.post("/lti/launch", data={"id_token": lti.platform.sign(claims), "state": login["state"]})
     assert bad.status_code == 400 and "set-cookie" not in bad.headers and "location" not in bad.headers

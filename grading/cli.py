@@ -1,7 +1,9 @@
-"""`titangrade grade` and `titangrade exercises list` (authoring commands: grading/authoring/cli.py): the engine from a terminal (service/cli.py dispatches).
+"""`titangrade grade` and `titangrade exercises list` (authoring commands: grading/authoring/cli.py): the engine
+from a terminal (service/cli.py dispatches).
 
 Exit codes of `grade`: 0 graded, 1 error (the notebook's code failed), 2 invalid input, 3 not gradable.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     grade.add_argument("--exercise", help="exercise id (default: metadata.titangrade.exercise_id)")
     grade.add_argument("--json", action="store_true", help="print the result as JSON")
     grade.add_argument("--lang", choices=("en", "zh"), default="en", help="feedback language")
-    grade.add_argument("--sandbox", default=os.environ.get("TITANGRADE_SANDBOX", "auto"),
-                       help="auto | bwrap | unsafe-local (default: $TITANGRADE_SANDBOX or auto)")
+    grade.add_argument(
+        "--sandbox",
+        default=os.environ.get("TITANGRADE_SANDBOX", "auto"),
+        help="auto | bwrap | unsafe-local (default: $TITANGRADE_SANDBOX or auto)",
+    )
     _catalogue_args(grade)
     grade.set_defaults(func=cmd_grade)
 
@@ -75,8 +80,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print(f"not gradable: {exc}", file=sys.stderr)
         return EXIT_CODES[Status.NOT_GRADABLE]
     try:
-        result = grade_notebook(source, exercise_id=args.exercise, catalogue=catalogue, lang=args.lang,
-                                sandbox=sandbox)
+        result = grade_notebook(source, exercise_id=args.exercise, catalogue=catalogue, lang=args.lang, sandbox=sandbox)
     except InvalidSubmission as exc:
         return _error(args, exc.code, exc.message)
     print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if args.json else render(result))
@@ -110,8 +114,10 @@ def cmd_exercises_list(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         res = r["resources"]
-        print(f"{r['id']:<34} ch{r['chapter']:02d}  {r['max_score']:>5g} pts  {r['kernel_family']:<8} "
-              f"world={res['world_size']} devices={res['devices']}  {r['notebook']}  {r['title']}")
+        print(
+            f"{r['id']:<34} ch{r['chapter']:02d}  {r['max_score']:>5g} pts  {r['kernel_family']:<8} "
+            f"world={res['world_size']} devices={res['devices']}  {r['notebook']}  {r['title']}"
+        )
     if not rows:
         print("no exercises found", file=sys.stderr)
     return 0

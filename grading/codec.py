@@ -6,6 +6,7 @@ of the tagged forms the kernel-side encoder (`grading.kernel_side`) writes, nest
 capped before anything is allocated, and it never raises: a value it cannot read becomes
 `Undecodable` or `TooLarge`, which fail the check that reads them (the learner's fault, not ours).
 """
+
 from __future__ import annotations
 
 import math
@@ -66,11 +67,24 @@ MAX_TENSOR_DIMS = 32
 MAX_TEXT = 2000  # characters kept of a repr or an exception message
 # Tensors decode only to numeric and bool dtypes: a learner-chosen string or object dtype could make
 # numpy allocate far more than the data it came with.
-TENSOR_DTYPES: dict[str, np.dtype] = {name: np.dtype(target) for name, target in {
-    "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
-    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
-    "float16": "float16", "float32": "float32", "float64": "float64", "bfloat16": "float32",
-}.items()}
+TENSOR_DTYPES: dict[str, np.dtype] = {
+    name: np.dtype(target)
+    for name, target in {
+        "bool": "bool",
+        "int8": "int8",
+        "int16": "int16",
+        "int32": "int32",
+        "int64": "int64",
+        "uint8": "uint8",
+        "uint16": "uint16",
+        "uint32": "uint32",
+        "uint64": "uint64",
+        "float16": "float16",
+        "float32": "float32",
+        "float64": "float64",
+        "bfloat16": "float32",
+    }.items()
+}
 _NODE_BYTES = 16  # what the decoder charges per JSON node, besides a string's characters
 
 
@@ -86,8 +100,11 @@ def decode(value: Any) -> Any:
         return MISSING
     if "__raised__" in value:
         r = value["__raised__"]
-        return Raised(type=str(r.get("type", "Exception")), message=str(r.get("message", "")),
-                      bases=tuple(str(b) for b in r.get("bases", ())))
+        return Raised(
+            type=str(r.get("type", "Exception")),
+            message=str(r.get("message", "")),
+            bases=tuple(str(b) for b in r.get("bases", ())),
+        )
     if "__repr__" in value:
         return Opaque(repr=str(value["__repr__"]), type=str(value.get("__type__", "")))
     if "__set__" in value:
@@ -182,7 +199,7 @@ class AnswerDecoder:
             return Opaque(repr=self._text(v["__repr__"]), type=self._text(v["__type__"]))
         if len(keys) != 1:
             raise self._bad("an object that is not a codec marker")
-        (tag, body), = v.items()
+        ((tag, body),) = v.items()
         self._charge(_NODE_BYTES)
         if tag == "__dict__":
             if not isinstance(body, list):
@@ -231,8 +248,11 @@ class AnswerDecoder:
         bases = body.get("bases", [])
         if not isinstance(bases, list) or len(bases) > 64:
             raise self._bad("malformed __raised__ bases")
-        return Raised(type=self._text(body["type"])[:200], message=self._text(body.get("message", "")),
-                      bases=tuple(self._text(b)[:200] for b in bases))
+        return Raised(
+            type=self._text(body["type"])[:200],
+            message=self._text(body.get("message", "")),
+            bases=tuple(self._text(b)[:200] for b in bases),
+        )
 
     def _tensor(self, spec: Any) -> np.ndarray:
         if not isinstance(spec, dict) or set(spec) != {"dtype", "shape", "data"}:
@@ -241,8 +261,11 @@ class AnswerDecoder:
         if dtype is None:
             raise self._bad("a tensor dtype that is not numeric or bool")
         shape = spec["shape"]
-        if (not isinstance(shape, list) or len(shape) > MAX_TENSOR_DIMS
-                or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+        if (
+            not isinstance(shape, list)
+            or len(shape) > MAX_TENSOR_DIMS
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
+        ):
             raise self._bad("a tensor shape that is not a short list of non-negative ints")
         flat = _flatten(spec["data"], shape)  # walks only the data already received, never the claimed shape
         if flat is None:
@@ -292,8 +315,7 @@ def encode(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return {"__set__": [encode(v) for v in sorted(value, key=repr)]}
     if isinstance(value, np.ndarray):
-        return {"__tensor__": {"dtype": str(value.dtype), "shape": list(value.shape),
-                               "data": encode(value.tolist())}}
+        return {"__tensor__": {"dtype": str(value.dtype), "shape": list(value.shape), "data": encode(value.tolist())}}
     if isinstance(value, np.generic):
         return encode(value.item())
     raise TypeError(f"cannot encode {type(value).__name__} for the kernel; use lists, dicts, numbers, str")

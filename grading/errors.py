@@ -4,6 +4,7 @@
 stable, and the service maps codes to HTTP statuses (service/errors.py), so the engine knows no HTTP.
 `GraderFault` is ours: the caller retries it or records the submission as not gradable, never as a 0.
 """
+
 from __future__ import annotations
 
 
@@ -35,7 +36,9 @@ class GraderFault(RuntimeError):
 class UnknownExercise(InvalidSubmission):
     def __init__(self, exercise_id: str) -> None:
         shown = exercise_id if len(exercise_id) <= 80 else exercise_id[:79] + "…"
-        super().__init__("unknown_exercise",
-                         f"exercise {shown!r} does not exist; see the list of exercises (`titangrade exercises "
-                         "list` on the command line, GET /api/v1/exercises over HTTP)")
+        super().__init__(
+            "unknown_exercise",
+            f"exercise {shown!r} does not exist; see the list of exercises (`titangrade exercises "
+            "list` on the command line, GET /api/v1/exercises over HTTP)",
+        )
         self.exercise_id = exercise_id

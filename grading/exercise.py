@@ -4,6 +4,7 @@ An exercise lives in `exercises/chNN/<name>/` as `exercise.toml` plus the learne
 material lives in `reference/<id>/` (`<name>_answer.txt`, JSON; `solution.ipynb`). The format is
 documented in docs/exercise-format.md. Reference files are read only here, in the grader's process.
 """
+
 from __future__ import annotations
 
 import json
@@ -227,8 +228,9 @@ def load_manifest(path: Path) -> Manifest:
 class Catalogue:
     """Every exercise under `exercises_root`, keyed by id."""
 
-    def __init__(self, exercises_root: Path = DEFAULT_EXERCISES_ROOT,
-                 reference_root: Path = DEFAULT_REFERENCE_ROOT) -> None:
+    def __init__(
+        self, exercises_root: Path = DEFAULT_EXERCISES_ROOT, reference_root: Path = DEFAULT_REFERENCE_ROOT
+    ) -> None:
         self.exercises_root = Path(exercises_root)
         self.reference_root = Path(reference_root)
         self._by_id: dict[str, Exercise] = {}
@@ -236,8 +238,7 @@ class Catalogue:
             manifest = load_manifest(manifest_path)
             if manifest.id in self._by_id:
                 raise ValueError(f"duplicate exercise id {manifest.id} in {manifest_path}")
-            self._by_id[manifest.id] = Exercise(
-                manifest, manifest_path.parent, self.reference_root / manifest.id)
+            self._by_id[manifest.id] = Exercise(manifest, manifest_path.parent, self.reference_root / manifest.id)
 
     def __iter__(self):
         return iter(sorted(self._by_id.values(), key=lambda e: e.id))

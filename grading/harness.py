@@ -11,6 +11,7 @@ again by the master's code, and the graded values come from that run. Each cell 
 empty nonce payload (through the seed-time extractor), so a harness that raises is still accounted
 for (its answers are then missing or raise, and score 0) and never masks another cell.
 """
+
 from __future__ import annotations
 
 import ast
@@ -44,9 +45,11 @@ def bound_names(source: str) -> list[str]:
 def cell_source(source: str, *, handle: str, nonce: str) -> str:
     """The grader cell for one harness source: forget the learner's bindings of its names, run the
     master's code in the kernel's globals, then publish an empty payload carrying the nonce."""
-    return (f"for _tg_name in {bound_names(source)!r}:\n"
-            "    globals().pop(_tg_name, None)\n"
-            "try:\n"
-            f"    exec(compile({source!r}, '<titangrade-harness>', 'exec'), globals())\n"
-            "finally:\n"
-            f"    {handle}({nonce!r}, {{}}, {{}}, 1.0)\n")
+    return (
+        f"for _tg_name in {bound_names(source)!r}:\n"
+        "    globals().pop(_tg_name, None)\n"
+        "try:\n"
+        f"    exec(compile({source!r}, '<titangrade-harness>', 'exec'), globals())\n"
+        "finally:\n"
+        f"    {handle}({nonce!r}, {{}}, {{}}, 1.0)\n"
+    )

@@ -5,6 +5,7 @@ import `grading`. `install()` seeds the RNGs and returns the extractor closure; 
 the builtins and the display publisher at seed time, before any learner code could replace them.
 Nothing here ever sees an expected value: it encodes answers and calls functions on given inputs.
 """
+
 # ruff: noqa
 import builtins as _b
 
@@ -21,7 +22,13 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
     from IPython.display import publish_display_data
 
     _isinstance, _len, _repr, _type, _getattr, _hasattr = (
-        _b.isinstance, _b.len, _b.repr, _b.type, _b.getattr, _b.hasattr)
+        _b.isinstance,
+        _b.len,
+        _b.repr,
+        _b.type,
+        _b.getattr,
+        _b.hasattr,
+    )
     _list, _dict, _str, _float, _int, _sorted, _open = _b.list, _b.dict, _b.str, _b.float, _b.int, _b.sorted, _b.open
     _dumps, _loads = json.dumps, json.loads
     _isfinite = math.isfinite
@@ -66,7 +73,7 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
                     loader_exec(module)
                     _seed_torch(module)
 
-                spec.loader.exec_module = exec_module
+                spec.loader.exec_module = exec_module  # type: ignore[method-assign]  # this loader instance only
                 return spec
 
         sys.meta_path.insert(0, _SeedTorchOnImport())
@@ -235,7 +242,8 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
     def extract(nonce, answers, calls, call_timeout_s=10.0):
         """answers: {name: kind}; calls: {check: {"answer": name, "calls": [{"args", "kwargs"}]}}."""
         g = _main.__dict__
-        out_answers, out_calls = {}, {}
+        out_answers: dict[str, object] = {}  # local annotations are never evaluated in the kernel
+        out_calls: dict[str, object] = {}
         for name, kind in answers.items():
             if name not in g:
                 out_answers[name] = {"__missing__": True}
@@ -252,8 +260,9 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
             if fn is None or not _b.callable(fn):
                 out_calls[check] = {"__missing__": True}
                 continue
-            out_calls[check] = [call_guarded(fn, c.get("args", []), c.get("kwargs", {}), call_timeout_s)
-                                for c in spec["calls"]]
+            out_calls[check] = [
+                call_guarded(fn, c.get("args", []), c.get("kwargs", {}), call_timeout_s) for c in spec["calls"]
+            ]
         payload = {"nonce": nonce, "answers": out_answers, "calls": out_calls}
         publish_display_data({mime: _loads(_dumps(payload, allow_nan=False))})
 

@@ -3,11 +3,13 @@
 `grade_notebook` is the one entry point the service, the CLI and the tests call. It raises only
 `InvalidSubmission` (bad input, before anything runs); every other failure becomes a result.
 """
+
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import nbformat
 
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 5_000_000
 PROGRESS_BURST = 20  # cell events sent at once before throttling starts
 PROGRESS_PER_S = 2.0  # cell events a second after the burst
+CPU_ONLY = DeviceGrant()  # the default grant: no accelerator (DeviceGrant is frozen, so one instance is shared)
 _default_catalogue: Catalogue | None = None
 _default_sandbox: Sandbox | None = None
 
@@ -48,8 +51,9 @@ def default_sandbox() -> Sandbox:
     return _default_sandbox
 
 
-def load_submission(source: bytes | str | dict, *, exercise_id: str | None, catalogue: Catalogue,
-                    max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[nbformat.NotebookNode, Exercise]:
+def load_submission(
+    source: bytes | str | dict, *, exercise_id: str | None, catalogue: Catalogue, max_bytes: int = DEFAULT_MAX_BYTES
+) -> tuple[nbformat.NotebookNode, Exercise]:
     """Validate and identify; raises InvalidSubmission (codes: too_large, invalid_json, not_a_notebook,
     nbformat_invalid, missing_exercise, exercise_mismatch, unknown_exercise, too_many_cells) before
     anything runs."""
@@ -61,8 +65,13 @@ def load_submission(source: bytes | str | dict, *, exercise_id: str | None, cata
     return nb, exercise
 
 
-def _emitter(progress: Callable[[dict], None] | None, *, clock: Callable[[], float] = time.monotonic,
-             burst: int = PROGRESS_BURST, per_s: float = PROGRESS_PER_S) -> Callable[[dict], None]:
+def _emitter(
+    progress: Callable[[dict], None] | None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    burst: int = PROGRESS_BURST,
+    per_s: float = PROGRESS_PER_S,
+) -> Callable[[dict], None]:
     """Forward events to `progress`; `cell` events pass a token bucket (`burst`, then `per_s` a second)
     so a notebook of many tiny cells cannot write a progress row per cell. Other events always pass."""
     tokens, last = [float(burst)], [clock()]
@@ -81,18 +90,27 @@ def _emitter(progress: Callable[[dict], None] | None, *, clock: Callable[[], flo
             progress(event)
         except Exception:  # a broken listener must never change a grade
             log.warning("progress callback failed for %s", event.get("event"), exc_info=True)
+
     return emit
 
 
-def grade_notebook(source: bytes | str | dict, *, exercise_id: str | None = None, catalogue: Catalogue | None = None,
-                   lang: str = "en", sandbox: Sandbox | None = None, devices: DeviceGrant = DeviceGrant(),
-                   progress: Callable[[dict], None] | None = None,
-                   max_bytes: int = DEFAULT_MAX_BYTES) -> GradeResult:
+def grade_notebook(
+    source: bytes | str | dict,
+    *,
+    exercise_id: str | None = None,
+    catalogue: Catalogue | None = None,
+    lang: str = "en",
+    sandbox: Sandbox | None = None,
+    devices: DeviceGrant = CPU_ONLY,
+    progress: Callable[[dict], None] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> GradeResult:
     """Grade one notebook. Raises InvalidSubmission for bad input; learner faults give status error,
     grader faults (and any unexpected engine exception) give not_gradable."""
     started = time.monotonic()
-    nb, exercise = load_submission(source, exercise_id=exercise_id, catalogue=catalogue or default_catalogue(),
-                                   max_bytes=max_bytes)
+    nb, exercise = load_submission(
+        source, exercise_id=exercise_id, catalogue=catalogue or default_catalogue(), max_bytes=max_bytes
+    )
     emit = _emitter(progress)
     emit({"event": "started", "exercise_id": exercise.id})
     scrub: dict[str, Any] = {}  # filled by _grade: grader cell name and nonce, hidden strings
@@ -112,17 +130,28 @@ def grade_notebook(source: bytes | str | dict, *, exercise_id: str | None = None
     return result
 
 
-def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox: Sandbox | None,
-           devices: DeviceGrant, emit: Callable[[dict], Any], scrub: dict[str, Any]) -> GradeResult:
+def _grade(
+    nb: nbformat.NotebookNode,
+    exercise: Exercise,
+    *,
+    lang: str,
+    sandbox: Sandbox | None,
+    devices: DeviceGrant,
+    emit: Callable[[dict], Any],
+    scrub: dict[str, Any],
+) -> GradeResult:
     manifest = exercise.manifest
     reference = exercise.reference()  # loaded once per grade: the plan and the checks share it
     plan = grader_cells.plan(exercise, reference=reference)
     scrub.update(needles=plan.scrub, public=plan.public_text)
     sandbox = sandbox or default_sandbox()
-    request = KernelRequest(limits=manifest.limits, devices=devices, kernel_family=manifest.kernel_family,
-                            hidden_modules=manifest.policy.forbid)
-    execution = run_notebook(clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang,
-                             progress=emit)
+    request = KernelRequest(
+        limits=manifest.limits,
+        devices=devices,
+        kernel_family=manifest.kernel_family,
+        hidden_modules=manifest.policy.forbid,
+    )
+    execution = run_notebook(clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang, progress=emit)
     if execution.fault is not None:
         raise GraderFault(execution.fault)
     emit({"event": "checks"})
@@ -134,12 +163,28 @@ def _grade(nb: nbformat.NotebookNode, exercise: Exercise, *, lang: str, sandbox:
         checks = provenance.enforce(exercise, checks, provenance.judge(manifest, payload, sources, lang=lang))
     status, message = decide_status(execution, checks, lang=lang)
     trace, profile = training_trace(exercise, execution.payloads)
-    return GradeResult(exercise_id=exercise.id, status=status, score=total(checks), max_score=manifest.max_score,
-                       checks=checks, message=message, cells=execution.cells, limits_hit=execution.limits_hit,
-                       sandbox=execution.sandbox_mode, device=devices.kind, trace=trace, profile=profile)
+    return GradeResult(
+        exercise_id=exercise.id,
+        status=status,
+        score=total(checks),
+        max_score=manifest.max_score,
+        checks=checks,
+        message=message,
+        cells=execution.cells,
+        limits_hit=execution.limits_hit,
+        sandbox=execution.sandbox_mode,
+        device=devices.kind,
+        trace=trace,
+        profile=profile,
+    )
 
 
 def _not_gradable(exercise: Exercise, reason: str, *, lang: str, devices: DeviceGrant) -> GradeResult:
-    return GradeResult(exercise_id=exercise.id, status=Status.NOT_GRADABLE, score=0.0,
-                       max_score=exercise.manifest.max_score, message=t("not_gradable", lang, reason=reason),
-                       device=devices.kind)
+    return GradeResult(
+        exercise_id=exercise.id,
+        status=Status.NOT_GRADABLE,
+        score=0.0,
+        max_score=exercise.manifest.max_score,
+        message=t("not_gradable", lang, reason=reason),
+        device=devices.kind,
+    )

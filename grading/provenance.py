@@ -12,6 +12,7 @@ the learner writes, `forbid` modules whose code would answer the exercise. Two l
 Layer 2 also covers unsafe-local mode, where nothing can be hidden. It is best effort against a learner
 who rewrites code objects in their own process; layer 1 is what such a learner cannot get around.
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,27 +29,33 @@ _RUNTIME_DIRS = ("/site-packages/", "/dist-packages/", "/exercises/lab/", "/lib/
 MESSAGES = {
     "not_function": {
         "en": "{name} must be a function you define in your notebook (found {what}); this task scores 0.",
-        "zh": "{name} 必须是你在 notebook 中自己定义的函数（实际是 {what}），本项记 0 分。"},
+        "zh": "{name} 必须是你在 notebook 中自己定义的函数（实际是 {what}），本项记 0 分。",
+    },
     "not_yours": {
         "en": "{name} is not your code: it comes from {where}, not from your notebook cells; write it "
-              "yourself (this task scores 0).",
-        "zh": "{name} 不是你写的代码：它来自 {where}，而不是你的 notebook 单元；请自己实现（本项记 0 分）。"},
+        "yourself (this task scores 0).",
+        "zh": "{name} 不是你写的代码：它来自 {where}，而不是你的 notebook 单元；请自己实现（本项记 0 分）。",
+    },
     "forbidden_ref": {
         "en": "{name} calls {ref} from {module}, which this exercise asks you to implement yourself; "
-              "this task scores 0.",
-        "zh": "{name} 调用了 {module} 中的 {ref}，而本练习要求你自己实现它；本项记 0 分。"},
+        "this task scores 0.",
+        "zh": "{name} 调用了 {module} 中的 {ref}，而本练习要求你自己实现它；本项记 0 分。",
+    },
     "forbidden_module": {
         "en": "{name} uses the module {module}, whose code this exercise asks you to write yourself; "
-              "this task scores 0.",
-        "zh": "{name} 使用了模块 {module}，而本练习要求你自己写出这部分代码；本项记 0 分。"},
+        "this task scores 0.",
+        "zh": "{name} 使用了模块 {module}，而本练习要求你自己写出这部分代码；本项记 0 分。",
+    },
     "forbidden_import": {
         "en": "Your notebook imports {module} (code cell {cell}), whose code this exercise asks you to write "
-              "yourself, so {name} cannot count as your work; this task scores 0.",
+        "yourself, so {name} cannot count as your work; this task scores 0.",
         "zh": "你的 notebook 导入了 {module}（第 {cell} 个代码单元），而本练习要求你自己写出这部分代码，"
-              "因此 {name} 不能算作你的成果；本项记 0 分。"},
+        "因此 {name} 不能算作你的成果；本项记 0 分。",
+    },
     "unverified": {
         "en": "Could not verify that {name} is your own code (its inspection failed); this task scores 0.",
-        "zh": "无法确认 {name} 是你自己写的代码（检查失败），本项记 0 分。"},
+        "zh": "无法确认 {name} 是你自己写的代码（检查失败），本项记 0 分。",
+    },
 }
 
 
@@ -59,12 +66,14 @@ def _msg(key: str, lang: str, **params: Any) -> str:
 
 def seed_source(handle: str) -> str:
     """Lines for the seed cell: install the reporter before any learner code runs."""
-    return ("def _titangrade_prov_boot():\n"
-            "    ns = {'__name__': 'titangrade_provenance'}\n"
-            f"    exec(compile({_KERNEL_SOURCE!r}, '<titangrade-provenance>', 'exec'), ns)\n"
-            "    return ns['install']()\n"
-            f"{handle} = _titangrade_prov_boot()\n"
-            "del _titangrade_prov_boot\n")
+    return (
+        "def _titangrade_prov_boot():\n"
+        "    ns = {'__name__': 'titangrade_provenance'}\n"
+        f"    exec(compile({_KERNEL_SOURCE!r}, '<titangrade-provenance>', 'exec'), ns)\n"
+        "    return ns['install']()\n"
+        f"{handle} = _titangrade_prov_boot()\n"
+        "del _titangrade_prov_boot\n"
+    )
 
 
 def cell_source(handle: str, nonce: str, names: tuple[str, ...], timeout_s: float) -> str:
@@ -114,8 +123,9 @@ def scan_imports(sources: list[str], forbid: tuple[str, ...]) -> tuple[str, int,
     return None
 
 
-def judge(manifest: Manifest, payload: dict[str, Any] | None, sources: list[str], *,
-          lang: str = "en") -> dict[str, str]:
+def judge(
+    manifest: Manifest, payload: dict[str, Any] | None, sources: list[str], *, lang: str = "en"
+) -> dict[str, str]:
     """{answer name: why it scores 0}. An `own` callable is judged by where its code comes from and what
     it reaches (the kernel's report); a value answer, which has no code to inspect, by whether the
     notebook imports a forbidden module (every answer, when the import is in a `%%writefile` cell: that
@@ -128,8 +138,7 @@ def judge(manifest: Manifest, payload: dict[str, Any] | None, sources: list[str]
         for answer in manifest.answers:
             # a %%writefile module runs in launched processes the kernel-side report cannot see into
             if answer.kind != "function" or hit[2]:
-                verdicts[answer.name] = _msg("forbidden_import", lang, module=hit[0], cell=hit[1],
-                                             name=answer.name)
+                verdicts[answer.name] = _msg("forbidden_import", lang, module=hit[0], cell=hit[1], name=answer.name)
     reports = (payload or {}).get("provenance")
     for name in manifest.own:
         if name in verdicts:
@@ -151,8 +160,12 @@ def judge(manifest: Manifest, payload: dict[str, Any] | None, sources: list[str]
             continue
         file = str(report.get("file", ""))
         module = str(report.get("module", ""))
-        if (module != "__main__" or not report.get("in_main") or any(d in file for d in _RUNTIME_DIRS)
-                or _forbidden(module, forbid, file)):
+        if (
+            module != "__main__"
+            or not report.get("in_main")
+            or any(d in file for d in _RUNTIME_DIRS)
+            or _forbidden(module, forbid, file)
+        ):
             verdicts[name] = _msg("not_yours", lang, name=name, where=module or "?")  # no host paths
             continue
         for ref in report.get("refs", []):
@@ -160,8 +173,11 @@ def judge(manifest: Manifest, payload: dict[str, Any] | None, sources: list[str]
             ref_name, ref_file = (str(ref[0]), str(ref[1])) if pair else (str(ref), "")
             ref_module, _, qual = ref_name.partition(":")
             if _forbidden(ref_module, forbid, ref_file):
-                verdicts[name] = (_msg("forbidden_ref", lang, name=name, ref=qual, module=ref_module) if qual
-                                  else _msg("forbidden_module", lang, name=name, module=ref_module))
+                verdicts[name] = (
+                    _msg("forbidden_ref", lang, name=name, ref=qual, module=ref_module)
+                    if qual
+                    else _msg("forbidden_module", lang, name=name, module=ref_module)
+                )
                 break
     return verdicts
 

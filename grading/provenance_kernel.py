@@ -41,7 +41,8 @@ def install():
         return None
 
     def codes(code):
-        stack, out = [code], []
+        stack: list[types.CodeType] = [code]  # local annotations are never evaluated in the kernel
+        out: list[types.CodeType] = []
         while stack and _len(out) < MAX_FUNCS:
             c = stack.pop()
             out.append(c)
@@ -88,7 +89,9 @@ def install():
         d = describe(obj)
         if d is not None:
             code = _getattr(obj, "__code__", None)
-            file = code.co_filename if _isinstance(code, _CodeType) else _getattr(obj, "__file__", None)
+            file = (
+                _getattr(code, "co_filename", None) if _isinstance(code, _CodeType) else _getattr(obj, "__file__", None)
+            )
             refs.add((d[0] + (":" + d[1] if d[1] else ""), _str(file)[:300] if _isinstance(file, _str) else ""))
         elif _type(obj) in (_b.list, _b.tuple):
             for x in obj[:50]:
@@ -109,16 +112,23 @@ def install():
         if not _isinstance(fn, _FunctionType):
             d = describe(value) or ("?", _type(value).__qualname__)
             return {"kind": "not_function", "module": d[0], "qualname": d[1], "file": "", "refs": []}
-        refs, seen, pending = set(), set(), [fn]
+        refs: set[tuple[str, str]] = set()
+        seen: set[int] = set()
+        pending = [fn]
         while pending and _len(seen) < MAX_FUNCS:
             f = pending.pop()
             if _b.id(f) in seen:
                 continue
             seen.add(_b.id(f))
             walk(f, refs, seen, pending)
-        return {"kind": "function", "module": _str(_getattr(fn, "__module__", "?")),
-                "qualname": _str(fn.__qualname__), "file": _str(fn.__code__.co_filename)[:300],
-                "in_main": fn.__globals__ is _main_dict, "refs": [_b.list(r) for r in _b.sorted(refs)[:MAX_REFS]]}
+        return {
+            "kind": "function",
+            "module": _str(_getattr(fn, "__module__", "?")),
+            "qualname": _str(fn.__qualname__),
+            "file": _str(fn.__code__.co_filename)[:300],
+            "in_main": fn.__globals__ is _main_dict,
+            "refs": [_b.list(r) for r in _b.sorted(refs)[:MAX_REFS]],
+        }
 
     def report(nonce, names, timeout_s=10.0):
         out = {}

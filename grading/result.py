@@ -6,6 +6,7 @@ status:
   notebook); the score counts what could still be checked.
 - not_gradable: our fault (kernel failed to start, sandbox or internal error). Never a learner's 0.
 """
+
 from __future__ import annotations
 
 import enum
@@ -29,7 +30,7 @@ def _fragments(needles, public: str) -> dict[int, set[str]]:
             continue
         k = min(SCRUB_FRAGMENT, len(n))
         for i in range(len(n) - k + 1):
-            g = n[i:i + k]
+            g = n[i : i + k]
             if g not in public:
                 grams.setdefault(k, set()).add(g)
     return grams
@@ -40,8 +41,8 @@ def _scrub_text(text: str, grams: dict[int, set[str]], replacement: str) -> str:
     covered = bytearray(len(text))
     for k, found in grams.items():
         for i in range(len(text) - k + 1):
-            if text[i:i + k] in found:
-                covered[i:i + k] = b"\x01" * k
+            if text[i : i + k] in found:
+                covered[i : i + k] = b"\x01" * k
     if not any(covered):
         return text
     out, i = [], 0
@@ -56,7 +57,7 @@ def _scrub_text(text: str, grams: dict[int, set[str]], replacement: str) -> str:
     return "".join(out)
 
 
-class Status(str, enum.Enum):
+class Status(str, enum.Enum):  # noqa: UP042  (StrEnum would change str(Status.X) from 'Status.X' to its value)
     GRADED = "graded"
     ERROR = "error"
     NOT_GRADABLE = "not_gradable"
@@ -141,7 +142,7 @@ class GradeResult:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "GradeResult":
+    def from_dict(cls, data: dict[str, Any]) -> GradeResult:
         return cls(
             exercise_id=data["exercise_id"],
             status=Status(data["status"]),
@@ -165,8 +166,11 @@ class GradeResult:
             "output": self.message or f"status: {self.status.value}",
             "visibility": "visible",
             "stdout_visibility": "hidden",
-            "extra_data": {"status": self.status.value, "exercise_id": self.exercise_id,
-                           "limits_hit": list(self.limits_hit)},
+            "extra_data": {
+                "status": self.status.value,
+                "exercise_id": self.exercise_id,
+                "limits_hit": list(self.limits_hit),
+            },
             "tests": [
                 {
                     "name": c.name,

@@ -3,6 +3,7 @@
 Kernel data is decoded here, strictly and under one size budget per run (grading.codec.AnswerDecoder):
 a value that cannot be decoded or compared fails its check, and never becomes a grader fault.
 """
+
 from __future__ import annotations
 
 import logging
@@ -51,8 +52,9 @@ class _Answers:
         for label, indices in plan.parts_of(check.name):
             payload = self.execution.payloads.get(label)
             if payload is None:
-                return None, (self.execution.extract_failures.get(label)
-                              or t("function_not_run", lang, name=check.answer))
+                return None, (
+                    self.execution.extract_failures.get(label) or t("function_not_run", lang, name=check.answer)
+                )
             calls = payload.get("calls")
             wire = calls.get(check.name, {"__missing__": True}) if isinstance(calls, dict) else None
             if wire == {"__missing__": True}:
@@ -64,8 +66,14 @@ class _Answers:
         return [results[i] for i in sorted(results)], None
 
 
-def score_checks(exercise: Exercise, execution: Execution, *, lang: str = "en",
-                 reference: dict[str, Any] | None = None, plan: GraderPlan | None = None) -> list[CheckResult]:
+def score_checks(
+    exercise: Exercise,
+    execution: Execution,
+    *,
+    lang: str = "en",
+    reference: dict[str, Any] | None = None,
+    plan: GraderPlan | None = None,
+) -> list[CheckResult]:
     """One CheckResult per manifest check, in manifest order, against `reference` (the pipeline passes the
     answer file it already loaded). A broken reference is a GraderFault. `plan` is the run's grader-cell
     plan (which cell made which calls); by default the exercise's."""
@@ -87,8 +95,9 @@ def score_checks(exercise: Exercise, execution: Execution, *, lang: str = "en",
             answer, calls, unavailable = answers.answer(check.answer), None, None
             if check.kind == "function":
                 calls, unavailable = answers.calls(check, plan, lang)
-        ctx = CheckContext(lang=lang, name=check.name, answer_name=check.answer,
-                           reference_dir=exercise.reference_dir, calls=calls)
+        ctx = CheckContext(
+            lang=lang, name=check.name, answer_name=check.answer, reference_dir=exercise.reference_dir, calls=calls
+        )
         fraction, feedback = _judge(check, answer, spec, ctx, unavailable, execution)
         del calls
         score = round(check.points * min(max(fraction, 0.0), 1.0), 4)
@@ -96,9 +105,16 @@ def score_checks(exercise: Exercise, execution: Execution, *, lang: str = "en",
         if not passed and spec.get("feedback"):
             hint = pick(spec["feedback"], lang)
             feedback = "; ".join(x for x in (feedback, t("hint", lang, hint=hint)) if x)
-        results.append(CheckResult(name=check.name, score=score, max_score=float(check.points), passed=passed,
-                                   feedback=feedback or (t("passed", lang) if passed else ""),
-                                   title=pick(check.title, lang) if check.title else ""))
+        results.append(
+            CheckResult(
+                name=check.name,
+                score=score,
+                max_score=float(check.points),
+                passed=passed,
+                feedback=feedback or (t("passed", lang) if passed else ""),
+                title=pick(check.title, lang) if check.title else "",
+            )
+        )
     return results
 
 
@@ -118,8 +134,9 @@ def _unreadable(check, answer: Any, calls: Any, ctx: CheckContext, execution: Ex
     return None
 
 
-def _judge(check, answer: Any, spec: dict, ctx: CheckContext, unavailable: str | None,
-           execution: Execution) -> tuple[float, str]:
+def _judge(
+    check, answer: Any, spec: dict, ctx: CheckContext, unavailable: str | None, execution: Execution
+) -> tuple[float, str]:
     if unavailable is not None:
         return 0.0, unavailable
     unreadable = _unreadable(check, answer if check.kind != "function" else None, ctx.calls, ctx, execution)
@@ -135,8 +152,10 @@ def _judge(check, answer: Any, spec: dict, ctx: CheckContext, unavailable: str |
     try:
         outcome = check_kinds.get(check.kind)(answer, spec, ctx)
     except (KeyError, OSError) as exc:  # a field or trace file missing from the reference: our fault
-        raise GraderFault(f"check {check.name!r} ({check.kind}) failed on its reference spec: "
-                          f"{type(exc).__name__}: {exc}", retryable=False) from exc
+        raise GraderFault(
+            f"check {check.name!r} ({check.kind}) failed on its reference spec: {type(exc).__name__}: {exc}",
+            retryable=False,
+        ) from exc
     except Exception as exc:  # a learner value the comparison cannot handle (solutions prove the spec works)
         log.warning("check %s could not compare the answer: %r", check.name, exc)
         return 0.0, t("answer_uncomparable", ctx.lang, name=check.answer, error=type(exc).__name__)
@@ -169,8 +188,11 @@ def decide_status(execution: Execution, checks: list[CheckResult], *, lang: str 
     problems += list(execution.extract_failures.values())
     seen = set(problems)
     problems += [m for m in execution.messages if m not in seen]
-    failed = (any(c.status != "ok" for c in execution.cells) or bool(execution.extract_failures)
-              or ANSWER_LIMIT in execution.limits_hit)
+    failed = (
+        any(c.status != "ok" for c in execution.cells)
+        or bool(execution.extract_failures)
+        or ANSWER_LIMIT in execution.limits_hit
+    )
     return (Status.ERROR if failed else Status.GRADED), "; ".join(dedupe(problems, lang=lang))
 
 

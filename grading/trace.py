@@ -3,6 +3,7 @@
 Only a training_run answer's metrics.jsonl records are read, and only their step and finite numbers are
 kept (learner data: bounded in steps, keys and key length). Nothing from the reference is added.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,13 @@ def training_trace(exercise: Exercise, payloads: dict[str, dict[str, Any]]) -> t
             continue
         kept: dict[str, float | int] = {"step": raw["step"]}
         for key, v in list(raw.items())[:MAX_KEYS]:
-            if (isinstance(key, str) and len(key) <= MAX_KEY_CHARS and isinstance(v, (int, float))
-                    and not isinstance(v, bool) and math.isfinite(v)):
+            if (
+                isinstance(key, str)
+                and len(key) <= MAX_KEY_CHARS
+                and isinstance(v, (int, float))
+                and not isinstance(v, bool)
+                and math.isfinite(v)
+            ):
                 kept[key] = v
         records.append(kept)
     run = value.get("run")

@@ -2,8 +2,8 @@
 # Lint and type-check: ruff rules, ruff format (check only) and mypy, configured in pyproject.toml.
 #   bash scripts/lint.sh            # grading/ service/ exercises/lab/
 #   bash scripts/lint.sh grading    # only these paths
-# Runs every tool even when one fails, then exits 1 if any did. Not yet part of .ci/run: grading/ and
-# service/ still have findings to fix (ruff format alone would rewrite most of their files).
+# Runs every tool even when one fails, then exits 1 if any did. .ci/run runs it after install and before the
+# tests, so a finding fails CI; fix with `ruff check --fix` / `ruff format`, or by hand (see pyproject.toml).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/ruff ] && [ -x .venv/bin/mypy ] || { echo "ruff/mypy missing: run bash scripts/install.sh" >&2; exit 2; }

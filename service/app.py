@@ -1,4 +1,5 @@
 """create_app: the FastAPI application (routes under /api/v1, JSON errors, state built from Settings)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -29,18 +30,33 @@ from service.webhooks.routes import router as webhooks_router
 API_PREFIX = "/api/v1"
 UPLOAD_PATH = API_PREFIX + "/submissions"
 SIGNED_INTAKE_PATH = API_PREFIX + INTAKE_PATH  # authenticated by its Standard Webhooks signature, not a token
-PUBLIC_PATHS = {API_PREFIX + "/openapi.json", API_PREFIX + "/docs", API_PREFIX + "/docs/oauth2-redirect",
-                SIGNED_INTAKE_PATH}
+PUBLIC_PATHS = {
+    API_PREFIX + "/openapi.json",
+    API_PREFIX + "/docs",
+    API_PREFIX + "/docs/oauth2-redirect",
+    SIGNED_INTAKE_PATH,
+}
 
 
-def create_app(settings: Settings, *, catalogue: Catalogue | None = None, engine=None,
-               authenticators: Sequence[Authenticator] | None = None) -> FastAPI:
+def create_app(
+    settings: Settings,
+    *,
+    catalogue: Catalogue | None = None,
+    engine=None,
+    authenticators: Sequence[Authenticator] | None = None,
+) -> FastAPI:
     """Build the app from validated settings; the engine and catalogue are created here, never at import.
 
     `authenticators` are asked in order (bearer tokens by default; LTI or session cookies can be added)."""
-    app = FastAPI(title="titangrade", version="1", description="Grades TorchTitan Wordle course notebooks.",
-                  openapi_url=API_PREFIX + "/openapi.json", docs_url=API_PREFIX + "/docs", redoc_url=None,
-                  redirect_slashes=False)
+    app = FastAPI(
+        title="titangrade",
+        version="1",
+        description="Grades TorchTitan Wordle course notebooks.",
+        openapi_url=API_PREFIX + "/openapi.json",
+        docs_url=API_PREFIX + "/docs",
+        redoc_url=None,
+        redirect_slashes=False,
+    )
     app.state.settings = settings
     app.state.engine = engine if engine is not None else make_engine(settings.database_url)
     app.state.sessions = make_sessionmaker(app.state.engine)
@@ -55,13 +71,24 @@ def create_app(settings: Settings, *, catalogue: Catalogue | None = None, engine
 
     app.state.max_devices = max_devices
     install_error_handlers(app)
-    app.add_middleware(RequestGuard, api_prefix=API_PREFIX, public_paths=sorted(PUBLIC_PATHS),
-                       upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH, WEB_UPLOAD_PATH],
-                       authenticators=list(authenticators or default_authenticators()))
+    app.add_middleware(
+        RequestGuard,
+        api_prefix=API_PREFIX,
+        public_paths=sorted(PUBLIC_PATHS),
+        upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH, WEB_UPLOAD_PATH],
+        authenticators=list(authenticators or default_authenticators()),
+    )
     app.include_router(ops_router)
     app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token
-    for router in (submissions_router, exercises_router, courses_router, auth_router, webhooks_router,
-                   intake_router, lti_api_router):
+    for router in (
+        submissions_router,
+        exercises_router,
+        courses_router,
+        auth_router,
+        webhooks_router,
+        intake_router,
+        lti_api_router,
+    ):
         app.include_router(router, prefix=API_PREFIX)
     install_web_pages(app)  # HTML pages for learners and instructors (session cookie, same services)
 

@@ -1,4 +1,5 @@
 """The `titangrade` command. Each domain registers its own subcommands; this module only dispatches."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """The `titangrade submit` client: upload, follow the event stream, print the result."""
+
 from __future__ import annotations
 
 import json
@@ -18,21 +19,30 @@ def describe_estimate(event: dict) -> str:
     if event.get("start_in_s") is None:
         reason = "no worker that can run it is up" if not event.get("worker_slots") else "no grading history yet"
         return f"{text}, no estimate ({reason})"
-    return (f"{text}, starts in about {_about(event['start_in_s'])}, result in about "
-            f"{_about(event['finish_in_s'])} ({event['worker_slots']} slot(s); this exercise usually takes "
-            f"{_about(event['typical_s'])})")
+    return (
+        f"{text}, starts in about {_about(event['start_in_s'])}, result in about "
+        f"{_about(event['finish_in_s'])} ({event['worker_slots']} slot(s); this exercise usually takes "
+        f"{_about(event['typical_s'])})"
+    )
 
 
 def _describe(event: dict) -> str | None:
     kind = event.get("event")
+    if not isinstance(kind, str):
+        return None
     if kind == "estimate":
         return describe_estimate(event)
     if kind == "done" and event.get("status") == "superseded":
         return f"  superseded by your newer attempt {event.get('superseded_by')}; only that one is graded"
     if kind == "cell":
         return f"  running cell {event.get('index', 0) + 1} of {event.get('total', '?')}"
-    return {"queued": "  queued", "claimed": "  picked up by a worker", "started": "  kernel started",
-            "checks": "  checking answers", "requeued": "  retrying on another worker"}.get(kind)
+    return {
+        "queued": "  queued",
+        "claimed": "  picked up by a worker",
+        "started": "  kernel started",
+        "checks": "  checking answers",
+        "requeued": "  retrying on another worker",
+    }.get(kind)
 
 
 def _follow(client: httpx.Client, sub_id: str) -> None:
@@ -57,8 +67,9 @@ def _follow(client: httpx.Client, sub_id: str) -> None:
                     return
 
 
-def submit_and_follow(*, url: str, token: str, notebook: str, exercise_id: str | None, lang: str | None,
-                      as_json: bool) -> int:
+def submit_and_follow(
+    *, url: str, token: str, notebook: str, exercise_id: str | None, lang: str | None, as_json: bool
+) -> int:
     path = Path(notebook)
     if not path.is_file():
         sys.exit(f"titangrade: {notebook} does not exist")
@@ -70,8 +81,9 @@ def submit_and_follow(*, url: str, token: str, notebook: str, exercise_id: str |
         resp = client.post("/api/v1/submissions", files={"notebook": (path.name, path.read_bytes())}, data=data)
         if resp.status_code >= 400:
             err = resp.json().get("error", {}) if "json" in resp.headers.get("content-type", "") else {}
-            sys.exit(f"titangrade: rejected ({resp.status_code} {err.get('code', '')}): "
-                     f"{err.get('message', resp.text)}")
+            sys.exit(
+                f"titangrade: rejected ({resp.status_code} {err.get('code', '')}): {err.get('message', resp.text)}"
+            )
         sub_id = resp.json()["id"]
         print(f"submitted {path.name} as {sub_id}", file=sys.stderr)
         _follow(client, sub_id)
@@ -79,8 +91,9 @@ def submit_and_follow(*, url: str, token: str, notebook: str, exercise_id: str |
     if as_json:
         print(json.dumps(sub, indent=2))
     else:
-        print(f"{sub['exercise_id']} attempt {sub['attempt']}: {sub['status']}, "
-              f"score {sub['score']} / {sub['max_score']}")
+        print(
+            f"{sub['exercise_id']} attempt {sub['attempt']}: {sub['status']}, score {sub['score']} / {sub['max_score']}"
+        )
         for check in sub["checks"]:
             mark = "PASS" if check["passed"] else "FAIL"
             print(f"  [{mark}] {check['name']}: {check['score']}/{check['max_score']} {check['feedback']}")

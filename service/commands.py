@@ -1,4 +1,5 @@
 """Service subcommands: serve, worker, db, tokens, submit."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,11 +14,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="start the API and a local worker pool")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--workers", type=int, default=None, help="local grading slots (0 = API only); "
-                   "default TITANGRADE_WORKER_SLOTS")
+    p.add_argument(
+        "--workers", type=int, default=None, help="local grading slots (0 = API only); default TITANGRADE_WORKER_SLOTS"
+    )
     _executor_args(p)
-    p.add_argument("--no-deliver", action="store_true", help="do not run the webhook delivery loop here "
-                   "(run `titangrade webhooks deliver` elsewhere)")
+    p.add_argument(
+        "--no-deliver",
+        action="store_true",
+        help="do not run the webhook delivery loop here (run `titangrade webhooks deliver` elsewhere)",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("worker", help="run grading workers only (several hosts may share one PostgreSQL)")
@@ -33,8 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tokens", help="API tokens")
     tsub = p.add_subparsers(dest="tokens_command", required=True)
     c = tsub.add_parser("create", help="print a new bearer token (stored hashed); enrols the user in --course")
-    c.add_argument("--role", required=True, choices=("learner", "instructor", "admin"),
-                   help="learner/instructor need --course; admin is the one global role")
+    c.add_argument(
+        "--role",
+        required=True,
+        choices=("learner", "instructor", "admin"),
+        help="learner/instructor need --course; admin is the one global role",
+    )
     c.add_argument("--user", required=True, help="the user's subject (id) at the issuer")
     c.add_argument("--course", default=None)
     c.add_argument("--issuer", default="titangrade", help="who vouches for the user (default: titangrade)")
@@ -60,10 +69,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _executor_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--executor", choices=("local", "ray"), default=None,
-                   help="where grading runs: a local process pool or a Ray cluster (default TITANGRADE_EXECUTOR)")
-    p.add_argument("--address", default=None, help="Ray head HOST:PORT or auto, with --executor ray "
-                   "(default TITANGRADE_RAY_ADDRESS)")
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default=None,
+        help="where grading runs: a local process pool or a Ray cluster (default TITANGRADE_EXECUTOR)",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="Ray head HOST:PORT or auto, with --executor ray (default TITANGRADE_RAY_ADDRESS)",
+    )
 
 
 def _executor_overrides(args) -> dict:
@@ -120,16 +136,19 @@ def _bootstrap_token(settings, sessions) -> None:
 
     with transaction(sessions) as s:
         if has_admin(s):
-            print("titangrade: tokens: create one with `titangrade tokens create --role learner --user NAME "
-                  "--course C`")
+            print(
+                "titangrade: tokens: create one with `titangrade tokens create --role learner --user NAME --course C`"
+            )
             return
         if settings.mode != "dev":
             print("titangrade: no admin token yet; create one with `titangrade tokens create --role admin --user NAME`")
             return
         token = create_token(s, user="admin", role="admin", label="dev bootstrap")
     print(f"titangrade: DEV MODE bootstrap admin token (shown once, expires in 90 days): {token}")
-    print("titangrade: more tokens: `titangrade tokens create --role learner --user NAME --course C` "
-          "or POST /api/v1/tokens")
+    print(
+        "titangrade: more tokens: `titangrade tokens create --role learner --user NAME --course C` "
+        "or POST /api/v1/tokens"
+    )
 
 
 def _build_worker(settings, sessions):
@@ -153,8 +172,10 @@ def cmd_serve(args) -> int:
     settings = _settings(**overrides, **_executor_overrides(args))
     settings, generated = settings.with_dev_secret()
     if settings.mode == "dev":
-        print("titangrade: running in DEV MODE (TITANGRADE_MODE=prod for production: needs "
-              "TITANGRADE_SECRET_KEY and a real sandbox)")
+        print(
+            "titangrade: running in DEV MODE (TITANGRADE_MODE=prod for production: needs "
+            "TITANGRADE_SECRET_KEY and a real sandbox)"
+        )
     if generated:
         print("titangrade: no TITANGRADE_SECRET_KEY set; generated an ephemeral one for this run")
     if args.workers != 0:
@@ -182,7 +203,8 @@ def cmd_serve(args) -> int:
             deliverer.stop.set()
         if worker is not None:  # drain: finish or hand back running jobs
             worker.stop.set()
-            thread.join(settings.shutdown_grace_s + 10)
+            if thread is not None:
+                thread.join(settings.shutdown_grace_s + 10)
     return 0
 
 
@@ -195,10 +217,15 @@ def cmd_worker(args) -> int:
     engine = _engine(settings, migrate=False)
     worker = _build_worker(settings, make_sessionmaker(engine))
     signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
-    where = (f"Ray cluster {settings.ray_address}" if settings.executor == "ray"
-             else f"{worker.devices.count} {worker.devices.kind} device(s)")
-    print(f"titangrade: worker {worker.id} with {settings.worker_slots} slot(s), {where}, "
-          f"sandbox {settings.sandbox}", flush=True)
+    where = (
+        f"Ray cluster {settings.ray_address}"
+        if settings.executor == "ray"
+        else f"{worker.devices.count} {worker.devices.kind} device(s)"
+    )
+    print(
+        f"titangrade: worker {worker.id} with {settings.worker_slots} slot(s), {where}, sandbox {settings.sandbox}",
+        flush=True,
+    )
     try:
         worker.run(burst=args.burst)  # drains (finishes or hands back running jobs) before returning
     except KeyboardInterrupt:
@@ -231,8 +258,15 @@ def cmd_tokens_create(args) -> int:
     sessions = _token_sessions()
     try:
         with transaction(sessions) as s:
-            token = create_token(s, user=args.user, role=args.role, course=args.course, issuer=args.issuer,
-                                 expires_in_days=args.expires_days, label=args.label)
+            token = create_token(
+                s,
+                user=args.user,
+                role=args.role,
+                course=args.course,
+                issuer=args.issuer,
+                expires_in_days=args.expires_days,
+                label=args.label,
+            )
     except ValueError as exc:
         sys.exit(f"titangrade: {exc} (see `titangrade tokens create --help`)")
     print(token)
@@ -251,8 +285,10 @@ def cmd_tokens_list(args) -> int:
     for t, i in rows:
         scope = "admin (global)" if i.global_role == "admin" and t.course is None else (t.course or "all courses")
         user = i.subject if i.issuer == "titangrade" else f"{i.issuer}:{i.subject}"
-        print(f"{t.id:>5}  {token_state(t):8} {user[:28]:28} {scope[:24]:24} "
-              f"{rfc3339(t.expires_at) or 'never':25} {t.label}")
+        print(
+            f"{t.id:>5}  {token_state(t):8} {user[:28]:28} {scope[:24]:24} "
+            f"{rfc3339(t.expires_at) or 'never':25} {t.label}"
+        )
     return 0
 
 
@@ -278,5 +314,11 @@ def cmd_submit(args) -> int:
 
     if not args.token:
         sys.exit("titangrade: no token; set TITANGRADE_TOKEN or pass --token (ask an instructor for one)")
-    return submit_and_follow(url=args.url, token=args.token, notebook=args.notebook, exercise_id=args.exercise,
-                             lang=args.lang, as_json=args.json)
+    return submit_and_follow(
+        url=args.url,
+        token=args.token,
+        notebook=args.notebook,
+        exercise_id=args.exercise,
+        lang=args.lang,
+        as_json=args.json,
+    )

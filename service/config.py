@@ -1,4 +1,5 @@
 """Typed settings for the service, read from `TITANGRADE_*` variables and validated once at start-up."""
+
 from __future__ import annotations
 
 import secrets
@@ -21,8 +22,12 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="TITANGRADE_", extra="ignore")
 
-    mode: Literal["dev", "prod"] = Field("dev", description="dev relaxes the safety checks and prints a bootstrap token")
-    database_url: str = Field("sqlite:///titangrade.db", description="SQLAlchemy URL; postgresql+psycopg://... for PostgreSQL")
+    mode: Literal["dev", "prod"] = Field(
+        "dev", description="dev relaxes the safety checks and prints a bootstrap token"
+    )
+    database_url: str = Field(
+        "sqlite:///titangrade.db", description="SQLAlchemy URL; postgresql+psycopg://... for PostgreSQL"
+    )
     secret_key: str = Field("", description="server secret (signing grade events); required when mode=prod")
     sandbox: Literal["auto", "bwrap", "unsafe-local"] = Field("auto", description="how learner kernels are isolated")
     exercises_root: Path = DEFAULT_EXERCISES_ROOT
@@ -30,100 +35,158 @@ class Settings(BaseSettings):
     migrate_on_start: bool = Field(True, description="`serve` upgrades the schema itself; workers never do")
 
     # queue and workers
-    executor: Literal["local", "ray"] = Field("local", description="grading backend: a local process pool, or "
-                                              "Ray tasks on a cluster (docs/cluster.md)")
-    ray_address: str = Field("auto", description='Ray cluster to join with executor=ray: "auto" (the one `ray '
-                             'start` runs on this host) or HOST:PORT of its head')
+    executor: Literal["local", "ray"] = Field(
+        "local", description="grading backend: a local process pool, or Ray tasks on a cluster (docs/cluster.md)"
+    )
+    ray_address: str = Field(
+        "auto",
+        description='Ray cluster to join with executor=ray: "auto" (the one `ray '
+        "start` runs on this host) or HOST:PORT of its head",
+    )
     ray_cpus_per_rank: float = Field(1.0, gt=0, description="Ray CPUs a job reserves per rank (world_size ranks)")
-    ray_place_timeout_s: float = Field(10.0, gt=0, description="a multi-rank job's placement group must be "
-                                       "reserved this fast, else the job is retried")
-    ray_node_cooldown_s: float = Field(30.0, ge=0, description="a node that lost a job (died, crashed) gets no "
-                                       "new job for this long")
+    ray_place_timeout_s: float = Field(
+        10.0, gt=0, description="a multi-rank job's placement group must be reserved this fast, else the job is retried"
+    )
+    ray_node_cooldown_s: float = Field(
+        30.0, ge=0, description="a node that lost a job (died, crashed) gets no new job for this long"
+    )
     worker_slots: int = Field(2, ge=1, description="concurrent grading jobs per worker process")
     short_reserved_slots: int = Field(1, ge=0, description="slots that only take short-lane jobs")
-    worker_devices: str = Field("", description='accelerators this worker offers, e.g. "npu:0-7" or "cuda:0,1"; '
-                                "empty = CPU only, \"detect\" = ask the host")
+    worker_devices: str = Field(
+        "",
+        description='accelerators this worker offers, e.g. "npu:0-7" or "cuda:0,1"; '
+        'empty = CPU only, "detect" = ask the host',
+    )
     sandbox_cgroups: Literal["auto", "require", "off"] = Field(
-        "auto", description="whole-run memory/process/CPU caps per sandbox run (control groups): auto = required in "
-        "prod, used where possible in dev (with a warning where not); off = dev only")
-    sandbox_cpus_per_run: float = Field(0.0, ge=0, description="CPU quota of one sandbox run in cores (cgroup); "
-                                        "0 = no quota, concurrent runs share the CPU equally")
-    sandbox_prewarm: str = Field("", description='warm kernels per pool process and kernel family, e.g. "light=1,torch=1"')
+        "auto",
+        description="whole-run memory/process/CPU caps per sandbox run (control groups): auto = required in "
+        "prod, used where possible in dev (with a warning where not); off = dev only",
+    )
+    sandbox_cpus_per_run: float = Field(
+        0.0,
+        ge=0,
+        description="CPU quota of one sandbox run in cores (cgroup); "
+        "0 = no quota, concurrent runs share the CPU equally",
+    )
+    sandbox_prewarm: str = Field(
+        "", description='warm kernels per pool process and kernel family, e.g. "light=1,torch=1"'
+    )
     worker_max_world_size: int = Field(8, ge=1, description="most ranks one job may launch on this host")
     lease_s: float = Field(60.0, gt=0, description="a claimed job is reclaimed this long after its last heartbeat")
     heartbeat_s: float = Field(10.0, gt=0, description="lease renewal and worker liveness interval")
     poll_s: float = Field(0.5, gt=0, description="idle workers look for jobs this often")
-    shutdown_grace_s: float = Field(10.0, ge=0, description="on SIGTERM, running jobs get this long before "
-                                    "they are handed back to the queue")
-    queue_policy: Literal["fair", "fifo"] = Field("fair", description="fair: within a lane and priority the next "
-                                                  "job goes to the learner with the least work running, then the "
-                                                  "one granted longest ago; fifo: oldest job first")
-    max_running_per_learner: int = Field(0, ge=0, description="jobs of one learner running at once, all workers "
-                                         "together; 0 = no cap")
+    shutdown_grace_s: float = Field(
+        10.0, ge=0, description="on SIGTERM, running jobs get this long before they are handed back to the queue"
+    )
+    queue_policy: Literal["fair", "fifo"] = Field(
+        "fair",
+        description="fair: within a lane and priority the next "
+        "job goes to the learner with the least work running, then the "
+        "one granted longest ago; fifo: oldest job first",
+    )
+    max_running_per_learner: int = Field(
+        0, ge=0, description="jobs of one learner running at once, all workers together; 0 = no cap"
+    )
     supersede_queued: Literal["off", "training", "all"] = Field(
-        "training", description="course default: a new attempt supersedes the same learner's still-queued "
-        "attempts at that exercise (training = long-lane exercises only); instructors override it per course")
-    estimate_recent_runs: int = Field(20, ge=1, description="waiting-time estimates use the median grading "
-                                      "time of this many recent runs of the exercise")
+        "training",
+        description="course default: a new attempt supersedes the same learner's still-queued "
+        "attempts at that exercise (training = long-lane exercises only); instructors override it per course",
+    )
+    estimate_recent_runs: int = Field(
+        20,
+        ge=1,
+        description="waiting-time estimates use the median grading time of this many recent runs of the exercise",
+    )
     max_attempts: int = Field(3, ge=1, description="grader-fault retries before a submission is not_gradable")
     retry_backoff_s: float = Field(2.0, ge=0, description="delay before a retried job may run again")
 
     # request limits
-    max_upload_bytes: int = Field(DEFAULT_MAX_BYTES, gt=0, le=DEFAULT_MAX_BYTES,
-                                  description="notebook size limit (413), checked at intake; at most the "
-                                  "engine's own limit, so an accepted notebook is never refused by a worker")
+    max_upload_bytes: int = Field(
+        DEFAULT_MAX_BYTES,
+        gt=0,
+        le=DEFAULT_MAX_BYTES,
+        description="notebook size limit (413), checked at intake; at most the "
+        "engine's own limit, so an accepted notebook is never refused by a worker",
+    )
     events_poll_s: float = Field(0.5, gt=0, description="an open event stream looks for new events this often")
-    events_max_s: float = Field(300.0, gt=0, description="an event stream ends after this long; clients "
-                                "resume with Last-Event-ID")
+    events_max_s: float = Field(
+        300.0, gt=0, description="an event stream ends after this long; clients resume with Last-Event-ID"
+    )
     submissions_per_minute: int = Field(10, ge=1, description="per learner, all exercises")
     max_attempts_per_exercise: int = Field(0, ge=0, description="per learner; 0 = unlimited")
 
     # webhooks (grade events out) and signed intake (service/webhooks, service/intake)
     webhook_retry_base_s: float = Field(5.0, gt=0, description="first retry delay; doubles per attempt, with jitter")
     webhook_retry_max_delay_s: float = Field(36000.0, gt=0, description="longest delay between two attempts")
-    webhook_retry_window_s: float = Field(90000.0, gt=0, description="a delivery is retried for this long after its "
-                                          "first attempt, then dead-lettered (default 25 h; tests shorten it)")
+    webhook_retry_window_s: float = Field(
+        90000.0,
+        gt=0,
+        description="a delivery is retried for this long after its "
+        "first attempt, then dead-lettered (default 25 h; tests shorten it)",
+    )
     webhook_timeout_s: float = Field(10.0, gt=0, description="connect and read timeout of one delivery attempt")
     webhook_concurrency: int = Field(8, ge=1, description="deliveries sent at once by one delivery loop")
     webhook_batch: int = Field(64, ge=1, description="deliveries claimed per round")
     webhook_poll_s: float = Field(1.0, gt=0, description="an idle delivery loop looks for due deliveries this often")
     webhook_lease_s: float = Field(60.0, gt=0, description="a claimed delivery is retaken by another loop after this")
-    webhook_allowed_hosts: str = Field("", description="prod mode: hosts or CIDRs that may be private/loopback "
-                                       'endpoints, e.g. "lms.internal,10.1.0.0/16"')
-    webhook_rotation_overlap_s: float = Field(86400.0, ge=0, description="after a secret rotation the old secret "
-                                              "still signs (a second signature) for this long")
+    webhook_allowed_hosts: str = Field(
+        "",
+        description='prod mode: hosts or CIDRs that may be private/loopback endpoints, e.g. "lms.internal,10.1.0.0/16"',
+    )
+    webhook_rotation_overlap_s: float = Field(
+        86400.0,
+        ge=0,
+        description="after a secret rotation the old secret still signs (a second signature) for this long",
+    )
 
     # LTI 1.3 (service/lti): the tool's keys, URLs and session lifetimes
-    lti_tool_url: str = Field("http://127.0.0.1:8000", description="the public base URL of this service, as "
-                              "platforms reach it (login, launch, JWKS and deep-link URLs are built from it)")
-    lti_key_dir: Path = Field(Path("lti-keys"), description="the tool's private keys (0600 files in a 0700 "
-                              "directory), generated at first start")
+    lti_tool_url: str = Field(
+        "http://127.0.0.1:8000",
+        description="the public base URL of this service, as "
+        "platforms reach it (login, launch, JWKS and deep-link URLs are built from it)",
+    )
+    lti_key_dir: Path = Field(
+        Path("lti-keys"),
+        description="the tool's private keys (0600 files in a 0700 directory), generated at first start",
+    )
     lti_key_retention_s: float = Field(7 * 86400.0, ge=0, description="a rotated-out key stays in the JWKS this long")
-    lti_state_ttl_s: float = Field(600.0, gt=0, description="a login initiation must be answered by a launch "
-                                   "within this long")
+    lti_state_ttl_s: float = Field(
+        600.0, gt=0, description="a login initiation must be answered by a launch within this long"
+    )
     lti_session_s: float = Field(8 * 3600.0, gt=0, description="lifetime of the bearer token a launch hands out")
-    lti_jwks_cache_s: float = Field(300.0, ge=0, description="a platform's JWKS is fetched again after this long "
-                                    "(and at once when a token names an unknown kid)")
+    lti_jwks_cache_s: float = Field(
+        300.0,
+        ge=0,
+        description="a platform's JWKS is fetched again after this long "
+        "(and at once when a token names an unknown kid)",
+    )
     lti_clock_skew_s: float = Field(60.0, ge=0, description="leeway for exp/iat of platform id_tokens")
 
     @model_validator(mode="after")
-    def _refuse_unsafe(self) -> "Settings":
+    def _refuse_unsafe(self) -> Settings:
         if self.mode == "prod":
             problems = []
             if len(self.secret_key) < 32:
-                problems.append("TITANGRADE_SECRET_KEY must be set to at least 32 characters "
-                                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`)")
+                problems.append(
+                    "TITANGRADE_SECRET_KEY must be set to at least 32 characters "
+                    "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`)"
+                )
             if self.sandbox == "unsafe-local":
                 problems.append("TITANGRADE_SANDBOX=unsafe-local runs learner code unisolated; use auto or bwrap")
             if self.sandbox_cgroups == "off":
-                problems.append("TITANGRADE_SANDBOX_CGROUPS=off leaves a run's total memory, processes and CPU "
-                                "uncapped; use auto")
+                problems.append(
+                    "TITANGRADE_SANDBOX_CGROUPS=off leaves a run's total memory, processes and CPU uncapped; use auto"
+                )
             if problems:
                 raise UnsafeSettings("refusing to start in prod mode: " + "; ".join(problems))
         if self.short_reserved_slots >= self.worker_slots and self.worker_slots > 1:
-            raise ValueError("TITANGRADE_SHORT_RESERVED_SLOTS must be below TITANGRADE_WORKER_SLOTS so long jobs can run")
+            raise ValueError(
+                "TITANGRADE_SHORT_RESERVED_SLOTS must be below TITANGRADE_WORKER_SLOTS so long jobs can run"
+            )
         if self.heartbeat_s >= self.lease_s:
-            raise ValueError("TITANGRADE_HEARTBEAT_S must be shorter than TITANGRADE_LEASE_S or leases expire while held")
+            raise ValueError(
+                "TITANGRADE_HEARTBEAT_S must be shorter than TITANGRADE_LEASE_S or leases expire while held"
+            )
         return self
 
     @field_validator("sandbox_prewarm")
@@ -134,25 +197,29 @@ class Settings(BaseSettings):
 
     @staticmethod
     def parse_prewarm(spec: str) -> dict[str, int]:
-        """"light=1,torch=1" -> {"light": 1, "torch": 1}."""
+        """ "light=1,torch=1" -> {"light": 1, "torch": 1}."""
         out: dict[str, int] = {}
         for part in filter(None, (p.strip() for p in spec.split(","))):
             family, _, count = part.partition("=")
             if family not in ("light", "torch", "training") or not count.isdigit():
-                raise ValueError(f"TITANGRADE_SANDBOX_PREWARM entry {part!r} must look like light=1 "
-                                 "(families: light, torch, training)")
+                raise ValueError(
+                    f"TITANGRADE_SANDBOX_PREWARM entry {part!r} must look like light=1 "
+                    "(families: light, torch, training)"
+                )
             out[family] = int(count)
         return out
 
-    def resolve_sandbox(self) -> tuple["Settings", str]:
+    def resolve_sandbox(self) -> tuple[Settings, str]:
         """Decide the sandbox once: auto means bwrap, and an unusable bwrap is refused in every mode.
 
         Learner kernels run unisolated only when a deployer opts in explicitly with
         TITANGRADE_SANDBOX=unsafe-local (dev mode only; every result then says `sandbox: unsafe-local`).
         """
         if self.sandbox == "unsafe-local":
-            return self, ("WARNING: TITANGRADE_SANDBOX=unsafe-local: learner kernels run UNISOLATED "
-                          "(development only; every result says sandbox: unsafe-local)")
+            return self, (
+                "WARNING: TITANGRADE_SANDBOX=unsafe-local: learner kernels run UNISOLATED "
+                "(development only; every result says sandbox: unsafe-local)"
+            )
         if self.sandbox != "auto":
             return self._resolve_cgroups()
         from grading.sandbox import probe
@@ -163,9 +230,10 @@ class Settings(BaseSettings):
         raise UnsafeSettings(
             f"refusing to start: the bwrap sandbox is unavailable: {found.reason}. Fix the host "
             "(run scripts/install-system-deps.sh as root), or, on a development machine only, opt in "
-            "to unisolated kernels with TITANGRADE_SANDBOX=unsafe-local")
+            "to unisolated kernels with TITANGRADE_SANDBOX=unsafe-local"
+        )
 
-    def _resolve_cgroups(self) -> tuple["Settings", str]:
+    def _resolve_cgroups(self) -> tuple[Settings, str]:
         """Decide once whether sandbox runs get control groups: prod requires them, dev warns without."""
         if self.sandbox_cgroups == "off":  # dev only (prod refuses it in _refuse_unsafe)
             return self, ""
@@ -175,10 +243,13 @@ class Settings(BaseSettings):
         if found.usable:
             return self.model_copy(update={"sandbox_cgroups": "require"}), ""
         if self.mode == "prod" or self.sandbox_cgroups == "require":
-            raise UnsafeSettings(f"refusing to start: whole-run memory/process/CPU caps need control groups, "
-                                 f"which cannot be used here: {found.reason}")
+            raise UnsafeSettings(
+                f"refusing to start: whole-run memory/process/CPU caps need control groups, "
+                f"which cannot be used here: {found.reason}"
+            )
         return self.model_copy(update={"sandbox_cgroups": "off"}), (
-            f"WARNING: sandbox runs get no whole-run memory/process/CPU caps (development only): {found.reason}")
+            f"WARNING: sandbox runs get no whole-run memory/process/CPU caps (development only): {found.reason}"
+        )
 
     def sandbox_options(self) -> dict:
         """What the grading processes pass to make_sandbox (after resolve_sandbox)."""
@@ -186,7 +257,7 @@ class Settings(BaseSettings):
             return {}
         return {"cgroups": self.sandbox_cgroups, "cpus_per_run": self.sandbox_cpus_per_run}
 
-    def with_dev_secret(self) -> tuple["Settings", bool]:
+    def with_dev_secret(self) -> tuple[Settings, bool]:
         """In dev mode with no secret, generate an ephemeral one; returns (settings, generated)."""
         if self.secret_key or self.mode != "dev":
             return self, False

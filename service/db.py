@@ -1,4 +1,5 @@
 """Engine, sessions and schema checks. SQLite (WAL, immediate transactions) or PostgreSQL (psycopg 3)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -29,7 +30,7 @@ def normalise_url(url: str) -> str:
     """Accept plain postgresql:// URLs and route them to psycopg 3."""
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
@@ -86,7 +87,10 @@ def head_revision() -> str:
     from alembic.script import ScriptDirectory
 
     cfg = _alembic_config(None)  # type: ignore[arg-type]
-    return ScriptDirectory.from_config(cfg).get_current_head()
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    if head is None:
+        raise RuntimeError(f"no migration head in {MIGRATIONS_DIR}")
+    return head
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -114,9 +118,12 @@ def check_schema(engine: Engine, *, migrate: bool) -> str:
         return head
     known = {rev.revision for rev in ScriptDirectory.from_config(_alembic_config(engine)).walk_revisions()}
     if current is not None and current not in known:
-        raise SchemaMismatch(f"database schema revision {current} is unknown to this titangrade version "
-                             f"(head {head}); upgrade titangrade or point TITANGRADE_DATABASE_URL elsewhere")
+        raise SchemaMismatch(
+            f"database schema revision {current} is unknown to this titangrade version "
+            f"(head {head}); upgrade titangrade or point TITANGRADE_DATABASE_URL elsewhere"
+        )
     if not migrate:
-        raise SchemaMismatch(f"database schema is at {current or 'empty'}, code needs {head}; "
-                             "run `titangrade db upgrade` first")
+        raise SchemaMismatch(
+            f"database schema is at {current or 'empty'}, code needs {head}; run `titangrade db upgrade` first"
+        )
     return upgrade(engine)

@@ -1,4 +1,5 @@
 """FastAPI dependencies as `Annotated` aliases: settings, a DB session, the catalogue, the caller."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -14,8 +15,9 @@ from service.config import Settings
 from service.errors import Forbidden, NotAuthenticated, preferred_lang
 
 # Declares the bearer scheme in OpenAPI (so /docs has "Authorize"); the check itself ran in RequestGuard.
-bearer_scheme = HTTPBearer(auto_error=False, scheme_name="bearer",
-                           description="an API token: `Authorization: Bearer tg_...`")
+bearer_scheme = HTTPBearer(
+    auto_error=False, scheme_name="bearer", description="an API token: `Authorization: Bearer tg_...`"
+)
 
 
 def get_settings(request: Request) -> Settings:
@@ -41,8 +43,9 @@ SessionDep = Annotated[Session, Depends(get_session)]
 LangDep = Annotated[str, Depends(get_lang)]
 
 
-def get_principal(request: Request,
-                  _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)] = None) -> Principal:
+def get_principal(
+    request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)] = None
+) -> Principal:
     """The caller that RequestGuard authenticated (it answers 401 itself before a route runs)."""
     principal = getattr(request.state, "principal", None)
     if principal is None:
@@ -55,8 +58,10 @@ CurrentUser = Annotated[Principal, Depends(get_principal)]
 
 def require_staff(user: CurrentUser) -> Principal:
     if not user.is_staff:
-        raise Forbidden("this endpoint is for instructors and admins; learners can only read their own submissions",
-                        zh="该接口仅供教师和管理员使用；学员只能查看自己的提交")
+        raise Forbidden(
+            "this endpoint is for instructors and admins; learners can only read their own submissions",
+            zh="该接口仅供教师和管理员使用；学员只能查看自己的提交",
+        )
     return user
 
 

@@ -1,5 +1,6 @@
 """Errors a client can cause: a stable code, an HTTP status, and a message naming the fix, in English and
 Chinese. HTTP statuses live here, not in the engine: `from_engine` maps the engine's error codes."""
+
 from __future__ import annotations
 
 from grading.errors import InvalidSubmission, UnknownExercise
@@ -36,8 +37,15 @@ class ServiceError(Exception):
     status_code = 400
     code = "bad_request"
 
-    def __init__(self, message: str, *, code: str | None = None, status_code: int | None = None,
-                 zh: str | None = None, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status_code: int | None = None,
+        zh: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.zh = zh
@@ -89,7 +97,7 @@ ENGINE_ZH: dict[str, str] = {
     "too_large": "笔记本超过大小上限；请清除输出（Kernel > Restart & Clear Output）后重新提交",
     "invalid_json": "上传的文件不是有效的 JSON；请提交 .ipynb 文件本身",
     "not_a_notebook": "上传的内容是 JSON，但不是 Jupyter 笔记本（缺少 nbformat/cells）；"
-                      "请提交从 Jupyter 下载的 .ipynb 文件",
+    "请提交从 Jupyter 下载的 .ipynb 文件",
     "nbformat_invalid": "笔记本不符合 nbformat 4；请在 Jupyter 中重新保存，或从练习模板重新开始",
     "missing_exercise": "无法确定练习：请在表单字段 exercise_id 中给出练习编号，或提交从练习模板开始的笔记本",
     "exercise_mismatch": "该笔记本属于另一个练习；请提交到它所属的练习，或下载正确的模板",
@@ -101,8 +109,8 @@ ENGINE_ZH: dict[str, str] = {
 
 ENGINE_HTTP_MESSAGES: dict[str, str] = {
     "missing_exercise": "the notebook does not say which exercise it is for; send the form field exercise_id "
-                        "(see GET /api/v1/exercises) or start from the exercise's template "
-                        "(GET /api/v1/exercises/{id}/notebook)",
+    "(see GET /api/v1/exercises) or start from the exercise's template "
+    "(GET /api/v1/exercises/{id}/notebook)",
 }
 
 
@@ -115,5 +123,6 @@ def from_engine(exc: InvalidSubmission) -> ServiceError:
     elif exc.code in ENGINE_HTTP_MESSAGES:  # the engine's text names CLI flags; over HTTP name the field
         message = ENGINE_HTTP_MESSAGES[exc.code]
     zh = ENGINE_ZH.get(exc.code)
-    return ServiceError(message, code=exc.code, status_code=ENGINE_STATUS.get(exc.code, 422),
-                        zh=zh.format(**params) if zh else None)
+    return ServiceError(
+        message, code=exc.code, status_code=ENGINE_STATUS.get(exc.code, 422), zh=zh.format(**params) if zh else None
+    )

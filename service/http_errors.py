@@ -1,5 +1,6 @@
 """Every error response has one shape, `{"error": {"code", "message"}}`, with the headers HTTP asks for
 (WWW-Authenticate on 401, Retry-After on 429, Allow on 405) and the message in the caller's language."""
+
 from __future__ import annotations
 
 import logging
@@ -42,16 +43,40 @@ class BodyTooLarge(StarletteHTTPException):
 def too_large_text(limit: int, lang: str) -> str:
     if lang == "zh":
         return f"请求体超过 {limit} 字节的上限；笔记本请先清除输出（Kernel > Restart & Clear Output）再提交"
-    return (f"the request body is larger than the {limit}-byte limit; for a notebook, clear its outputs "
-            "(Kernel > Restart & Clear Output) and submit again")
+    return (
+        f"the request body is larger than the {limit}-byte limit; for a notebook, clear its outputs "
+        "(Kernel > Restart & Clear Output) and submit again"
+    )
 
 
 # Validation error types whose pydantic message is written for people; any other type gets a plain
 # "is not valid", so Python internals (e.g. "pop expected at most 1 argument") never reach a client.
-_READABLE = ("missing", "int_parsing", "int_type", "float_parsing", "float_type", "string_type", "bool_parsing",
-             "greater_than", "greater_than_equal", "less_than", "less_than_equal", "string_too_short",
-             "string_too_long", "literal_error", "enum", "json_invalid", "finite_number", "dict_type",
-             "model_attributes_type", "list_type", "int_from_float", "bool_type", "too_long", "too_short")
+_READABLE = (
+    "missing",
+    "int_parsing",
+    "int_type",
+    "float_parsing",
+    "float_type",
+    "string_type",
+    "bool_parsing",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "string_too_short",
+    "string_too_long",
+    "literal_error",
+    "enum",
+    "json_invalid",
+    "finite_number",
+    "dict_type",
+    "model_attributes_type",
+    "list_type",
+    "int_from_float",
+    "bool_type",
+    "too_long",
+    "too_short",
+)
 
 
 def validation_text(errors: list[dict], lang: str) -> str:
@@ -62,8 +87,11 @@ def validation_text(errors: list[dict], lang: str) -> str:
         if kind == "missing":
             what = "is required" if lang == "en" else "为必填项"
         elif loc.endswith("notebook"):
-            what = ("must be an uploaded file (multipart/form-data: -F notebook=@file.ipynb)" if lang == "en"
-                    else "必须是上传的文件（multipart/form-data：-F notebook=@file.ipynb）")
+            what = (
+                "must be an uploaded file (multipart/form-data: -F notebook=@file.ipynb)"
+                if lang == "en"
+                else "必须是上传的文件（multipart/form-data：-F notebook=@file.ipynb）"
+            )
         elif kind in _READABLE:
             what = clip(err.get("msg", "is not valid"), 200)
         else:
@@ -79,8 +107,11 @@ def validation_text(errors: list[dict], lang: str) -> str:
 
 def allowed_methods(request: Request) -> list[str]:
     """Every method some route accepts at this path (Starlette's own 405 names only the first route's)."""
-    allowed = [m for m in ("GET", "POST", "PUT", "PATCH", "DELETE")
-               if any(route.matches({**request.scope, "method": m})[0] is Match.FULL for route in request.app.routes)]
+    allowed = [
+        m
+        for m in ("GET", "POST", "PUT", "PATCH", "DELETE")
+        if any(route.matches({**request.scope, "method": m})[0] is Match.FULL for route in request.app.routes)
+    ]
     return allowed
 
 
@@ -106,9 +137,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RecursionError)
     async def _too_deep(request: Request, exc: RecursionError):
-        err = ServiceError("the JSON nests too deeply to read; send the notebook as Jupyter saved it",
-                           code="nesting_too_deep", status_code=422,
-                           zh="JSON 嵌套层数过深；请提交从 Jupyter 保存的笔记本")
+        err = ServiceError(
+            "the JSON nests too deeply to read; send the notebook as Jupyter saved it",
+            code="nesting_too_deep",
+            status_code=422,
+            zh="JSON 嵌套层数过深；请提交从 Jupyter 保存的笔记本",
+        )
         return error_response(422, err.code, err.text(lang_of(request)))
 
     @app.exception_handler(StarletteHTTPException)
@@ -122,27 +156,40 @@ def install_error_handlers(app: FastAPI) -> None:
             if isinstance(exc.__cause__, RecursionError):
                 return await _too_deep(request, exc.__cause__)
             if "multipart" in request.headers.get("content-type", ""):
-                message = ("the request body is not valid multipart/form-data; send the notebook as a file field: "
-                           "curl -F notebook=@mine.ipynb -F exercise_id=ch07.wordle_reward ..." if lang == "en" else
-                           "请求体不是有效的 multipart/form-data；请以文件字段发送笔记本："
-                           "curl -F notebook=@mine.ipynb ...")
+                message = (
+                    "the request body is not valid multipart/form-data; send the notebook as a file field: "
+                    "curl -F notebook=@mine.ipynb -F exercise_id=ch07.wordle_reward ..."
+                    if lang == "en"
+                    else "请求体不是有效的 multipart/form-data；请以文件字段发送笔记本："
+                    "curl -F notebook=@mine.ipynb ..."
+                )
                 return error_response(400, "malformed_multipart", message)
-            message = ("the request body could not be read; send JSON with Content-Type: application/json"
-                       if lang == "en" else "无法读取请求体；请以 Content-Type: application/json 发送 JSON")
+            message = (
+                "the request body could not be read; send JSON with Content-Type: application/json"
+                if lang == "en"
+                else "无法读取请求体；请以 Content-Type: application/json 发送 JSON"
+            )
             return error_response(400, "malformed_body", message)
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(allowed_methods(request))
-            message = (f"{where}: this path does not take {request.method}; it takes {headers['Allow']}"
-                       if lang == "en" else f"{where}：该路径不支持 {request.method}，支持 {headers['Allow']}")
+            message = (
+                f"{where}: this path does not take {request.method}; it takes {headers['Allow']}"
+                if lang == "en"
+                else f"{where}：该路径不支持 {request.method}，支持 {headers['Allow']}"
+            )
             return error_response(405, "method_not_allowed", message, headers)
         if exc.status_code == 404:
-            message = (f"{where}: no such endpoint; the API is listed at {API_DOCS}" if lang == "en"
-                       else f"{where}：没有这个接口；接口列表见 {API_DOCS}")
+            message = (
+                f"{where}: no such endpoint; the API is listed at {API_DOCS}"
+                if lang == "en"
+                else f"{where}：没有这个接口；接口列表见 {API_DOCS}"
+            )
             return error_response(404, "not_found", message, headers)
         return error_response(exc.status_code, "http_error", clip(exc.detail, 300), headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
         log.exception("unexpected error on %s %s", request.method, clip(request.url.path))
-        return error_response(500, "internal_error",
-                              f"unexpected server error ({type(exc).__name__}); it has been logged")
+        return error_response(
+            500, "internal_error", f"unexpected server error ({type(exc).__name__}); it has been logged"
+        )

@@ -6,6 +6,7 @@
 3. The body is capped: the notebook limit (+ multipart framing) for uploads, `JSON_BODY_LIMIT` elsewhere;
    by Content-Length when sent, and by counting the stream when not (chunked uploads).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -22,8 +23,15 @@ MULTIPART_SLACK = 64 * 1024  # boundaries, part headers and the exercise_id fiel
 
 
 class RequestGuard:
-    def __init__(self, app: ASGIApp, *, api_prefix: str, public_paths: Sequence[str], upload_paths: Sequence[str],
-                 authenticators: Sequence[Authenticator]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        api_prefix: str,
+        public_paths: Sequence[str],
+        upload_paths: Sequence[str],
+        authenticators: Sequence[Authenticator],
+    ) -> None:
         self.app = app
         self.api_prefix = api_prefix
         self.public = frozenset(public_paths)
@@ -49,12 +57,15 @@ class RequestGuard:
                 await self._reject(scope, receive, send, exc.zh if lang == "zh" else exc.message, exc.challenge)
                 return
             if principal is None:
-                message = ("send `Authorization: Bearer <token>`; your instructor or an administrator gives you a token"
-                           if lang == "en" else "请发送 `Authorization: Bearer <令牌>`；令牌由教师或管理员发放")
+                message = (
+                    "send `Authorization: Bearer <token>`; your instructor or an administrator gives you a token"
+                    if lang == "en"
+                    else "请发送 `Authorization: Bearer <令牌>`；令牌由教师或管理员发放"
+                )
                 await self._reject(scope, receive, send, message, self.authenticators[0].challenge)
                 return
             scope.setdefault("state", {})["principal"] = principal
-        limit = (state.settings.max_upload_bytes + MULTIPART_SLACK if path in self.uploads else JSON_BODY_LIMIT)
+        limit = state.settings.max_upload_bytes + MULTIPART_SLACK if path in self.uploads else JSON_BODY_LIMIT
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > limit:
             await error_response(413, "too_large", too_large_text(limit, lang))(scope, receive, send)

@@ -1,5 +1,6 @@
 """The OpenAPI document: every 4xx declared with the one error schema, the bearer scheme, and links that
 tell clients (and schemathesis' stateful tests) how a new submission's id feeds the other endpoints."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,10 +11,17 @@ from fastapi.openapi.utils import get_openapi
 from service.http_errors import ErrorBody
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
-DESCRIPTIONS = {400: "malformed body", 401: "no valid credential (see WWW-Authenticate)",
-                403: "authenticated, but not allowed here", 404: "no such resource (or not yours)",
-                405: "method not allowed (see Allow)", 409: "conflict", 413: "body too large",
-                422: "invalid request", 429: "too many requests (see Retry-After)"}
+DESCRIPTIONS = {
+    400: "malformed body",
+    401: "no valid credential (see WWW-Authenticate)",
+    403: "authenticated, but not allowed here",
+    404: "no such resource (or not yours)",
+    405: "method not allowed (see Allow)",
+    409: "conflict",
+    413: "body too large",
+    422: "invalid request",
+    429: "too many requests (see Retry-After)",
+}
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -28,10 +36,13 @@ def _links(paths: dict) -> None:
     sub = "/api/v1/submissions/{submission_id}"
     created = paths.get("/api/v1/submissions", {}).get("post", {}).get("responses", {})
     links = {}
-    for name, path, method in (("GetSubmission", sub, "get"), ("SubmissionEvents", sub + "/events", "get"),
-                               ("RegradeSubmission", sub + "/regrade", "post"),
-                               ("OverrideScore", sub + "/override", "post"),
-                               ("ListOverrides", sub + "/overrides", "get")):
+    for name, path, method in (
+        ("GetSubmission", sub, "get"),
+        ("SubmissionEvents", sub + "/events", "get"),
+        ("RegradeSubmission", sub + "/regrade", "post"),
+        ("OverrideScore", sub + "/override", "post"),
+        ("ListOverrides", sub + "/overrides", "get"),
+    ):
         if (target := op_id(path, method)) is not None:
             links[name] = {"operationId": target, "parameters": {"submission_id": "$response.body#/id"}}
     for status in ("200", "202"):

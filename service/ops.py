@@ -1,4 +1,5 @@
 """Liveness, readiness (DB reachable, a worker heartbeat seen) and Prometheus metrics read from the DB."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
@@ -45,8 +46,9 @@ class _DatabaseCollector:
         with self.sessions() as session:
             depth = queue.depth_by_lane(session)
             by_status = queue.jobs_by_status(session)
-            rows = session.execute(select(Submission.created_at, Submission.graded_at)
-                                   .where(Submission.graded_at.is_not(None))).all()
+            rows = session.execute(
+                select(Submission.created_at, Submission.graded_at).where(Submission.graded_at.is_not(None))
+            ).all()
             session.commit()
         g = GaugeMetricFamily("titangrade_queue_depth", "queued jobs per lane", labels=["lane"])
         for lane in ("short", "long"):

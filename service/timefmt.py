@@ -2,6 +2,7 @@
 
 The database stores naive UTC (service.db.utcnow); this module is where the offset is attached.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,5 +19,6 @@ def rfc3339(value: dt.datetime | None) -> str | None:
     return value.isoformat(timespec="milliseconds")
 
 
-Timestamp = Annotated[dt.datetime, PlainSerializer(rfc3339, return_type=str),
-                      WithJsonSchema({"type": "string", "format": "date-time"})]
+Timestamp = Annotated[
+    dt.datetime, PlainSerializer(rfc3339, return_type=str), WithJsonSchema({"type": "string", "format": "date-time"})
+]

@@ -70,8 +70,16 @@ def load_hf_into_model(model: torch.nn.Module, directory: str | Path, adapter: Q
     return len(titan_sd)
 
 
-def save_actor_checkpoint(directory: str | Path, model: torch.nn.Module, adapter: Qwen3StateDictAdapter,
-                          config: dict, *, rank: int, step: int, device: str | torch.device = "cpu") -> Path | None:
+def save_actor_checkpoint(
+    directory: str | Path,
+    model: torch.nn.Module,
+    adapter: Qwen3StateDictAdapter,
+    config: dict,
+    *,
+    rank: int,
+    step: int,
+    device: str | torch.device = "cpu",
+) -> Path | None:
     """Materialize the actor's weights (collective) and write them, HF format, on rank 0 only."""
     from exercises.lab.weight_sync import get_per_tensor_param  # lazy: hidden in ch05.per_tensor_param
 

@@ -45,8 +45,7 @@ def split_words(
     pool = normalise_words(words)
     if len(pool) <= n_test:
         raise ValueError(
-            f"need more than {n_test} distinct 5-letter words to split, got {len(pool)}; "
-            "pass a longer word list"
+            f"need more than {n_test} distinct 5-letter words to split, got {len(pool)}; pass a longer word list"
         )
     rng = random.Random(seed)
     rng.shuffle(pool)
@@ -86,9 +85,7 @@ def prepare_data(
     }
 
 
-def write_data(
-    rows_by_split: Mapping[str, list[dict]], out_dir: str | Path, *, fmt: str = "jsonl"
-) -> dict[str, Path]:
+def write_data(rows_by_split: Mapping[str, list[dict]], out_dir: str | Path, *, fmt: str = "jsonl") -> dict[str, Path]:
     """Write ``wordle_{split}.{jsonl|parquet}`` files into ``out_dir``; returns the paths by split."""
     if fmt not in ("jsonl", "parquet"):
         raise ValueError(f"fmt must be 'jsonl' or 'parquet', got {fmt!r}")

@@ -90,9 +90,7 @@ class Probes:
     cuda_count: Callable[[], int] = _cuda_count
 
 
-def guard_torch_import(
-    env: MutableMapping[str, str] | None = None, probes: Probes | None = None
-) -> bool:
+def guard_torch_import(env: MutableMapping[str, str] | None = None, probes: Probes | None = None) -> bool:
     """Set TORCH_DEVICE_BACKEND_AUTOLOAD=0 when torch_npu is installed without CANN; True if it did.
 
     Must run before the first ``import torch``; an explicit user setting is never overwritten.
@@ -116,9 +114,7 @@ def _choice(kind: str, count: int, reason: str) -> DeviceChoice:
     return DeviceChoice(kind=kind, backend=BACKENDS[kind], device_count=count, reason=reason)
 
 
-def select_device(
-    *, env: MutableMapping[str, str] | None = None, probes: Probes | None = None
-) -> DeviceChoice:
+def select_device(*, env: MutableMapping[str, str] | None = None, probes: Probes | None = None) -> DeviceChoice:
     """Decide the device from the override and the probes; raises DeviceUnavailable with the fix."""
     env = os.environ if env is None else env
     probes = probes or Probes()
@@ -141,9 +137,7 @@ def select_device(
         if count > 0:
             return _choice("npu", count, f"torch_npu imported and sees {count} NPU(s)")
         if requested == "npu":
-            raise DeviceUnavailable(
-                "torch_npu imported but sees no NPU; check ASCEND_RT_VISIBLE_DEVICES and npu-smi"
-            )
+            raise DeviceUnavailable("torch_npu imported but sees no NPU; check ASCEND_RT_VISIBLE_DEVICES and npu-smi")
     elif requested == "npu":
         raise DeviceUnavailable(
             f"{OVERRIDE_ENV}=npu but torch_npu is not installed; run setup_backend.sh on an Ascend host "

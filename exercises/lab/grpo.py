@@ -106,9 +106,7 @@ def grpo_advantages(batch: Batch, *, epsilon: float = 1e-6) -> torch.Tensor:
     return advantages
 
 
-def actor_loss_config(
-    *, clip_ratio: float, n: int, dp_size: int, batch_num_tokens: float, global_batch_size: float
-):
+def actor_loss_config(*, clip_ratio: float, n: int, dp_size: int, batch_num_tokens: float, global_batch_size: float):
     """verl's `ActorConfig` carrying clip ratio 0.2 and the global batch info `agg_loss` needs."""
     from verl.workers.config import ActorConfig
 
@@ -120,9 +118,18 @@ def actor_loss_config(
 
 
 def actor_loss(
-    *, log_prob: torch.Tensor, old_log_prob: torch.Tensor, ref_log_prob: torch.Tensor, entropy: torch.Tensor,
-    advantages: torch.Tensor, mask: torch.Tensor, loss_cfg, entropy_coeff: float, kl_loss_coef: float,
-    kl_loss_type: str = "low_var_kl", loss_agg_mode: str = "token-mean",
+    *,
+    log_prob: torch.Tensor,
+    old_log_prob: torch.Tensor,
+    ref_log_prob: torch.Tensor,
+    entropy: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    loss_cfg,
+    entropy_coeff: float,
+    kl_loss_coef: float,
+    kl_loss_type: str = "low_var_kl",
+    loss_agg_mode: str = "token-mean",
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor | float]]:
     """policy loss = pg_loss - entropy_coeff * entropy + kl_loss_coef * kl_loss, as verl's actor computes it.
 
@@ -131,8 +138,12 @@ def actor_loss(
     """
     policy_loss_fn = core_algos.get_policy_loss_fn("vanilla")
     pg_loss, pg_metrics = policy_loss_fn(
-        old_log_prob=old_log_prob, log_prob=log_prob, advantages=advantages, response_mask=mask,
-        loss_agg_mode=loss_agg_mode, config=loss_cfg,
+        old_log_prob=old_log_prob,
+        log_prob=log_prob,
+        advantages=advantages,
+        response_mask=mask,
+        loss_agg_mode=loss_agg_mode,
+        config=loss_cfg,
     )
     info = loss_cfg.global_batch_info
     entropy_loss = core_algos.agg_loss(loss_mat=entropy, loss_mask=mask, loss_agg_mode=loss_agg_mode, **info)

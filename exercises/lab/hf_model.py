@@ -81,8 +81,13 @@ class HFQwen3(nn.Module):
         self.register_buffer("_cos", torch.cat([freqs, freqs], -1).cos(), persistent=False)
         self.register_buffer("_sin", torch.cat([freqs, freqs], -1).sin(), persistent=False)
 
-    def forward(self, ids: torch.Tensor, positions: torch.Tensor, caches: list[dict] | None = None,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        ids: torch.Tensor,
+        positions: torch.Tensor,
+        caches: list[dict] | None = None,
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Logits for `ids` [B, T] at `positions` [B, T]; `mask` [B, 1, T, T_total] bool (True = attend)."""
         cos = self._cos[positions].unsqueeze(1)
         sin = self._sin[positions].unsqueeze(1)

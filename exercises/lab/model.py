@@ -145,5 +145,3 @@ def dims_from_hf_config(config: dict) -> ModelDims:
 def dims_dict(dims: ModelDims) -> dict:
     """Plain dict of the dimensions (for run.json)."""
     return {f.name: getattr(dims, f.name) for f in fields(dims)}
-
-

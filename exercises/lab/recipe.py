@@ -114,8 +114,18 @@ def bash_quote(arg: str) -> str:
     if arg == "":
         return "''"
     if any(ord(c) < 32 or ord(c) == 127 for c in arg):
-        named = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
-                 "\r": "\\r", "\x1b": "\\E", "'": "\\'", "\\": "\\\\"}
+        named = {
+            "\a": "\\a",
+            "\b": "\\b",
+            "\t": "\\t",
+            "\n": "\\n",
+            "\v": "\\v",
+            "\f": "\\f",
+            "\r": "\\r",
+            "\x1b": "\\E",
+            "'": "\\'",
+            "\\": "\\\\",
+        }
         body = "".join(named.get(c) or (f"\\{ord(c):03o}" if ord(c) < 32 or ord(c) == 127 else c) for c in arg)
         return f"$'{body}'"
     out = []
@@ -229,8 +239,7 @@ def recipe_overrides(s: RecipeSettings) -> list[tuple[str, str]]:
 def build_command(settings: RecipeSettings) -> RecipeCommand:
     """The resolved command for these settings (no checks; see ``check_guards``)."""
     overrides = tuple(f"{k}={v}" for k, v in recipe_overrides(settings))
-    return RecipeCommand(argv=ENTRY + overrides, overrides=overrides, env=dict(RECIPE_ENV),
-                         cwd=settings.recipe_dir)
+    return RecipeCommand(argv=ENTRY + overrides, overrides=overrides, env=dict(RECIPE_ENV), cwd=settings.recipe_dir)
 
 
 def _count_npus() -> int:
@@ -265,8 +274,11 @@ def check_guards(settings: RecipeSettings, *, npu_count: Callable[[], int] = _co
         )
     missing = [("venv", s.venv)]
     missing += [(f"runtime_sources/{name}", s.recipe_dir / "runtime_sources" / name) for name in RUNTIME_SOURCES]
-    missing += [("model", s.model_path), ("train data", s.data_dir / "wordle_train.parquet"),
-                ("val data", s.data_dir / "wordle_test.parquet")]
+    missing += [
+        ("model", s.model_path),
+        ("train data", s.data_dir / "wordle_train.parquet"),
+        ("val data", s.data_dir / "wordle_test.parquet"),
+    ]
     absent = [f"{what} ({path})" for what, path in missing if not path.exists()]
     if absent:
         raise RecipeGuardError(
@@ -306,9 +318,12 @@ def launch(
         env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     argv = [*(entry if entry is not None else command.argv[: len(ENTRY)]), *command.overrides]
     log_path, lines = out / "train.log", []
-    with open(log_path, "w", encoding="utf-8") as log, subprocess.Popen(
-        argv, cwd=command.cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-    ) as proc:
+    with (
+        open(log_path, "w", encoding="utf-8") as log,
+        subprocess.Popen(
+            argv, cwd=command.cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        ) as proc,
+    ):
         assert proc.stdout is not None
         for line in proc.stdout:
             log.write(line)

@@ -22,8 +22,15 @@ class TorchRolloutEngine:
     one (model reply + env text), only the new tokens are prefilled.
     """
 
-    def __init__(self, dims: ModelDims, *, stop_ids: Sequence[int], temperature: float = 1.0,
-                 dtype: torch.dtype = torch.float32, device: str = "cpu") -> None:
+    def __init__(
+        self,
+        dims: ModelDims,
+        *,
+        stop_ids: Sequence[int],
+        temperature: float = 1.0,
+        dtype: torch.dtype = torch.float32,
+        device: str = "cpu",
+    ) -> None:
         self.model = HFQwen3(dims).to(device=device, dtype=dtype).eval()
         self.stop_ids = {int(t) for t in stop_ids}
         self.temperature = temperature
@@ -81,7 +88,7 @@ class TorchRolloutEngine:
         max_tokens = min(max_tokens, room)
         if max_tokens <= 0:
             return []
-        logits = self._prefill(prompt_ids[len(self._cached):])
+        logits = self._prefill(prompt_ids[len(self._cached) :])
         out: list[int] = []
         while True:
             token = self._sample(logits)
@@ -99,8 +106,15 @@ class VLLMRolloutEngine:
     `model.load_weights`, so no checkpoint round-trip is needed between steps.
     """
 
-    def __init__(self, model_path: str, *, stop_ids: Sequence[int], temperature: float = 1.0,
-                 max_model_len: int = 5120, gpu_memory_utilization: float = 0.5) -> None:
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        stop_ids: Sequence[int],
+        temperature: float = 1.0,
+        max_model_len: int = 5120,
+        gpu_memory_utilization: float = 0.5,
+    ) -> None:
         try:
             from vllm import LLM, SamplingParams
         except ImportError as exc:  # pragma: no cover - depends on the worker image
@@ -108,8 +122,14 @@ class VLLMRolloutEngine:
                 "rollout='vllm' needs vLLM (GPU) or vllm-ascend (NPU) installed; use rollout='torch' on CPU."
             ) from exc
         self._sampling_params = SamplingParams
-        self.llm = LLM(model=model_path, dtype="bfloat16", enforce_eager=True, max_model_len=max_model_len,
-                       gpu_memory_utilization=gpu_memory_utilization, enable_prefix_caching=True)
+        self.llm = LLM(
+            model=model_path,
+            dtype="bfloat16",
+            enforce_eager=True,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=gpu_memory_utilization,
+            enable_prefix_caching=True,
+        )
         self.stop_ids = list(stop_ids)
         self.temperature = temperature
         self._seed = 0
@@ -131,14 +151,16 @@ class VLLMRolloutEngine:
 
     def generate(self, prompt_ids: list[int], max_tokens: int) -> list[int]:
         """One sampled continuation of `prompt_ids`."""
-        params = self._sampling_params(temperature=self.temperature, max_tokens=max_tokens,
-                                       stop_token_ids=self.stop_ids, seed=self._seed)
+        params = self._sampling_params(
+            temperature=self.temperature, max_tokens=max_tokens, stop_token_ids=self.stop_ids, seed=self._seed
+        )
         result = self.llm.generate([{"prompt_token_ids": list(prompt_ids)}], params, use_tqdm=False)
         return list(result[0].outputs[0].token_ids)
 
 
-def make_rollout_engine(kind: str, *, dims: ModelDims, model_path: str, stop_ids: Sequence[int],
-                        temperature: float, device: str):
+def make_rollout_engine(
+    kind: str, *, dims: ModelDims, model_path: str, stop_ids: Sequence[int], temperature: float, device: str
+):
     """Choose the rollout engine once: "torch" (the CPU stand-in) or "vllm"."""
     if kind == "torch":
         dtype = torch.float32 if device == "cpu" else torch.bfloat16

@@ -16,8 +16,9 @@ from exercises.lab.wordle import compute_score
 def sync_weights(trainer) -> int:
     """verl's update_weights: actor -> `get_per_tensor_param` (HF names, full tensors, bf16) -> rollout engine."""
     # shards go to the training device first (the all-gather needs it under nccl/hccl), as verl's engine does
-    named = weight_sync.get_per_tensor_param(trainer.actor, trainer.adapter, dtype=torch.bfloat16,
-                                            device=trainer.device)
+    named = weight_sync.get_per_tensor_param(
+        trainer.actor, trainer.adapter, dtype=torch.bfloat16, device=trainer.device
+    )
     return trainer.rollout.update_weights(named)
 
 
@@ -33,11 +34,19 @@ def play(trainer, words: list[str], prompt_ids: range, *, n: int, step: int, tag
         for j in range(n):
             trainer.rollout.seed(game_seed(trainer.cfg.seed + (7919 if tag != "train" else 0), step, i, j))
             out = trainer.loop.run(answer=words[i], generate_fn=trainer.rollout.generate)
-            samples.append({
-                "uid": i, "idx": i * n + j, "answer": words[i], "prompt_ids": out.prompt_ids,
-                "response_ids": out.response_ids, "response_mask": out.response_mask,
-                "extra_fields": out.extra_fields, "text": out.text, "num_turns": out.num_turns,
-            })
+            samples.append(
+                {
+                    "uid": i,
+                    "idx": i * n + j,
+                    "answer": words[i],
+                    "prompt_ids": out.prompt_ids,
+                    "response_ids": out.response_ids,
+                    "response_mask": out.response_mask,
+                    "extra_fields": out.extra_fields,
+                    "text": out.text,
+                    "num_turns": out.num_turns,
+                }
+            )
     return samples
 
 
@@ -73,7 +82,7 @@ def train_step(trainer, step: int) -> dict:
     world, rank = trainer.world, trainer.rank
     epoch = (step - 1) // trainer.steps_per_epoch
     start = ((step - 1) % trainer.steps_per_epoch) * cfg.train_batch_size
-    words = trainer.train_words[start:start + cfg.train_batch_size]
+    words = trainer.train_words[start : start + cfg.train_batch_size]
     local_prompts = range(rank, cfg.train_batch_size, world)
     with timer.section("step"):
         with timer.section("update_weights"):
@@ -93,10 +102,17 @@ def train_step(trainer, step: int) -> dict:
             advantages = grpo.grpo_advantages(batch)
         with timer.section("update_actor"):
             actor_metrics = update_actor(trainer, batch, old_log_prob, ref_log_prob, advantages)
-    metrics = {"training/global_step": step, "training/epoch": epoch, **actor_metrics,
-               "actor/entropy": ent_sum / max(tok, 1.0)}
-    local = [{k: s[k] for k in ("idx", "score", "num_turns")} | {
-        "response_length": len(s["response_ids"]), "prompt_length": len(s["prompt_ids"])} for s in samples]
+    metrics = {
+        "training/global_step": step,
+        "training/epoch": epoch,
+        **actor_metrics,
+        "actor/entropy": ent_sum / max(tok, 1.0),
+    }
+    local = [
+        {k: s[k] for k in ("idx", "score", "num_turns")}
+        | {"response_length": len(s["response_ids"]), "prompt_length": len(s["prompt_ids"])}
+        for s in samples
+    ]
     everything = sorted((x for part in _gather(local) for x in part), key=lambda x: x["idx"])
     adv = [grpo.masked_stats(advantages, mask)]
     parts = _gather(adv[0])
@@ -116,21 +132,42 @@ def update_actor(trainer, batch, old_log_prob, ref_log_prob, advantages) -> dict
     per_mb = (cfg.ppo_mini_batch_size // world) * cfg.n
     n_mb = (local_prompts * cfg.n) // per_mb
     lr = trainer.lr_schedulers.schedulers[0].get_last_lr()[0]
-    sums = {"pg_loss": 0.0, "kl_loss": 0.0, "entropy_loss": 0.0, "loss": 0.0, "pg_clipfrac": 0.0,
-            "ppo_kl": 0.0, "pg_clipfrac_lower": 0.0, "grad_norm": 0.0}
+    sums = {
+        "pg_loss": 0.0,
+        "kl_loss": 0.0,
+        "entropy_loss": 0.0,
+        "loss": 0.0,
+        "pg_clipfrac": 0.0,
+        "ppo_kl": 0.0,
+        "pg_clipfrac_lower": 0.0,
+        "grad_norm": 0.0,
+    }
     _optimizer_to(trainer, trainer.device)
     for k in range(n_mb):
         rows = slice(k * per_mb, (k + 1) * per_mb)
         mask = batch.response_mask[rows]
         global_tokens, global_bs = _all_sum([float(mask.sum()), float(mask.shape[0])])
-        loss_cfg = grpo.actor_loss_config(clip_ratio=cfg.clip_ratio, n=cfg.n, dp_size=world,
-                                          batch_num_tokens=max(global_tokens, 1.0), global_batch_size=global_bs)
+        loss_cfg = grpo.actor_loss_config(
+            clip_ratio=cfg.clip_ratio,
+            n=cfg.n,
+            dp_size=world,
+            batch_num_tokens=max(global_tokens, 1.0),
+            global_batch_size=global_bs,
+        )
         trainer.optimizers.zero_grad()
         log_prob, entropy = _forward_log_probs(trainer.actor, batch, rows, grad=True)
         loss, parts = grpo.actor_loss(
-            log_prob=log_prob, old_log_prob=old_log_prob[rows], ref_log_prob=ref_log_prob[rows], entropy=entropy,
-            advantages=advantages[rows], mask=mask, loss_cfg=loss_cfg, entropy_coeff=cfg.entropy_coeff,
-            kl_loss_coef=cfg.kl_loss_coef, kl_loss_type=cfg.kl_loss_type, loss_agg_mode=cfg.loss_agg_mode,
+            log_prob=log_prob,
+            old_log_prob=old_log_prob[rows],
+            ref_log_prob=ref_log_prob[rows],
+            entropy=entropy,
+            advantages=advantages[rows],
+            mask=mask,
+            loss_cfg=loss_cfg,
+            entropy_coeff=cfg.entropy_coeff,
+            kl_loss_coef=cfg.kl_loss_coef,
+            kl_loss_type=cfg.kl_loss_type,
+            loss_agg_mode=cfg.loss_agg_mode,
         )
         loss.backward()
         grad_norm = float(clip_grad_norm_(list(trainer.actor.parameters()), cfg.grad_clip))
@@ -139,9 +176,17 @@ def update_actor(trainer, batch, old_log_prob, ref_log_prob, advantages) -> dict
         else:  # verl skips the update and warns "grad_norm is not finite"
             print(f"[rank {trainer.rank}] grad_norm is not finite: {grad_norm}; skipping this update", flush=True)
             trainer.optimizers.zero_grad()
-        shares = _all_sum([_num(parts["pg_loss"]), _num(parts["kl_loss"]), _num(parts["entropy_loss"]),
-                           _num(loss), _num(parts["actor/pg_clipfrac"]), _num(parts["actor/ppo_kl"]),
-                           _num(parts["actor/pg_clipfrac_lower"])])
+        shares = _all_sum(
+            [
+                _num(parts["pg_loss"]),
+                _num(parts["kl_loss"]),
+                _num(parts["entropy_loss"]),
+                _num(loss),
+                _num(parts["actor/pg_clipfrac"]),
+                _num(parts["actor/ppo_kl"]),
+                _num(parts["actor/pg_clipfrac_lower"]),
+            ]
+        )
         # token-mean shares carry `* dp_size`: the rank sum over dp_size is the global value
         for key, value in zip(("pg_loss", "kl_loss", "entropy_loss", "loss"), shares[:4], strict=True):
             sums[key] += value / world

@@ -3,6 +3,7 @@
 Its own module because it is the answer to ch05.per_tensor_param: that exercise's sandbox view hides this
 file (exercise.toml `[policy] forbid`), while `checkpoint` stays importable for the exercise's harness.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -14,7 +15,10 @@ from torchtitan.models.qwen3 import Qwen3StateDictAdapter
 
 
 def get_per_tensor_param(
-    model: torch.nn.Module, adapter: Qwen3StateDictAdapter, *, dtype: torch.dtype = torch.bfloat16,
+    model: torch.nn.Module,
+    adapter: Qwen3StateDictAdapter,
+    *,
+    dtype: torch.dtype = torch.bfloat16,
     device: str | torch.device = "cpu",
 ) -> Iterator[tuple[str, torch.Tensor]]:
     """Yield (HF name, full tensor in `dtype`) for every weight, as verl's TorchTitan engine does.

@@ -16,6 +16,7 @@ import nbformat
 from nbformat import v4
 
 from grading.authoring.master import AuthoringError, Master, Mistake, read_master
+from grading.authoring.policy_note import policy_markdown
 from grading.exercise import REPO_ROOT, Exercise
 
 DEFAULT_FIXTURES_ROOT = REPO_ROOT / "tests" / "fixtures" / "notebooks"
@@ -114,7 +115,10 @@ def _short(text: str) -> str:
 
 def _notebook_bytes(ex: Exercise, master: Master, variant: str, mistake: Mistake | None = None) -> bytes:
     nb = v4.new_notebook()
-    for i, (kind, src) in enumerate(_sources(master, variant, mistake)):
+    cells = _sources(master, variant, mistake)
+    at = 1 if cells and cells[0][0] == "markdown" else 0  # right after the title cell
+    cells.insert(at, ("markdown", policy_markdown(ex.manifest)))  # what the learner writes and may use
+    for i, (kind, src) in enumerate(cells):
         cell = v4.new_code_cell(src) if kind == "code" else v4.new_markdown_cell(src)
         cell["id"] = f"{ex.short_name[:20]}-{i:02d}"  # stable ids: a rebuild is byte-identical
         nb.cells.append(cell)

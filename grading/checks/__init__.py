@@ -3,11 +3,13 @@
 A check function returns an `Outcome` (fraction of the points, learner-facing feedback). Feedback
 never quotes expected values; it names keys, positions, counts and the learner's own values.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +38,7 @@ def register(kind: str) -> Callable[[CheckFn], CheckFn]:
     def wrap(fn: CheckFn) -> CheckFn:
         REGISTRY[kind] = fn
         return fn
+
     return wrap
 
 

@@ -1,4 +1,5 @@
 """Value comparison shared by the check kinds: exact equality and tolerance counting."""
+
 from __future__ import annotations
 
 import math
@@ -33,13 +34,24 @@ def equal(got: Any, expected: Any) -> bool:
         return False
     if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
         a, b = _as_array(got), _as_array(expected)
-        return a is not None and b is not None and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f" and b.dtype.kind == "f"))
+        return (
+            a is not None
+            and b is not None
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f" and b.dtype.kind == "f"))
+        )
     if isinstance(expected, (list, tuple)):
-        return isinstance(got, (list, tuple)) and len(got) == len(expected) and all(
-            equal(g, e) for g, e in zip(got, expected))
+        return (
+            isinstance(got, (list, tuple))
+            and len(got) == len(expected)
+            and all(equal(g, e) for g, e in zip(got, expected, strict=True))
+        )
     if isinstance(expected, dict):
-        return isinstance(got, dict) and got.keys() == expected.keys() and all(
-            equal(got[k], expected[k]) for k in expected)
+        return (
+            isinstance(got, dict)
+            and got.keys() == expected.keys()
+            and all(equal(got[k], expected[k]) for k in expected)
+        )
     if isinstance(expected, float) and isinstance(got, float) and math.isnan(expected) and math.isnan(got):
         return True
     if isinstance(expected, bool) or isinstance(got, bool):
@@ -71,7 +83,7 @@ def count_close(got: Any, expected: Any, *, rtol: float, atol: float) -> tuple[i
         if not isinstance(got, (list, tuple)) or len(got) != len(expected):
             return None
         bad = total = 0
-        for g, e in zip(got, expected):
+        for g, e in zip(got, expected, strict=True):
             sub = count_close(g, e, rtol=rtol, atol=atol)
             if sub is None:
                 return None

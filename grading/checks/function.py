@@ -1,4 +1,5 @@
 """Function checks: the kernel called the learner's function on the reference inputs; judge results here."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -37,7 +38,7 @@ def function(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
     if not isinstance(results, list) or len(results) != len(calls):
         return Outcome(fraction=0.0, feedback=t("function_not_run", ctx.lang, name=ctx.answer_name))
     passed, notes, hidden_failed, hidden_total = 0, [], 0, 0
-    for n, (call, got) in enumerate(zip(calls, results), start=1):
+    for n, (call, got) in enumerate(zip(calls, results, strict=True), start=1):
         ok = _judge(got, call, spec)
         passed += ok
         if not call.get("public", False):
@@ -50,8 +51,9 @@ def function(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
         text = _call_text(ctx.answer_name, call)
         if "raises" in call:
             expected = call["raises"] if isinstance(call["raises"], str) else " | ".join(call["raises"])
-            notes.append(t("function_should_raise", ctx.lang, label=label, call=text, expected=expected,
-                           got=describe(got)))
+            notes.append(
+                t("function_should_raise", ctx.lang, label=label, call=text, expected=expected, got=describe(got))
+            )
         elif isinstance(got, Raised):
             notes.append(t("function_public_raised", ctx.lang, label=label, call=text, error=describe(got)))
         else:

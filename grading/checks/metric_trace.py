@@ -4,6 +4,7 @@ Each sub-check present in the spec (present, steps, finite, equals, band, monoto
 absent_files, present_files) is worth an equal share unless `weights` says otherwise. Field
 reference: docs/grading-engine.md.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -16,10 +17,13 @@ from grading.checks.compare import count_close, equal
 from grading.codec import Missing, Opaque, Raised, decode
 from grading.i18n import t
 
-PARTS = ("present", "steps", "finite", "equals", "band", "monotone", "bounded", "run", "absent_files",
-         "present_files")
-_DIRECTIONS = {"decreasing": lambda a, b, tol: b < a + tol, "increasing": lambda a, b, tol: b > a - tol,
-               "nonincreasing": lambda a, b, tol: b <= a + tol, "nondecreasing": lambda a, b, tol: b >= a - tol}
+PARTS = ("present", "steps", "finite", "equals", "band", "monotone", "bounded", "run", "absent_files", "present_files")
+_DIRECTIONS = {
+    "decreasing": lambda a, b, tol: b < a + tol,
+    "increasing": lambda a, b, tol: b > a - tol,
+    "nonincreasing": lambda a, b, tol: b <= a + tol,
+    "nondecreasing": lambda a, b, tol: b >= a - tol,
+}
 
 
 def _steps(items: list[int]) -> str:
@@ -83,13 +87,19 @@ def _check_equals(metrics, records, spec, ctx):
     rtol, atol = float(spec.get("rtol", 1e-5)), float(spec.get("atol", 1e-8))
     for m, entry in spec["equals"].items():
         values = entry.get("values") if isinstance(entry, dict) else entry
-        r, a = (float(entry.get("rtol", rtol)), float(entry.get("atol", atol))) if isinstance(entry, dict) else (rtol, atol)
+        r, a = (
+            (float(entry.get("rtol", rtol)), float(entry.get("atol", atol)))
+            if isinstance(entry, dict)
+            else (rtol, atol)
+        )
         expected = [_as_float(x) for x in decode(values)]
         got = [_as_float(x) for x in metrics.get(m, [])]
         if len(got) != len(expected):
             problems.append(t("trace_length", ctx.lang, metric=m, got=len(got), expected=len(expected)))
             continue
-        bad = [i for i, (g, e) in enumerate(zip(got, expected)) if count_close(g, e, rtol=r, atol=a) != (0, 1)]
+        bad = [
+            i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if count_close(g, e, rtol=r, atol=a) != (0, 1)
+        ]
         if bad:
             problems.append(t("trace_differs", ctx.lang, metric=m, steps=_steps(bad)))
     return problems
@@ -111,7 +121,7 @@ def _check_band(metrics, records, spec, ctx):
         if len(got) != len(lower):
             problems.append(t("trace_length", ctx.lang, metric=m, got=len(got), expected=len(lower)))
             continue
-        bad = [i for i, (g, lo, hi) in enumerate(zip(got, lower, upper)) if not (lo <= g <= hi)]
+        bad = [i for i, (g, lo, hi) in enumerate(zip(got, lower, upper, strict=False)) if not (lo <= g <= hi)]
         if bad:
             problems.append(t("trace_out_of_band", ctx.lang, metric=m, steps=_steps(bad)))
     return problems
@@ -157,7 +167,10 @@ def _check_run(metrics, records, spec, ctx, run=None):
         if isinstance(got, Missing):
             problems.append(t("trace_run_missing", ctx.lang, key=key))
         elif isinstance(expected, float) and not isinstance(got, bool):
-            if count_close(got, expected, rtol=float(spec.get("rtol", 1e-5)), atol=float(spec.get("atol", 1e-8))) != (0, 1):
+            if count_close(got, expected, rtol=float(spec.get("rtol", 1e-5)), atol=float(spec.get("atol", 1e-8))) != (
+                0,
+                1,
+            ):
                 problems.append(t("trace_run_wrong", ctx.lang, key=key))
         elif not equal(got, expected):
             problems.append(t("trace_run_wrong", ctx.lang, key=key))
@@ -174,8 +187,11 @@ def _check_absent(files, spec, ctx):
 
 
 def _check_present_files(files, spec, ctx):
-    return [t("trace_file_absent", ctx.lang, pattern=p) for p in spec["present_files"]
-            if not any(fnmatch.fnmatch(f, p) for f in files)]
+    return [
+        t("trace_file_absent", ctx.lang, pattern=p)
+        for p in spec["present_files"]
+        if not any(fnmatch.fnmatch(f, p) for f in files)
+    ]
 
 
 @register("metric_trace")
@@ -190,8 +206,13 @@ def metric_trace(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcom
         names |= set(spec.get(field, {}))
     metrics = {m: _series(records, m, step_key) for m in sorted(names)}
     run, files = answer.get("run", {}), [str(f).replace("\\", "/") for f in answer.get("files", [])]
-    parts = [p for p in PARTS if p in spec or (p == "present" and "metrics" in spec)
-             or (p == "finite" and spec.get("finite", True) and "metrics" in spec)]
+    parts = [
+        p
+        for p in PARTS
+        if p in spec
+        or (p == "present" and "metrics" in spec)
+        or (p == "finite" and spec.get("finite", True) and "metrics" in spec)
+    ]
     if spec.get("finite") is False and "finite" in parts:
         parts.remove("finite")
     weights = {p: float(spec.get("weights", {}).get(p, 1.0)) for p in parts}

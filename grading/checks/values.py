@@ -1,4 +1,5 @@
 """Value checks: exact, numeric, mapping, shape, sequence, set."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -68,8 +69,10 @@ def shape(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
     elif isinstance(answer, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in answer):
         got = list(answer)
     else:
-        return Outcome(fraction=0.0, feedback=t("wrong_type", ctx.lang, expected="shape (tuple of ints) or tensor",
-                                                  got=type(answer).__name__))
+        return Outcome(
+            fraction=0.0,
+            feedback=t("wrong_type", ctx.lang, expected="shape (tuple of ints) or tensor", got=type(answer).__name__),
+        )
     ok = got == expected
     return Outcome(fraction=1.0 if ok else 0.0, feedback="" if ok else t("shape_wrong", ctx.lang, got=tuple(got)))
 
@@ -101,7 +104,9 @@ def set_(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
     if isinstance(answer, np.ndarray):
         answer = answer.tolist()
     if not isinstance(answer, (list, tuple, set, frozenset)):
-        return Outcome(fraction=0.0, feedback=t("wrong_type", ctx.lang, expected="set or list", got=type(answer).__name__))
+        return Outcome(
+            fraction=0.0, feedback=t("wrong_type", ctx.lang, expected="set or list", got=type(answer).__name__)
+        )
     got = {_norm(x) for x in answer}
     want = set(expected)
     missing, extra = want - got, got - want

@@ -2,9 +2,10 @@
 
 A `Sandbox` starts a fresh Jupyter kernel for exactly one submission and returns a `KernelSession`
 whose `km` is an already-started jupyter_client KernelManager; the engine talks to the kernel through
-`session.channel_urls()` with its own bounded client (grading/steps/kernel_io.py). `session.close()` tears the whole sandbox down (every
-process the learner started) and reports which limits were hit.
+`session.channel_urls()` with its own bounded client (grading/steps/kernel_io.py). `session.close()` tears
+the whole sandbox down (every process the learner started) and reports which limits were hit.
 """
+
 from __future__ import annotations
 
 import abc
@@ -52,7 +53,7 @@ class KernelSession(abc.ABC):
         """Whole-run limits enforced since the last call (e.g. an OOM kill in the run's control group)."""
         return set()
 
-    def __enter__(self) -> "KernelSession":
+    def __enter__(self) -> KernelSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -83,9 +84,12 @@ def make_sandbox(mode: str = "auto", *, prewarm: dict[str, int] | None = None, *
     elif mode in ("bwrap", "auto"):
         found = probe()
         if not found.usable:
-            raise GraderFault(f"sandbox mode {mode!r} is not available: {found.reason}. Only for development, "
-                              "set TITANGRADE_SANDBOX=unsafe-local to run kernels without isolation "
-                              "(every result then says sandbox: unsafe-local)", retryable=False)
+            raise GraderFault(
+                f"sandbox mode {mode!r} is not available: {found.reason}. Only for development, "
+                "set TITANGRADE_SANDBOX=unsafe-local to run kernels without isolation "
+                "(every result then says sandbox: unsafe-local)",
+                retryable=False,
+            )
         from grading.sandbox.bwrap import BwrapConfig, BwrapSandbox
 
         sandbox = BwrapSandbox(BwrapConfig(**options))
@@ -98,4 +102,4 @@ def make_sandbox(mode: str = "auto", *, prewarm: dict[str, int] | None = None, *
     return sandbox
 
 
-from grading.sandbox.probe import Probe, probe  # noqa: E402  (re-exported for the service's start-up check)
+from grading.sandbox.probe import Probe, probe  # noqa: E402, F401  (re-exported for the service's start-up check)

@@ -3,6 +3,7 @@ uid for good, then exec the kernel. Stdlib only (it starts with `python -I -S`);
 
 usage: python -I -S _launcher.py '<json config>' -- <kernel argv...>
 """
+
 import ctypes
 import json
 import os
@@ -31,7 +32,7 @@ def limit_tmpfs(libc, tmpfs: dict) -> None:
 def main() -> None:
     sep = sys.argv.index("--")
     cfg = json.loads(sys.argv[1])
-    argv = sys.argv[sep + 1:]
+    argv = sys.argv[sep + 1 :]
     uid, gid = int(cfg["uid"]), int(cfg["gid"])
     libc = ctypes.CDLL(None, use_errno=True)
     limit_tmpfs(libc, cfg.get("tmpfs", {}))

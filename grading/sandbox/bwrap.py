@@ -5,8 +5,10 @@ RLIMIT_NPROC counts per run); `_launcher.py` then sets rlimits and drops to `tgs
 ipykernel. ZMQ uses the ipc transport through a bind-mounted runtime dir because loopback inside the
 sandbox's network namespace is not the host's. See docs/sandbox.md for the threat model.
 """
+
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -36,10 +38,22 @@ SCRATCH, WORKDIR, TMPDIR, SHM = "/scratch", "/scratch/work", "/tmp", "/dev/shm"
 WRITABLE = (SCRATCH, TMPDIR, SHM)  # every path the sandbox can write: tmpfs with byte and inode limits
 KERNEL_DIR, LINKS = "kernel", "links"  # in the root-only runtime dir: the kernel's bound dir, our links
 CHANNELS = ("shell", "iopub", "control", "stdin", "hb")
-ENV_ALLOW = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE",
-             "OPENBLAS_L2_SIZE")
-ETC_ALLOW = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "alternatives",
-             "fonts", "mime.types", "protocols", "services", "host.conf", "gai.conf", "ssl/certs")
+ENV_ALLOW = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+ETC_ALLOW = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "nsswitch.conf",
+    "alternatives",
+    "fonts",
+    "mime.types",
+    "protocols",
+    "services",
+    "host.conf",
+    "gai.conf",
+    "ssl/certs",
+)
 MiB = 1024 * 1024
 
 
@@ -117,7 +131,7 @@ class _SandboxKernelManager(KernelManager):
     """A KernelManager whose launch command is wrapped in bwrap and whose connection file the
     sandbox uid may read."""
 
-    wrap_argv: list[str] = []
+    wrap_argv: list[str] = []  # noqa: RUF012  (only ever replaced per instance, never mutated in place)
     owner: tuple[int, int] = (0, 0)
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
@@ -131,9 +145,18 @@ class _SandboxKernelManager(KernelManager):
 class BwrapSession(KernelSession):
     mode = "bwrap"
 
-    def __init__(self, *, km: _SandboxKernelManager, runtime: Path, user: pwd.struct_passwd,
-                 uids: UidPool, limits: Limits, watcher: LimitWatcher | None, accelerator: bool = False,
-                 group: RunGroup = NO_GROUP) -> None:
+    def __init__(
+        self,
+        *,
+        km: _SandboxKernelManager,
+        runtime: Path,
+        user: pwd.struct_passwd,
+        uids: UidPool,
+        limits: Limits,
+        watcher: LimitWatcher | None,
+        accelerator: bool = False,
+        group: RunGroup = NO_GROUP,
+    ) -> None:
         self.km = km
         self.group = group
         self.runtime = runtime
@@ -171,10 +194,8 @@ class BwrapSession(KernelSession):
 
     def kill(self) -> None:
         """SIGKILL the outer bwrap; --die-with-parent takes the PID namespace (everything) with it."""
-        try:
+        with contextlib.suppress(OSError, TypeError):
             os.kill(self.pid, signal.SIGKILL)
-        except (OSError, TypeError):
-            pass
 
     def _scratch_full(self) -> bool:
         """Any writable tmpfs out of bytes or inodes (mount points only the sandbox's root may replace)."""
@@ -201,7 +222,7 @@ class BwrapSession(KernelSession):
             # under RLIMIT_AS a native crash is almost always an unchecked failed allocation (seen: libzmq
             # segfaults when a print flood exhausts the address space)
             return {MEMORY}
-        return {signal.SIGXCPU: {CPU}, signal.SIGXFSZ: {FILE_SIZE}}.get(sig, set())
+        return {int(signal.SIGXCPU): {CPU}, int(signal.SIGXFSZ): {FILE_SIZE}}.get(sig, set())
 
     def poll_limits(self) -> set[str]:
         return self.group.poll()
@@ -235,9 +256,11 @@ class BwrapSandbox(Sandbox):
     def __init__(self, config: BwrapConfig | None = None) -> None:
         self.config = config or BwrapConfig()
         if os.geteuid() != 0:
-            raise GraderFault("the bwrap sandbox must be started by root (it drops each kernel to a "
-                              "tgsbxN user); run the worker as root or use unsafe-local for development",
-                              retryable=False)
+            raise GraderFault(
+                "the bwrap sandbox must be started by root (it drops each kernel to a "
+                "tgsbxN user); run the worker as root or use unsafe-local for development",
+                retryable=False,
+            )
         self.uids = UidPool(self.config.users, os.path.join(self.config.runtime_root, "users"))
         self.groups = run_groups(self.config.cgroups, cpus_per_run=self.config.cpus_per_run)
         self.groups.sweep(self.uids)  # a SIGKILLed worker's groups
@@ -251,14 +274,23 @@ class BwrapSandbox(Sandbox):
         runtime.mkdir(mode=0o700)  # root only: the sandbox sees just runtime/kernel, bound in
         group = NO_GROUP
         try:
-            group = self.groups.create(user.pw_name, memory_mb=request.limits.memory_mb,
-                                       max_processes=request.limits.max_processes)
+            group = self.groups.create(
+                user.pw_name, memory_mb=request.limits.memory_mb, max_processes=request.limits.max_processes
+            )
             km = self._kernel_manager(request, user, runtime)
             km.wrap_argv = group.exec_prefix() + km.wrap_argv  # bwrap is born in the run's group
             with open(runtime / "launch.log", "wb") as log:
                 km.start_kernel(cwd="/", env=self._host_env(), stdout=log, stderr=log)
-            session = BwrapSession(km=km, runtime=runtime, user=user, uids=self.uids, limits=request.limits,
-                                   watcher=None, accelerator=request.devices.kind != "cpu", group=group)
+            session = BwrapSession(
+                km=km,
+                runtime=runtime,
+                user=user,
+                uids=self.uids,
+                limits=request.limits,
+                watcher=None,
+                accelerator=request.devices.kind != "cpu",
+                group=group,
+            )
         except Exception as exc:
             shutil.rmtree(runtime, ignore_errors=True)
             kill_uid(user.pw_uid)
@@ -267,8 +299,13 @@ class BwrapSandbox(Sandbox):
             raise GraderFault(f"sandboxed kernel failed to start: {exc}") from exc
         self._wait_ready(session)
         deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
-        session.watcher = LimitWatcher(session.channel_urls(), km.session, deadline=deadline, kill=session.kill,
-                                       output_cap_bytes=cfg.output_hard_cap_mb * MiB)
+        session.watcher = LimitWatcher(
+            session.channel_urls(),
+            km.session,
+            deadline=deadline,
+            kill=session.kill,
+            output_cap_bytes=cfg.output_hard_cap_mb * MiB,
+        )
         session.watcher.start()
         session.watcher.wait_subscribed()
         return session
@@ -294,27 +331,37 @@ class BwrapSandbox(Sandbox):
         # bwrap and the launcher see only this; nothing of the grader's own environment passes through
         return {"PATH": "/usr/bin:/bin", "LANG": os.environ.get("LANG", "C.UTF-8")}
 
-    def _kernel_manager(self, request: KernelRequest, user: pwd.struct_passwd,
-                        runtime: Path) -> _SandboxKernelManager:
+    def _kernel_manager(self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path) -> _SandboxKernelManager:
         kernel_dir = runtime / KERNEL_DIR
         kernel_dir.mkdir(mode=0o700)
         os.chown(kernel_dir, user.pw_uid, user.pw_gid)  # ipykernel binds its sockets here; sealed once ready
-        km = _SandboxKernelManager(transport="ipc", ip=str(kernel_dir / "sock"),
-                                   connection_file=str(kernel_dir / "kernel.json"))
-        km._kernel_spec = KernelSpec(argv=[self.config.python, "-m", "ipykernel_launcher", "-f",
-                                           "{connection_file}"],
-                                     display_name="titangrade sandbox", language="python",
-                                     interrupt_mode="message")
+        km = _SandboxKernelManager(
+            transport="ipc", ip=str(kernel_dir / "sock"), connection_file=str(kernel_dir / "kernel.json")
+        )
+        km._kernel_spec = KernelSpec(
+            argv=[self.config.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            display_name="titangrade sandbox",
+            language="python",
+            interrupt_mode="message",
+        )
         km.owner = (user.pw_uid, user.pw_gid)
         km.wrap_argv = self.bwrap_argv(request, user, runtime)
         return km
 
     def kernel_env(self, request: KernelRequest) -> dict[str, str]:
         env = {k: os.environ[k] for k in ENV_ALLOW if k in os.environ}
-        env.update(PATH=f"{Path(self.config.python).parent}:/usr/local/bin:/usr/bin:/bin", HOME=WORKDIR,
-                   USER="learner", LOGNAME="learner", TMPDIR=TMPDIR, PYTHONPATH=self.config.pythonpath,
-                   PYTHONHASHSEED="0", TORCH_DEVICE_BACKEND_AUTOLOAD="0", MPLBACKEND="Agg",
-                   PYTHONDONTWRITEBYTECODE="1")
+        env.update(
+            PATH=f"{Path(self.config.python).parent}:/usr/local/bin:/usr/bin:/bin",
+            HOME=WORKDIR,
+            USER="learner",
+            LOGNAME="learner",
+            TMPDIR=TMPDIR,
+            PYTHONPATH=self.config.pythonpath,
+            PYTHONHASHSEED="0",
+            TORCH_DEVICE_BACKEND_AUTOLOAD="0",
+            MPLBACKEND="Agg",
+            PYTHONDONTWRITEBYTECODE="1",
+        )
         env.update(device_env(request.devices))
         env.update(request.env)
         return env
@@ -323,8 +370,9 @@ class BwrapSandbox(Sandbox):
         etc = runtime / "etc"
         etc.mkdir()
         args = ["--perms", "0755", "--dir", "/etc"]  # else bwrap makes it 0700 and the uid cannot look in
-        (etc / "passwd").write_text(f"root:x:0:0::/nonexistent:/usr/sbin/nologin\n"
-                                    f"learner:x:{user.pw_uid}:{user.pw_gid}::{WORKDIR}:/bin/sh\n")
+        (etc / "passwd").write_text(
+            f"root:x:0:0::/nonexistent:/usr/sbin/nologin\nlearner:x:{user.pw_uid}:{user.pw_gid}::{WORKDIR}:/bin/sh\n"
+        )
         (etc / "group").write_text(f"root:x:0:\nlearner:x:{user.pw_gid}:\n")
         (etc / "hosts").write_text("127.0.0.1 localhost titangrade\n::1 localhost ip6-localhost\n")
         (etc / "hostname").write_text("titangrade\n")
@@ -334,19 +382,40 @@ class BwrapSandbox(Sandbox):
         made = {"/", "/etc"}
         for name in ETC_ALLOW:
             if os.path.exists(f"/etc/{name}"):
-                args += _parents(f"/etc/{name}", made) + ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+                args += [*_parents(f"/etc/{name}", made), "--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         return args
 
     def bwrap_argv(self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path) -> list[str]:
         """The full command line up to (not including) the kernel's own argv."""
         cfg, lim = self.config, request.limits
         scratch = str(lim.scratch_mb * MiB)
-        args = [cfg.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "titangrade",
-                "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                "--cap-add", "CAP_CHOWN",
-                "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",  # the launcher's tmpfs remount only
-                "--ro-bind", "/usr", "/usr"]
+        args = [
+            cfg.bwrap,
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "titangrade",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            "--cap-add",
+            "CAP_CHOWN",
+            "--cap-add",
+            "CAP_SYS_ADMIN",
+            "--cap-add",
+            "CAP_SETPCAP",  # the launcher's tmpfs remount only
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]
         for top in ("bin", "lib", "lib64", "lib32", "sbin"):
             host = Path("/", top)
             if host.is_symlink():
@@ -354,11 +423,33 @@ class BwrapSandbox(Sandbox):
             elif host.is_dir():
                 args += ["--ro-bind", str(host), f"/{top}"]
         args += self._etc_files(runtime, user)
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 "--perms", "1777", "--size", scratch, "--tmpfs", "/dev/shm",
-                 "--perms", "0755", "--size", scratch, "--tmpfs", SCRATCH, "--dir", WORKDIR,
-                 # a real dir, not a symlink into /scratch: the repo or venv may live under the host's /tmp
-                 "--perms", "1777", "--size", scratch, "--tmpfs", TMPDIR]
+        args += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "1777",
+            "--size",
+            scratch,
+            "--tmpfs",
+            "/dev/shm",
+            "--perms",
+            "0755",
+            "--size",
+            scratch,
+            "--tmpfs",
+            SCRATCH,
+            "--dir",
+            WORKDIR,
+            # a real dir, not a symlink into /scratch: the repo or venv may live under the host's /tmp
+            "--perms",
+            "1777",
+            "--size",
+            scratch,
+            "--tmpfs",
+            TMPDIR,
+        ]
         made: set[str] = {"/", "/etc", "/usr", "/dev", "/proc", SCRATCH, TMPDIR}
         accelerator = request.devices.kind != "cpu"
         if accelerator:  # drivers and tools read sysfs for the device tree (real code, not run here)
@@ -368,16 +459,23 @@ class BwrapSandbox(Sandbox):
             args += _parents("/sys/devices/system/cpu", made)
             args += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
         for path in dict.fromkeys((*cfg.ro_paths, cfg.exercises)):
-            args += _parents(path, made) + ["--ro-bind", path, path]
-        args += views.bwrap_args(request.hidden_modules, (*cfg.ro_paths, cfg.exercises),
-                                 [cfg.pythonpath, *sys.path[1:]])
-        args += _parents(INNER_LAUNCHER, made) + ["--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
+            args += [*_parents(path, made), "--ro-bind", path, path]
+        args += views.bwrap_args(
+            request.hidden_modules, (*cfg.ro_paths, cfg.exercises), [cfg.pythonpath, *sys.path[1:]]
+        )
+        args += [*_parents(INNER_LAUNCHER, made), "--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
         kernel_dir = str(runtime / KERNEL_DIR)
-        args += _parents(kernel_dir, made) + ["--bind", kernel_dir, kernel_dir]
+        args += [*_parents(kernel_dir, made), "--bind", kernel_dir, kernel_dir]
         for node in device_nodes(request.devices):
             args += ["--dev-bind", node, node]
         args += ["--chdir", "/"]
-        launch = {"uid": user.pw_uid, "gid": user.pw_gid, "own": [WORKDIR], "cwd": WORKDIR,
-                  "tmpfs": {path: [lim.scratch_mb * MiB, cfg.tmpfs_inodes] for path in WRITABLE},
-                  "rlimits": rlimits(lim, accelerator=accelerator), "env": self.kernel_env(request)}
-        return args + ["--", self.config.python, "-I", "-S", INNER_LAUNCHER, json.dumps(launch), "--"]
+        launch = {
+            "uid": user.pw_uid,
+            "gid": user.pw_gid,
+            "own": [WORKDIR],
+            "cwd": WORKDIR,
+            "tmpfs": {path: [lim.scratch_mb * MiB, cfg.tmpfs_inodes] for path in WRITABLE},
+            "rlimits": rlimits(lim, accelerator=accelerator),
+            "env": self.kernel_env(request),
+        }
+        return [*args, "--", self.config.python, "-I", "-S", INNER_LAUNCHER, json.dumps(launch), "--"]

@@ -19,6 +19,7 @@ writes itself into the group, then execs), so bwrap and everything under it are 
 of a run ever runs outside it. (Not Popen's preexec_fn: Python code between fork and exec can deadlock
 in a process with threads, and the worker has several.)
 """
+
 from __future__ import annotations
 
 import abc
@@ -40,9 +41,11 @@ PREFIX = "titangrade-"
 SERVICE_LEAF = "titangrade-service"  # v2: where the service's own processes move if its group must delegate
 CONTROLLERS = ("memory", "pids", "cpu")
 MEMORY, PROCESSES = "memory limit", "process limit"  # the labels watch.py reports (no import: watch needs zmq)
-FIX = ("run the worker as root in a cgroup it may create child groups under: cgroup v1 with the memory, "
-       "pids and cpu hierarchies mounted, or cgroup v2 with those controllers delegated (systemd unit "
-       "`Delegate=yes`; docker `--cgroupns=host` or a writable /sys/fs/cgroup)")
+FIX = (
+    "run the worker as root in a cgroup it may create child groups under: cgroup v1 with the memory, "
+    "pids and cpu hierarchies mounted, or cgroup v2 with those controllers delegated (systemd unit "
+    "`Delegate=yes`; docker `--cgroupns=host` or a writable /sys/fs/cgroup)"
+)
 OPTIONAL = {"memory.memsw.limit_in_bytes", "memory.swap.max"}  # exist only where swap is accounted
 MiB = 1024 * 1024
 log = logging.getLogger(__name__)
@@ -140,10 +143,12 @@ class V1(Layout):
 
     def counters(self, name: str) -> Counters:
         memory, pids = self.bases["memory"] / name, self.bases["pids"] / name
-        return Counters(oom_kills=_keyed(_read(memory / "memory.oom_control"), "oom_kill"),
-                        pids_denied=_keyed(_read(pids / "pids.events"), "max"),
-                        memory_peak_bytes=_int(_read(memory / "memory.max_usage_in_bytes")),
-                        pids_peak=_int(_read(pids / "pids.peak")))
+        return Counters(
+            oom_kills=_keyed(_read(memory / "memory.oom_control"), "oom_kill"),
+            pids_denied=_keyed(_read(pids / "pids.events"), "max"),
+            memory_peak_bytes=_int(_read(memory / "memory.max_usage_in_bytes")),
+            pids_peak=_int(_read(pids / "pids.peak")),
+        )
 
     def reset_peaks(self, name: str) -> None:
         with contextlib.suppress(OSError):
@@ -158,14 +163,20 @@ class V2(Layout):
     def limit_files(self, *, memory_mb: int, max_processes: int, cpus: float) -> dict[str, list[tuple[str, str]]]:
         memory = [("memory.max", str(memory_mb * MiB)), ("memory.swap.max", "0")]
         quota = f"{int(cpus * 100000)} 100000" if cpus > 0 else "max 100000"
-        return {"memory": memory, "pids": [("pids.max", str(max_processes))],
-                "cpu": [("cpu.weight", "100"), ("cpu.max", quota)]}
+        return {
+            "memory": memory,
+            "pids": [("pids.max", str(max_processes))],
+            "cpu": [("cpu.weight", "100"), ("cpu.max", quota)],
+        }
 
     def counters(self, name: str) -> Counters:
         d = self.bases["memory"] / name
-        return Counters(oom_kills=_keyed(_read(d / "memory.events"), "oom_kill"),
-                        pids_denied=_keyed(_read(d / "pids.events"), "max"),
-                        memory_peak_bytes=_int(_read(d / "memory.peak")), pids_peak=_int(_read(d / "pids.peak")))
+        return Counters(
+            oom_kills=_keyed(_read(d / "memory.events"), "oom_kill"),
+            pids_denied=_keyed(_read(d / "pids.events"), "max"),
+            memory_peak_bytes=_int(_read(d / "memory.peak")),
+            pids_peak=_int(_read(d / "pids.peak")),
+        )
 
     def kill_all(self, directory: Path) -> None:
         if (directory / "cgroup.kill").exists():  # Linux 5.14+: the whole group at once, no pid races
@@ -297,8 +308,9 @@ class RunGroups:
         if not _remove(self.layout, group._dirs, 5.0):
             raise OSError(errno.EBUSY, f"leftover cgroup {name} cannot be removed")
         try:
-            for controller, files in self.layout.limit_files(memory_mb=memory_mb, max_processes=max_processes,
-                                                             cpus=self.cpus_per_run).items():
+            for controller, files in self.layout.limit_files(
+                memory_mb=memory_mb, max_processes=max_processes, cpus=self.cpus_per_run
+            ).items():
                 d = self.layout.bases[controller] / name
                 d.mkdir(exist_ok=True)
                 for filename, value in files:
@@ -332,12 +344,16 @@ class RunGroups:
         found = set()
         for base in self.layout.bases.values():
             with contextlib.suppress(OSError):
-                found |= {p.name[len(PREFIX):] for p in base.iterdir()
-                          if p.is_dir() and p.name.startswith(PREFIX) and p.name != SERVICE_LEAF}
+                found |= {
+                    p.name[len(PREFIX) :]
+                    for p in base.iterdir()
+                    if p.is_dir() and p.name.startswith(PREFIX) and p.name != SERVICE_LEAF
+                }
         return sorted(found)
 
 
 # ---- detection -------------------------------------------------------------------------------------
+
 
 def _unescape(path: str) -> str:
     return path.encode().decode("unicode_escape") if "\\" in path else path
@@ -401,8 +417,11 @@ def detect(proc_cgroup: str | None = None, mountinfo: str | None = None) -> Layo
             if set(CONTROLLERS) <= available:
                 return V2(dict.fromkeys(CONTROLLERS, where))
     missing = sorted(set(CONTROLLERS) - set(v1))
-    raise OSError(errno.ENOENT, f"no usable cgroup layout: controllers {missing} are neither mounted as v1 "
-                                "hierarchies nor available in the service's v2 group")
+    raise OSError(
+        errno.ENOENT,
+        f"no usable cgroup layout: controllers {missing} are neither mounted as v1 "
+        "hierarchies nor available in the service's v2 group",
+    )
 
 
 @functools.cache

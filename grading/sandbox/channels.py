@@ -8,6 +8,7 @@ receive high-water marks, no linger and no reconnect, and messages are read fram
 because libzmq's high-water mark counts whole messages and would queue an endless multipart message
 without limit. `rss_bytes` lets a reader notice memory growth that no socket option can prevent.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ Detection and the busy checks are real code for CUDA (torch + nvidia-smi) and As
 npu-smi), but these machines have neither: only the bookkeeping is tested here, on a configured
 inventory that the tests label as fake. See docs/sandbox.md, "Devices".
 """
+
 from __future__ import annotations
 
 import glob
@@ -12,7 +13,7 @@ import os
 import shutil
 import subprocess
 import threading
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from grading.exercise import Resources
 from grading.sandbox import DeviceGrant
@@ -62,11 +63,11 @@ def detect() -> dict[str, list[int]]:
     except Exception:
         pass
     try:
-        import torch_npu  # noqa: F401  (registers torch.npu)
         import torch
+        import torch_npu  # noqa: F401  (registers torch.npu)
 
-        if torch.npu.is_available():  # type: ignore[attr-defined]
-            found["npu"] = list(range(torch.npu.device_count()))  # type: ignore[attr-defined]
+        if torch.npu.is_available():
+            found["npu"] = list(range(torch.npu.device_count()))
     except Exception:  # ImportError (no torch_npu / no CANN libhccl.so) or a driver error
         pass
     return found
@@ -130,8 +131,13 @@ class DeviceInventory:
     never handed out again until `unquarantine` (an operator's decision).
     """
 
-    def __init__(self, devices: dict[str, Iterable[int]], *, busy_check: BusyCheck = host_busy_check,
-                 label: str = "configured") -> None:
+    def __init__(
+        self,
+        devices: Mapping[str, Iterable[int]],
+        *,
+        busy_check: BusyCheck = host_busy_check,
+        label: str = "configured",
+    ) -> None:
         self.label = label
         self._all = {kind: sorted(set(ids)) for kind, ids in devices.items() if kind != "cpu"}
         self._free = {kind: list(ids) for kind, ids in self._all.items()}
@@ -140,11 +146,11 @@ class DeviceInventory:
         self._lock = threading.Lock()
 
     @classmethod
-    def detect(cls) -> "DeviceInventory":
+    def detect(cls) -> DeviceInventory:
         return cls(detect(), label="detected")
 
     @classmethod
-    def from_spec(cls, spec: str) -> "DeviceInventory":
+    def from_spec(cls, spec: str) -> DeviceInventory:
         """Parse a setting like "cuda:0,1;npu:0-7" (empty = CPU only)."""
         devices: dict[str, list[int]] = {}
         for part in filter(None, (p.strip() for p in spec.split(";"))):

@@ -3,6 +3,7 @@
 No isolation beyond a fresh scratch directory and an allow-listed environment. Only for
 development and only when explicitly chosen; every result says `sandbox: unsafe-local`.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,16 @@ from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
 
-ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE",
-             "OPENBLAS_L2_SIZE")
+ENV_ALLOW = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+)
 
 
 class _LocalSession(KernelSession):
@@ -42,8 +51,13 @@ class UnsafeLocalSandbox(Sandbox):
     def start(self, request: KernelRequest) -> KernelSession:
         workdir = Path(tempfile.mkdtemp(prefix="tg-kernel-"))
         env = {k: os.environ[k] for k in ENV_ALLOW if k in os.environ}
-        env.update(HOME=str(workdir), PYTHONPATH=str(REPO_ROOT), PYTHONHASHSEED="0",
-                   TORCH_DEVICE_BACKEND_AUTOLOAD="0", MPLBACKEND="Agg")
+        env.update(
+            HOME=str(workdir),
+            PYTHONPATH=str(REPO_ROOT),
+            PYTHONHASHSEED="0",
+            TORCH_DEVICE_BACKEND_AUTOLOAD="0",
+            MPLBACKEND="Agg",
+        )
         env.update(request.env)
         km = KernelManager(kernel_name="python3")
         try:

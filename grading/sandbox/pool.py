@@ -5,12 +5,14 @@ everything that shaped its sandbox at start (family, limits, devices, extra env)
 scratch size it runs under are always those of the exercise that gets it. A key's pool fills in the
 background after its first request (or ahead of time with `prepare`), and refills after every pop.
 """
+
 from __future__ import annotations
 
 import collections
 import threading
 import time
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
 
@@ -46,22 +48,28 @@ def warm_up(session: KernelSession, family: str, timeout_s: float = 120) -> None
 
 
 def request_key(request: KernelRequest) -> Hashable:
-    return (request.kernel_family, request.limits, request.devices, tuple(sorted(request.env.items())),
-            request.hidden_modules)  # a kernel prewarmed with another exercise's view must not serve this one
+    return (
+        request.kernel_family,
+        request.limits,
+        request.devices,
+        tuple(sorted(request.env.items())),
+        request.hidden_modules,
+    )  # a kernel prewarmed with another exercise's view must not serve this one
 
 
 class PrewarmedSandbox(Sandbox):
     """Pops a warm kernel for a matching request, else starts one cold; never shares a kernel."""
 
-    def __init__(self, inner: Sandbox, *, sizes: dict[str, int], max_keys: int = 4,
-                 warm_timeout_s: float = 120) -> None:
+    def __init__(
+        self, inner: Sandbox, *, sizes: dict[str, int], max_keys: int = 4, warm_timeout_s: float = 120
+    ) -> None:
         self.inner = inner
         self.mode = inner.mode
         self.sizes = dict(sizes)
         self.max_keys = max_keys
         self.warm_timeout_s = warm_timeout_s
         self.hits = self.misses = 0
-        self._pools: "collections.OrderedDict[Hashable, collections.deque[KernelSession]]" = collections.OrderedDict()
+        self._pools: collections.OrderedDict[Hashable, collections.deque[KernelSession]] = collections.OrderedDict()
         self._requests: dict[Hashable, KernelRequest] = {}
         self._pending: collections.Counter[Hashable] = collections.Counter()
         self._cond = threading.Condition()
@@ -84,8 +92,11 @@ class PrewarmedSandbox(Sandbox):
             return self.inner.start(request)
         watcher = getattr(session, "watcher", None)
         if watcher is not None:  # limits accounting and the wall-clock backstop start now, not at warm-up
-            watcher.reset(deadline=time.monotonic() + request.limits.run_timeout_s
-                          + getattr(getattr(self.inner, "config", None), "wall_grace_s", 60.0))
+            watcher.reset(
+                deadline=time.monotonic()
+                + request.limits.run_timeout_s
+                + getattr(getattr(self.inner, "config", None), "wall_grace_s", 60.0)
+            )
         group = getattr(session, "group", None)
         if group is not None:  # born in its run's group at warm-up; its limits count from the hand-out
             group.reset()
@@ -139,7 +150,7 @@ class PrewarmedSandbox(Sandbox):
                 while job is None and not self._closed:
                     self._cond.wait(1.0)
                     job = self._next_job()
-                if self._closed:
+                if self._closed or job is None:  # job is None only when closed
                     return
             key, request = job
             session = self._start_warm(request)

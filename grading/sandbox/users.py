@@ -1,6 +1,8 @@
 """The sandbox users (tgsbxN): one per live sandbox on the host, and proof that a uid is empty."""
+
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pwd
@@ -41,11 +43,14 @@ class UidPool:
                 self._held[user.pw_uid] = fd
                 break
             else:
-                raise GraderFault("no free sandbox user: every tgsbxN is running a kernel; retry later or "
-                                  "add users with TITANGRADE_SANDBOX_USERS=N scripts/install-system-deps.sh")
+                raise GraderFault(
+                    "no free sandbox user: every tgsbxN is running a kernel; retry later or "
+                    "add users with TITANGRADE_SANDBOX_USERS=N scripts/install-system-deps.sh"
+                )
         if not kill_uid(user.pw_uid):  # leftovers of a crashed worker that held this user
-            raise GraderFault(f"sandbox user {user.pw_name} has processes that cannot be killed; "
-                              "it stays locked until a restart")
+            raise GraderFault(
+                f"sandbox user {user.pw_name} has processes that cannot be killed; it stays locked until a restart"
+            )
         return user
 
     def sweep(self, clean: Callable[[pwd.struct_passwd], object]) -> None:
@@ -99,16 +104,15 @@ def kill_uid(uid: int, timeout_s: float = 5.0) -> bool:
         if time.monotonic() > deadline:
             return False
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         time.sleep(0.05)
 
 
 def installed_sandbox_users() -> tuple[str, ...]:
     """Every `tgsbxN` account on the host (install-system-deps.sh makes TITANGRADE_SANDBOX_USERS of them),
     in N order; falls back to tgsbx0..7 where none is installed, so the probe names the fix."""
-    found = sorted((int(m.group(1)), p.pw_name) for p in pwd.getpwall()
-                   if (m := re.fullmatch(r"tgsbx(\d+)", p.pw_name)))
+    found = sorted(
+        (int(m.group(1)), p.pw_name) for p in pwd.getpwall() if (m := re.fullmatch(r"tgsbx(\d+)", p.pw_name))
+    )
     return tuple(name for _, name in found) or tuple(f"tgsbx{i}" for i in range(8))

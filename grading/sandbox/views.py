@@ -9,6 +9,7 @@ Module paths are found without importing anything (importing verl in the grader 
 unsafe-local mode cannot hide anything; there the provenance check (grading/provenance.py) is the
 only layer.
 """
+
 from __future__ import annotations
 
 import sys

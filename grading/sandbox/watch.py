@@ -5,6 +5,7 @@ recognises limit breaches (MemoryError, EFBIG, ENOSPC, EAGAIN on fork, ...) and 
 backstops the engine cannot: total output volume and total wall clock. Text a learner prints can fake
 a breach message; that only ever hurts the learner's own result.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -12,7 +13,8 @@ import json
 import re
 import threading
 import time
-from typing import Any, Callable, cast
+from collections.abc import Callable
+from typing import Any, cast
 
 import zmq
 from jupyter_client.session import Session
@@ -21,20 +23,38 @@ from grading.sandbox.channels import MiB, bounded_socket, recv_bounded, rss_byte
 
 INTERRUPT_GRACE_S = 5.0
 MEMORY, CPU, FILE_SIZE, DISK, PROCESSES, OUTPUT, TIME = (
-    "memory limit", "cpu time limit", "file size limit", "disk limit", "process limit", "output limit",
-    "time limit")
+    "memory limit",
+    "cpu time limit",
+    "file size limit",
+    "disk limit",
+    "process limit",
+    "output limit",
+    "time limit",
+)
 
 _EDGE = 64 * 1024
 RSS_GUARD_BYTES = 120 * MiB  # this process grew that much while the kernel ran: no socket bound explains it
 _ENAME = {"MemoryError": MEMORY, "OutOfMemoryError": MEMORY}
 _PATTERNS = [
-    (re.compile(r"MemoryError|Cannot allocate memory|can't allocate memory|std::bad_alloc|"
-                r"failed to map segment|Memory allocation still failed|out of memory", re.I), MEMORY),
+    (
+        re.compile(
+            r"MemoryError|Cannot allocate memory|can't allocate memory|std::bad_alloc|"
+            r"failed to map segment|Memory allocation still failed|out of memory",
+            re.I,
+        ),
+        MEMORY,
+    ),
     (re.compile(r"File too large|\[Errno 27\]"), FILE_SIZE),
     (re.compile(r"No space left on device|\[Errno 28\]"), DISK),
-    (re.compile(r"Cannot fork|can't start new thread|fork(?:\(\))?: (?:retry: )?Resource temporarily "
-                r"unavailable|BlockingIOError: \[Errno 11\]|pthread_create failed|"
-                r"RuntimeError: Resource temporarily unavailable", re.I), PROCESSES),
+    (
+        re.compile(
+            r"Cannot fork|can't start new thread|fork(?:\(\))?: (?:retry: )?Resource temporarily "
+            r"unavailable|BlockingIOError: \[Errno 11\]|pthread_create failed|"
+            r"RuntimeError: Resource temporarily unavailable",
+            re.I,
+        ),
+        PROCESSES,
+    ),
     (re.compile(r"CPU time limit exceeded"), CPU),
 ]
 
@@ -66,8 +86,15 @@ class LimitWatcher(threading.Thread):
     by RSS_GUARD_BYTES, `kill()` ends the sandbox, so a runaway kernel never takes the worker down.
     """
 
-    def __init__(self, urls: dict[str, str], session: Session, *, output_cap_bytes: int, deadline: float | None,
-                 kill: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        urls: dict[str, str],
+        session: Session,
+        *,
+        output_cap_bytes: int,
+        deadline: float | None,
+        kill: Callable[[], None],
+    ) -> None:
         super().__init__(daemon=True, name="tg-limit-watcher")
         self.urls = urls
         self.session = Session(key=session.key, signature_scheme=session.signature_scheme)
@@ -157,8 +184,12 @@ class LimitWatcher(threading.Thread):
             self._interrupted = time.monotonic()
             with contextlib.suppress(zmq.ZMQError):  # a full send queue: the kill backstop decides
                 interrupt()
-        elif (self._interrupted and total > 2 * self.output_cap_bytes and not self._killed
-              and time.monotonic() - self._interrupted > INTERRUPT_GRACE_S):
+        elif (
+            self._interrupted
+            and total > 2 * self.output_cap_bytes
+            and not self._killed
+            and time.monotonic() - self._interrupted > INTERRUPT_GRACE_S
+        ):
             self._kill_once(OUTPUT)  # the interrupt was ignored (or caught) and the flood goes on
 
 

@@ -4,11 +4,13 @@ Cells run one by one with a per-cell timeout and a whole-run deadline; a failing
 the run. If a learner cell kills the kernel (or ignores the interrupt after its timeout), a fresh
 kernel re-runs the other cells without it, within the same deadline, so other answers keep credit.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import nbformat
 
@@ -60,16 +62,29 @@ class _Attempt:
     restart_for: int | None = None
 
 
-def run_notebook(nb: nbformat.NotebookNode, *, plan: GraderPlan, sandbox: Sandbox, request: KernelRequest,
-                 lang: str = "en", progress: Callable[[dict], None] = lambda e: None) -> Execution:
+def run_notebook(
+    nb: nbformat.NotebookNode,
+    *,
+    plan: GraderPlan,
+    sandbox: Sandbox,
+    request: KernelRequest,
+    lang: str = "en",
+    progress: Callable[[dict], None] = lambda e: None,
+) -> Execution:
     """Execute `nb` (already sanitized) with the grader cells of `plan`; never raises for learner faults.
     The run's time limit covers everything: kernel starts, learner cells and the grader's own cells."""
     limits = request.limits
     learner = [c for c in nb.cells if c.cell_type == "code"]
     result = Execution(sandbox_mode=getattr(sandbox, "mode", ""))
     skip: dict[int, CellReport] = {}
-    run = _Run(deadline=time.monotonic() + limits.run_timeout_s, limits=limits, lang=lang, plan=plan,
-               result=result, progress=progress)
+    run = _Run(
+        deadline=time.monotonic() + limits.run_timeout_s,
+        limits=limits,
+        lang=lang,
+        plan=plan,
+        result=result,
+        progress=progress,
+    )
     for attempt in range(MAX_ATTEMPTS):
         try:
             session = sandbox.start(request)
@@ -126,8 +141,12 @@ def _connect(session: KernelSession) -> KernelIO:
     km = session.km
     io = None
     try:
-        io = KernelIO(urls=session.channel_urls(), key=km.session.key,
-                      signature_scheme=km.session.signature_scheme, is_alive=km.is_alive)
+        io = KernelIO(
+            urls=session.channel_urls(),
+            key=km.session.key,
+            signature_scheme=km.session.signature_scheme,
+            is_alive=km.is_alive,
+        )
         io.wait_ready(CONNECT_TIMEOUT_S)
         return io
     except Exception as exc:
@@ -136,8 +155,9 @@ def _connect(session: KernelSession) -> KernelIO:
         raise GraderFault(f"kernel failed to start or respond: {exc}") from exc
 
 
-def _run_attempt(session: KernelSession, learner, *, run: _Run, skip: dict[int, CellReport],
-                 last_attempt: bool) -> _Attempt:
+def _run_attempt(
+    session: KernelSession, learner, *, run: _Run, skip: dict[int, CellReport], last_attempt: bool
+) -> _Attempt:
     attempt = _Attempt()
     io = _connect(session)
     try:
@@ -158,8 +178,9 @@ def _run_attempt(session: KernelSession, learner, *, run: _Run, skip: dict[int, 
     return attempt
 
 
-def _give_up(i: int, learner, *, plan: GraderPlan, skip: dict[int, CellReport], attempt: _Attempt,
-             result: Execution, lang: str) -> None:
+def _give_up(
+    i: int, learner, *, plan: GraderPlan, skip: dict[int, CellReport], attempt: _Attempt, result: Execution, lang: str
+) -> None:
     """No restarts left: the kernel is gone, so later cells and the answers are lost, and say so."""
     message = t("kernel_lost", lang, index=i)
     attempt.reports[i].message = message
@@ -171,14 +192,19 @@ def _give_up(i: int, learner, *, plan: GraderPlan, skip: dict[int, CellReport], 
 
 def _grader_collector() -> OutputCollector:
     """A grader cell keeps only its answers payload (the learner's code may print during its calls)."""
-    return OutputCollector(max_bytes=GRADER_OUTPUT_BYTES,
-                           keep=lambda out: ANSWERS_MIME in out.get("data", {}))
+    return OutputCollector(max_bytes=GRADER_OUTPUT_BYTES, keep=lambda out: ANSWERS_MIME in out.get("data", {}))
 
 
 def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) -> CellRun:
     left = run.grader_left_s()
-    done = io.execute(cell.source, limit_s=max(min(cell.budget_s, left), 0.0), collector=_grader_collector(),
-                      store_history=False, iopub_s=min(GRADER_IOPUB_S, max(left, 1.0)), run_cap=False)
+    done = io.execute(
+        cell.source,
+        limit_s=max(min(cell.budget_s, left), 0.0),
+        collector=_grader_collector(),
+        store_history=False,
+        iopub_s=min(GRADER_IOPUB_S, max(left, 1.0)),
+        run_cap=False,
+    )
     if fatal and done.status != "ok":
         detail = f"{done.reply.get('ename', done.status)}: {done.reply.get('evalue', '')}"
         raise GraderFault(f"grader {cell.label} cell failed ({str(detail)[:300]})")
@@ -193,8 +219,9 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
     remaining = run.left_s()
     if remaining <= 0:
         result.hit(TIME)
-        attempt.reports[i] = CellReport(index=i, status="skipped",
-                                        message=t("run_timeout", lang, limit_s=limits.run_timeout_s, index=i))
+        attempt.reports[i] = CellReport(
+            index=i, status="skipped", message=t("run_timeout", lang, limit_s=limits.run_timeout_s, index=i)
+        )
         return False
     if io.run_charged > RUN_TRAFFIC_BYTES:
         result.hit(OUTPUT)
@@ -219,13 +246,17 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
     if over_memory:
         result.hit("memory limit")
     if done.status == "dead":
-        message = (t("memory_killed", lang, index=i, limit_mb=limits.memory_mb) if over_memory
-                   else t("kernel_died", lang, index=i))
+        message = (
+            t("memory_killed", lang, index=i, limit_mb=limits.memory_mb)
+            if over_memory
+            else t("kernel_died", lang, index=i)
+        )
         attempt.reports[i] = CellReport(index=i, status="killed", message=message, duration_s=took)
         return True
     if done.flooded and done.status != "dead":  # its traffic may go on in the kernel's queues: start afresh
-        attempt.reports[i] = CellReport(index=i, status="error", message=t("output_flood", lang, index=i),
-                                        duration_s=took)
+        attempt.reports[i] = CellReport(
+            index=i, status="error", message=t("output_flood", lang, index=i), duration_s=took
+        )
         return True
     if done.status in ("timeout", "hung"):
         if done.status == "timeout" or time.monotonic() - started >= cell_limit:
@@ -279,8 +310,10 @@ def _run_extraction(io: KernelIO, cell: GraderCell, *, run: _Run) -> str | None:
         if cell.check is not None and cell.call_indices:  # the grader's clock decides, whatever the kernel
             timeout = {"__raised__": {"type": "__timeout__", "message": f"exceeded {cell.budget_s:g} s"}}
             payload = {"calls": {cell.check: [timeout] * len(cell.call_indices)}}
-    gone = {"dead": t("kernel_died_checking", lang, where=cell.label),
-            "hung": t("checking_timeout", lang, where=cell.label)}.get(done.status)
+    gone = {
+        "dead": t("kernel_died_checking", lang, where=cell.label),
+        "hung": t("checking_timeout", lang, where=cell.label),
+    }.get(done.status)
     too_big = payload is None and (done.truncated or any("size limit" in why for why in done.malformed))
     if too_big or (payload is not None and not run.plan.admit_payload(payload)):  # the run's answer cap
         result.hit("answer limit")
@@ -289,12 +322,15 @@ def _run_extraction(io: KernelIO, cell: GraderCell, *, run: _Run) -> str | None:
         return gone
     if payload is not None:
         _merge_payload(result, cell.label, payload)
-    gone = {"dead": t("kernel_died_checking", lang, where=cell.label),
-            "hung": t("checking_timeout", lang, where=cell.label)}.get(done.status)
+    gone = {
+        "dead": t("kernel_died_checking", lang, where=cell.label),
+        "hung": t("checking_timeout", lang, where=cell.label),
+    }.get(done.status)
     if payload is None:  # one call without a result fails the whole check, as one cell per check did
         result.payloads.pop(cell.label, None)
         result.extract_failures[cell.label] = gone or t(
-            "checking_timeout" if done.status == "timeout" else "answers_unreadable", lang, where=cell.label)
+            "checking_timeout" if done.status == "timeout" else "answers_unreadable", lang, where=cell.label
+        )
     return gone
 
 

@@ -5,6 +5,7 @@ the learner. Expected values are never placed in them: function checks send only
 lives across calls, so every check's public calls run before any hidden call: a function that records
 hidden inputs can only replay them into results nobody echoes (docs/grading-engine.md, threat model).
 """
+
 from __future__ import annotations
 
 import json
@@ -89,17 +90,28 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
     if m.own:  # the provenance reporter, installed before learner code (grading/provenance.py)
         seed_src += provenance.seed_source(prov_handle)
     seed = GraderCell(label="seed", source=seed_src, budget_s=max(60.0, m.limits.cell_timeout_s))
-    harness_cells = [GraderCell(label=f"harness {i}", budget_s=m.limits.cell_timeout_s,
-                                source=harness.cell_source(src, handle=handle, nonce=nonce))
-                     for i, src in enumerate(reference.get("harness", []))]  # grader-owned launchers first
+    harness_cells = [
+        GraderCell(
+            label=f"harness {i}",
+            budget_s=m.limits.cell_timeout_s,
+            source=harness.cell_source(src, handle=handle, nonce=nonce),
+        )
+        for i, src in enumerate(reference.get("harness", []))
+    ]  # grader-owned launchers first
     kinds = {a.name: a.kind for a in m.answers}
     read_s = min(DEFAULT_CALL_TIMEOUT_S, m.limits.cell_timeout_s)  # reading one answer may not outlast a cell
-    cells = [*harness_cells, GraderCell(
-        label="answers",
-        source=f"{handle}({nonce!r}, {kinds!r}, {{}}, {read_s!r})\n",
-        budget_s=read_s * len(kinds) + 15.0)]
+    cells = [
+        *harness_cells,
+        GraderCell(
+            label="answers",
+            source=f"{handle}({nonce!r}, {kinds!r}, {{}}, {read_s!r})\n",
+            budget_s=read_s * len(kinds) + 15.0,
+        ),
+    ]
     checks = reference.get("checks", {})
-    public_cells, hidden_cells, hidden_inputs = [], [], []
+    public_cells: list[GraderCell] = []
+    hidden_cells: list[GraderCell] = []
+    hidden_inputs: list[str] = []
     for check in m.checks:
         if check.kind != "function":
             continue
@@ -117,22 +129,42 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         for label, indices, into in parts:
             # one cell per call: the grader's clock (budget_s) then bounds each call, whatever the kernel does
             # to its own alarm; cells sharing a label have their results merged (see parts_of)
-            for one in [(i,) for i in indices] or [()]:
+            one_per_call: list[tuple[int, ...]] = [(i,) for i in indices]
+            for one in one_per_call or [()]:
                 sent = [{"args": calls[i].get("args", []), "kwargs": calls[i].get("kwargs", {})} for i in one]
                 payload = {check.name: {"answer": check.answer, "calls": sent}}
-                into.append(GraderCell(
-                    label=label, check=check.name, call_indices=one,
-                    source=(f"import json as _tg_json\n{handle}({nonce!r}, {{}}, "
-                            f"_tg_json.loads({json.dumps(payload)!r}), {timeout!r})\ndel _tg_json\n"),
-                    budget_s=timeout + CALL_SLACK_S))
-    hidden = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
-    public = _public_text(exercise, checks)
-    scrub = (nonce, handle, *(h for h in hidden if len(h) >= MIN_SCRUB_CHARS and h not in public))
+                into.append(
+                    GraderCell(
+                        label=label,
+                        check=check.name,
+                        call_indices=one,
+                        source=(
+                            f"import json as _tg_json\n{handle}({nonce!r}, {{}}, "
+                            f"_tg_json.loads({json.dumps(payload)!r}), {timeout!r})\ndel _tg_json\n"
+                        ),
+                        budget_s=timeout + CALL_SLACK_S,
+                    )
+                )
+    hidden_strings = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
+    public_text = _public_text(exercise, checks)
+    scrub = (nonce, handle, *(h for h in hidden_strings if len(h) >= MIN_SCRUB_CHARS and h not in public_text))
     if m.own:  # where each graded callable's code comes from (grading/provenance.py); no hidden input in it
-        public_cells.append(GraderCell(label=provenance.LABEL, budget_s=read_s + 15.0,
-                                       source=provenance.cell_source(prov_handle, nonce, m.own, read_s)))
-    return GraderPlan(nonce=nonce, handle=handle, seed=seed, extract=cells + public_cells + hidden_cells,
-                      hidden_inputs=hidden, scrub=scrub, public_text=public)
+        public_cells.append(
+            GraderCell(
+                label=provenance.LABEL,
+                budget_s=read_s + 15.0,
+                source=provenance.cell_source(prov_handle, nonce, m.own, read_s),
+            )
+        )
+    return GraderPlan(
+        nonce=nonce,
+        handle=handle,
+        seed=seed,
+        extract=cells + public_cells + hidden_cells,
+        hidden_inputs=hidden_strings,
+        scrub=scrub,
+        public_text=public_text,
+    )
 
 
 def _public_text(exercise: Exercise, checks: dict[str, Any]) -> str:
@@ -143,19 +175,23 @@ def _public_text(exercise: Exercise, checks: dict[str, Any]) -> str:
     kinds = {c.name: c.kind for c in exercise.manifest.checks}
     for name, spec in checks.items():
         shown.append(spec.get("feedback"))
-        shown.extend({k: c.get(k) for k in ("args", "kwargs", "label")} for c in spec.get("calls", [])
-                     if c.get("public", False))
+        shown.extend(
+            {k: c.get(k) for k in ("args", "kwargs", "label")} for c in spec.get("calls", []) if c.get("public", False)
+        )
         if kinds.get(name) == "mapping" and isinstance(spec.get("expected"), dict):
             shown.append(list(spec["expected"]))
         elif kinds.get(name) == "metric_trace":
-            shown.append([spec.get("metrics"), spec.get("absent_files"), spec.get("present_files")]
-                         + [list(spec.get(k) or {}) for k in ("equals", "band", "monotone", "bounded", "run")])
+            shown.append(
+                [spec.get("metrics"), spec.get("absent_files"), spec.get("present_files")]
+                + [list(spec.get(k) or {}) for k in ("equals", "band", "monotone", "bounded", "run")]
+            )
     return json.dumps(shown, ensure_ascii=False)
 
 
 def _strings(value: Any) -> list[str]:
     """Every string inside a reference input (dict keys included)."""
-    out, stack = [], [value]
+    out: list[str] = []
+    stack = [value]
     while stack:
         v = stack.pop()
         if isinstance(v, str):

@@ -7,6 +7,7 @@ buffers included) and keeps only outputs whose parent is the engine's own execut
 limit is a deadline here, outside the kernel: past it the cell is interrupted through the control
 channel, and a kernel that does not answer the interrupt in time is reported hung (the caller kills it).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,8 +47,9 @@ class CellRun:
 class KernelIO:
     """Shell + iopub + control sockets to one kernel, driven synchronously from the engine's thread."""
 
-    def __init__(self, *, urls: dict[str, str], key: bytes, signature_scheme: str = "hmac-sha256",
-                 is_alive=lambda: True) -> None:
+    def __init__(
+        self, *, urls: dict[str, str], key: bytes, signature_scheme: str = "hmac-sha256", is_alive=lambda: True
+    ) -> None:
         self.session = Session(key=key, signature_scheme=signature_scheme)
         self.ctx = zmq.Context()
         self.shell = bounded_socket(self.ctx, zmq.DEALER, urls["shell"])
@@ -116,13 +118,30 @@ class KernelIO:
     def interrupt(self) -> None:
         self.session.send(self.control, "interrupt_request", {})
 
-    def execute(self, code: str, *, limit_s: float, collector: OutputCollector, store_history: bool,
-                iopub_s: float, flood_bytes: int = CELL_FLOOD_BYTES, run_cap: bool = True) -> CellRun:
+    def execute(
+        self,
+        code: str,
+        *,
+        limit_s: float,
+        collector: OutputCollector,
+        store_history: bool,
+        iopub_s: float,
+        flood_bytes: int = CELL_FLOOD_BYTES,
+        run_cap: bool = True,
+    ) -> CellRun:
         """Run `code`; keep its outputs in `collector`. Never raises for anything the kernel sends.
         `run_cap=False` for the grader's own cells: past the run's traffic cap they still read answers."""
-        msg = self.session.msg("execute_request", {
-            "code": code, "silent": False, "store_history": store_history, "user_expressions": {},
-            "allow_stdin": False, "stop_on_error": False})
+        msg = self.session.msg(
+            "execute_request",
+            {
+                "code": code,
+                "silent": False,
+                "store_history": store_history,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": False,
+            },
+        )
         msg_id = msg["header"]["msg_id"]
         run = CellRun(status="ok")
         if self.broken:
@@ -160,8 +179,11 @@ class KernelIO:
                 timed_out = now > deadline
                 interrupted_at = now
                 self._interrupt_safely()
-            if interrupted_at is not None and reply is None and (
-                    now > interrupted_at + INTERRUPT_GRACE_S or self.broken or run.charged > 2 * flood_bytes):
+            if (
+                interrupted_at is not None
+                and reply is None
+                and (now > interrupted_at + INTERRUPT_GRACE_S or self.broken or run.charged > 2 * flood_bytes)
+            ):
                 run.status = "hung"
                 return self._finish(run, collector)
             for sock, _ in self.poller.poll(_POLL_MS):

@@ -1,4 +1,5 @@
 """Step 4: cap what a learner cell may print, both while it runs (memory) and in what is kept."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,9 @@ def output_size(output: dict[str, Any]) -> int:
     return len(json.dumps(output, default=str).encode("utf-8"))
 
 
-def truncate_outputs(outputs: list[dict[str, Any]], *, max_bytes: int, marker: str) -> tuple[list[dict[str, Any]], bool]:
+def truncate_outputs(
+    outputs: list[dict[str, Any]], *, max_bytes: int, marker: str
+) -> tuple[list[dict[str, Any]], bool]:
     """Keep outputs up to `max_bytes` (a stream cut mid-text), then one marker stream; True if cut."""
     kept: list[dict[str, Any]] = []
     used = 0
@@ -84,13 +87,19 @@ def to_output(kind: str, content: dict[str, Any]) -> dict[str, Any]:
         trace = content.get("traceback", [])
         if not isinstance(trace, list):
             raise Malformed("traceback is not a list")
-        return {"output_type": "error", "ename": _text(content.get("ename"), "ename"),
-                "evalue": _text(content.get("evalue"), "evalue"),
-                "traceback": [_text(line, "traceback line") for line in trace]}
+        return {
+            "output_type": "error",
+            "ename": _text(content.get("ename"), "ename"),
+            "evalue": _text(content.get("evalue"), "evalue"),
+            "traceback": [_text(line, "traceback line") for line in trace],
+        }
     if kind in ("display_data", "execute_result", "update_display_data"):
         data = _mapping(content.get("data"), "data", required=True)
-        out: dict[str, Any] = {"output_type": kind, "data": data,
-               "metadata": _mapping(content.get("metadata"), "metadata", required=False)}
+        out: dict[str, Any] = {
+            "output_type": kind,
+            "data": data,
+            "metadata": _mapping(content.get("metadata"), "metadata", required=False),
+        }
         if kind == "execute_result":
             count = content.get("execution_count")
             if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
@@ -147,8 +156,13 @@ class OutputCollector:
 
     def _append(self, out: dict[str, Any], display_id: str | None) -> None:
         last = self.outputs[-1] if self.outputs else None
-        merge = last is not None and out["output_type"] == "stream" and last.get("output_type") == "stream" \
-            and last.get("name") == out["name"] and not self.budget.truncated
+        merge = (
+            last is not None
+            and out["output_type"] == "stream"
+            and last.get("output_type") == "stream"
+            and last.get("name") == out["name"]
+            and not self.budget.truncated
+        )
         kept = self.budget.admit(out["output_type"], {"text": out["text"]} if merge else out)
         if kept is not None:
             if merge and last is not None:

@@ -1,4 +1,5 @@
 """Step 2: drop what the learner's saved notebook carried over from their own runs."""
+
 from __future__ import annotations
 
 import copy

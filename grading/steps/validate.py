@@ -1,8 +1,10 @@
 """Step 1: refuse what cannot be graded, before any kernel starts (size, JSON, nesting, nbformat, exercise
 id, code-cell count)."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import nbformat
@@ -16,8 +18,10 @@ MAX_JSON_DEPTH = 64  # nesting of arrays/objects in an uploaded notebook; real n
 
 def _too_deep() -> InvalidSubmission:
     return InvalidSubmission(
-        "invalid_json", f"the notebook nests JSON arrays/objects deeper than {MAX_JSON_DEPTH} levels; "
-        "re-save it from Jupyter or start again from the exercise template")
+        "invalid_json",
+        f"the notebook nests JSON arrays/objects deeper than {MAX_JSON_DEPTH} levels; "
+        "re-save it from Jupyter or start again from the exercise template",
+    )
 
 
 def json_depth_exceeds(data: Any, limit: int) -> bool:
@@ -25,6 +29,7 @@ def json_depth_exceeds(data: Any, limit: int) -> bool:
     stack = [(data, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):
@@ -58,7 +63,8 @@ def load_json(source: bytes | str | dict, *, max_bytes: int) -> dict[str, Any]:
             "too_large",
             f"the notebook is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit; "
             "clear its outputs (Kernel > Restart & Clear Output) and submit again",
-            status_code=413)
+            status_code=413,
+        )
     if not isinstance(source, dict):
         try:
             data = json.loads(raw.decode("utf-8"))
@@ -66,13 +72,16 @@ def load_json(source: bytes | str | dict, *, max_bytes: int) -> dict[str, Any]:
             raise _too_deep() from None
         except (UnicodeDecodeError, ValueError) as exc:
             raise InvalidSubmission(
-                "invalid_json", f"the upload is not valid JSON ({exc}); submit the .ipynb file itself") from None
+                "invalid_json", f"the upload is not valid JSON ({exc}); submit the .ipynb file itself"
+            ) from None
         if json_depth_exceeds(data, MAX_JSON_DEPTH):
             raise _too_deep()
     if not isinstance(data, dict) or "nbformat" not in data or not isinstance(data.get("cells", []), list):
         raise InvalidSubmission(
-            "not_a_notebook", "the upload is JSON but not a Jupyter notebook (no nbformat/cells); "
-            "submit the .ipynb file downloaded from Jupyter")
+            "not_a_notebook",
+            "the upload is JSON but not a Jupyter notebook (no nbformat/cells); "
+            "submit the .ipynb file downloaded from Jupyter",
+        )
     return data
 
 
@@ -84,8 +93,10 @@ def to_notebook(data: dict[str, Any]) -> nbformat.NotebookNode:
     except Exception as exc:  # nbformat raises ValidationError, KeyError, AttributeError... on bad input
         message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         raise InvalidSubmission(
-            "nbformat_invalid", f"the notebook does not follow nbformat 4: {message}; "
-            "re-save it from Jupyter or start again from the exercise template") from None
+            "nbformat_invalid",
+            f"the notebook does not follow nbformat 4: {message}; "
+            "re-save it from Jupyter or start again from the exercise template",
+        ) from None
     return nb
 
 
@@ -98,21 +109,24 @@ def notebook_exercise_id(nb: nbformat.NotebookNode | dict[str, Any]) -> str | No
     return None
 
 
-def identify_exercise(nb: nbformat.NotebookNode | dict[str, Any], *, exercise_id: str | None,
-                      catalogue: Catalogue) -> Exercise:
+def identify_exercise(
+    nb: nbformat.NotebookNode | dict[str, Any], *, exercise_id: str | None, catalogue: Catalogue
+) -> Exercise:
     """The exercise named by the request and/or `metadata.titangrade.exercise_id`; they must agree."""
     in_notebook = notebook_exercise_id(nb)
     if exercise_id and in_notebook and exercise_id != in_notebook:
         raise InvalidSubmission(
             "exercise_mismatch",
             f"this notebook belongs to exercise {in_notebook!r}, but it was submitted for {exercise_id!r}; "
-            "submit it to the exercise it came from, or download the right template")
+            "submit it to the exercise it came from, or download the right template",
+        )
     chosen = exercise_id or in_notebook
     if not chosen:
         raise InvalidSubmission(
             "missing_exercise",
             "cannot tell which exercise this notebook answers: name it in the request (--exercise ID) "
-            "or keep metadata.titangrade.exercise_id from the template")
+            "or keep metadata.titangrade.exercise_id from the template",
+        )
     return catalogue.get(chosen)  # raises UnknownExercise (404)
 
 
@@ -126,4 +140,5 @@ def check_cell_count(nb: nbformat.NotebookNode | dict[str, Any], exercise: Exerc
         raise InvalidSubmission(
             "too_many_cells",
             f"the notebook has {count} code cells, over the limit of {cap} code cells for {exercise.id}; "
-            "merge cells or start again from the exercise template")
+            "merge cells or start again from the exercise template",
+        )

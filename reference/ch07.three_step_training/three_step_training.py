@@ -25,13 +25,6 @@
 # loop and verl's metric names, with a tiny Qwen3 trained by torchtitan FSDP2 on 2 CPU ranks (gloo).
 
 # %% [markdown]
-# **可以使用的库**：本练习的内容就是运行课程训练器（exercises.lab.train.run，内部使用 verl 与 torchtitan）：你负责配置它，而不是重新实现它。
-#
-# ---
-#
-# **What you may use**: Running the course trainer (exercises.lab.train.run, which uses verl and torchtitan) is the lesson: you configure it, you do not reimplement it.
-
-# %% [markdown]
 # ## 任务
 # 1. 写出 `config`（`TrainConfig` 字段的字典），对应课程运行；需要的字段见下表（字段说明见 `exercises.lab.config.TrainConfig`）。
 #    学习率保持配置自带的值（小模型需要比 1.7B 的 1e-6 更大的 lr）；其他字段可保持默认值（如 `out_dir`）。

@@ -25,13 +25,6 @@
 # `ppo_mini_batch_size=32` and 2 cards.
 
 # %% [markdown]
-# **可以使用的库**：本练习讲的就是 torchtitan 的 LRSchedulersContainer：你可以阅读并调用它来核对你的 lr_factor。
-#
-# ---
-#
-# **What you may use**: torchtitan's LRSchedulersContainer is the schedule this exercise is about: you may read it and call it to check your lr_factor.
-
-# %% [markdown]
 # ## 任务
 # 1. `step_arithmetic(...)` 返回字典：`steps_per_epoch`、`total_steps`、`samples_per_step`（每步样本 = 批大小 × n）、
 #    `mini_batch_samples`（mini-batch × n）、`optimizer_steps_per_step`、`samples_per_rank_per_mini_batch`（在各卡间均分）、

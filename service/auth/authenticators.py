@@ -5,6 +5,7 @@ asked), a Principal when the credential is good, or raises `CredentialRejected` 
 Bearer tokens are the first kind; an LTI launch or a web session cookie are later ones, added to the list
 given to `create_app` without touching the routes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -50,12 +51,14 @@ class BearerTokenAuthenticator:
                 "the bearer token is unknown, revoked or expired; ask your instructor or an administrator "
                 "for a new one (admins: POST /api/v1/tokens)",
                 zh="令牌无效、已被吊销或已过期；请向教师或管理员申请新的令牌",
-                challenge=f'{self.challenge}, error="invalid_token"')
+                challenge=f'{self.challenge}, error="invalid_token"',
+            )
         return principal
 
 
-def authenticate(session: Session, headers: Mapping[str, str],
-                 authenticators: Sequence[Authenticator]) -> Principal | None:
+def authenticate(
+    session: Session, headers: Mapping[str, str], authenticators: Sequence[Authenticator]
+) -> Principal | None:
     """The first authenticator's answer; None when the request carries no credential at all."""
     for authenticator in authenticators:
         principal = authenticator.authenticate(session, headers)

@@ -4,6 +4,7 @@ An identity is named by the party that vouches for it: `issuer` "titangrade" for
 (`titangrade tokens create`), an LMS platform's issuer URL for users that arrive through LTI later. Roles
 live on memberships (course, role); the only global role is an explicit `global_role = "admin"`.
 """
+
 from __future__ import annotations
 
 import datetime as dt

@@ -1,5 +1,6 @@
 """Principal: who is calling, as every authenticator (bearer token today; LTI launch or session cookie
 later) describes them, and the access questions routes ask of it."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -1,4 +1,5 @@
 """Who am I, and the token API: admins create and revoke tokens; everyone lists and revokes their own."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -16,29 +17,40 @@ router = APIRouter(tags=["identity"])
 
 
 def _identity(identity: Identity) -> IdentityPublic:
-    return IdentityPublic(issuer=identity.issuer, subject=identity.subject, name=identity.name,
-                          global_role=identity.global_role)
+    return IdentityPublic(
+        issuer=identity.issuer, subject=identity.subject, name=identity.name, global_role=identity.global_role
+    )
 
 
 def _token(token: Token, identity: Identity) -> TokenPublic:
-    return TokenPublic(id=token.id, identity=_identity(identity), course=token.course, label=token.label,
-                       state=service.token_state(token), created_at=token.created_at, expires_at=token.expires_at,
-                       revoked_at=token.revoked_at)
+    return TokenPublic(
+        id=token.id,
+        identity=_identity(identity),
+        course=token.course,
+        label=token.label,
+        state=service.token_state(token),
+        created_at=token.created_at,
+        expires_at=token.expires_at,
+        revoked_at=token.revoked_at,
+    )
 
 
 @router.get("/me", response_model=Me)
 def me(user: CurrentUser) -> Me:
     """The caller's identity, course memberships and credential scope."""
-    return Me(identity=IdentityPublic(issuer=user.issuer, subject=user.subject, name=user.name,
-                                      global_role=user.global_role),
-              memberships=dict(user.memberships), scope=user.scope)
+    return Me(
+        identity=IdentityPublic(issuer=user.issuer, subject=user.subject, name=user.name, global_role=user.global_role),
+        memberships=dict(user.memberships),
+        scope=user.scope,
+    )
 
 
 @router.get("/tokens", response_model=TokenList)
 def list_tokens(user: CurrentUser, session: SessionDep, include_inactive: bool = False) -> TokenList:
     """Admins see every token, others their own; never the token itself (only its hash is stored)."""
-    rows = service.list_tokens(session, identity_id=None if user.is_admin else user.identity_id,
-                               include_inactive=include_inactive)
+    rows = service.list_tokens(
+        session, identity_id=None if user.is_admin else user.identity_id, include_inactive=include_inactive
+    )
     return TokenList(items=[_token(t, i) for t, i in rows])
 
 
@@ -46,9 +58,15 @@ def list_tokens(user: CurrentUser, session: SessionDep, include_inactive: bool =
 def create_token(body: TokenCreate, _: AdminUser, session: SessionDep) -> TokenCreated:
     """Create a token for (issuer, subject), enrolling it in `course` as `role` (admin: the global role)."""
     try:
-        token, row, identity = service.issue_token(session, user=body.subject, role=body.role, course=body.course,
-                                                   issuer=body.issuer, expires_in_days=body.expires_in_days,
-                                                   label=body.label)
+        token, row, identity = service.issue_token(
+            session,
+            user=body.subject,
+            role=body.role,
+            course=body.course,
+            issuer=body.issuer,
+            expires_in_days=body.expires_in_days,
+            label=body.label,
+        )
     except ValueError as exc:
         raise ServiceError(str(exc), code="invalid_token_request", status_code=422) from None
     if body.name:
@@ -58,13 +76,16 @@ def create_token(body: TokenCreate, _: AdminUser, session: SessionDep) -> TokenC
 
 
 @router.delete("/tokens/{token_id}", response_model=TokenPublic, responses=errors(404))
-def revoke_token(token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], user: CurrentUser,
-                 session: SessionDep) -> TokenPublic:
+def revoke_token(
+    token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], user: CurrentUser, session: SessionDep
+) -> TokenPublic:
     """Revoke a token (admins: any; others: their own). Revoking twice is harmless."""
     token = session.get(Token, token_id)
     if token is None or not (user.is_admin or token.identity_id == user.identity_id):
-        raise NotFound(f"token {clip(token_id)} does not exist or is not yours; list yours with GET /api/v1/tokens",
-                       zh=f"令牌 {clip(token_id)} 不存在或不属于你；可用 GET /api/v1/tokens 查看")
+        raise NotFound(
+            f"token {clip(token_id)} does not exist or is not yours; list yours with GET /api/v1/tokens",
+            zh=f"令牌 {clip(token_id)} 不存在或不属于你；可用 GET /api/v1/tokens 查看",
+        )
     service.revoke_token(session, token_id=token_id)
     session.commit()
     identity = session.get(Identity, token.identity_id)

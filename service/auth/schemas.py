@@ -1,4 +1,5 @@
 """What the identity and token API sends and receives."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -30,8 +31,13 @@ class TokenCreate(BaseModel):
     issuer: str = Field(LOCAL_ISSUER, min_length=1, max_length=200, pattern=NAME_PATTERN)
     name: str | None = Field(None, max_length=200, pattern=NAME_PATTERN, description="display name (default: subject)")
     role: Literal["learner", "instructor", "admin"]
-    course: str | None = Field(None, min_length=1, max_length=200, pattern=NAME_PATTERN,
-                               description="required for learner and instructor; admin is global")
+    course: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        pattern=NAME_PATTERN,
+        description="required for learner and instructor; admin is global",
+    )
     expires_in_days: float = Field(90, gt=0, le=3650)
     label: str = Field("", max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")
 

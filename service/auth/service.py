@@ -1,4 +1,5 @@
 """Identity verbs: get_or_create identities, memberships, tokens (create, list, revoke); only hashes stored."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -49,17 +50,33 @@ def memberships(session: Session, *, identity_id: int) -> dict[str, str]:
     return {course: role for course, role in rows.all()}  # noqa: C416 (Row pairs, not tuples, for mypy)
 
 
-def create_token(session: Session, *, user: str, role: str, course: str | None = None,
-                 issuer: str = LOCAL_ISSUER, expires_in_days: float | None = DEFAULT_TOKEN_TTL_DAYS,
-                 label: str = "") -> str:
+def create_token(
+    session: Session,
+    *,
+    user: str,
+    role: str,
+    course: str | None = None,
+    issuer: str = LOCAL_ISSUER,
+    expires_in_days: float | None = DEFAULT_TOKEN_TTL_DAYS,
+    label: str = "",
+) -> str:
     """Make sure the identity (issuer, user) holds `role` (admin: global; else in `course`), store the hash
     of a fresh token limited to `course`, and return the token itself (shown once)."""
-    return issue_token(session, user=user, role=role, course=course, issuer=issuer,
-                       expires_in_days=expires_in_days, label=label)[0]
+    return issue_token(
+        session, user=user, role=role, course=course, issuer=issuer, expires_in_days=expires_in_days, label=label
+    )[0]
 
 
-def issue_token(session: Session, *, user: str, role: str, course: str | None, issuer: str,
-                expires_in_days: float | None, label: str) -> tuple[str, Token, Identity]:
+def issue_token(
+    session: Session,
+    *,
+    user: str,
+    role: str,
+    course: str | None,
+    issuer: str,
+    expires_in_days: float | None,
+    label: str,
+) -> tuple[str, Token, Identity]:
     """create_token, returning the token, its stored row and its identity."""
     if role not in ROLES:
         raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
@@ -78,8 +95,13 @@ def issue_token(session: Session, *, user: str, role: str, course: str | None, i
         set_membership(session, identity=identity, course=course, role=role)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     expires = None if expires_in_days is None else utcnow() + dt.timedelta(days=expires_in_days)
-    row = Token(token_hash=hash_token(token), identity_id=identity.id, course=course or None,
-                label=label or f"{role} token", expires_at=expires)
+    row = Token(
+        token_hash=hash_token(token),
+        identity_id=identity.id,
+        course=course or None,
+        label=label or f"{role} token",
+        expires_at=expires,
+    )
     session.add(row)
     session.flush()
     return token, row, identity
@@ -87,8 +109,11 @@ def issue_token(session: Session, *, user: str, role: str, course: str | None, i
 
 def principal_for_token(session: Session, *, token: str) -> Principal | None:
     """The caller a bearer token stands for, or None if it is unknown, revoked or expired."""
-    row = session.execute(select(Token, Identity).join(Identity, Identity.id == Token.identity_id)
-                          .where(Token.token_hash == hash_token(token))).first()
+    row = session.execute(
+        select(Token, Identity)
+        .join(Identity, Identity.id == Token.identity_id)
+        .where(Token.token_hash == hash_token(token))
+    ).first()
     if row is None:
         return None
     tok, identity = row
@@ -97,16 +122,24 @@ def principal_for_token(session: Session, *, token: str) -> Principal | None:
     member = memberships(session, identity_id=identity.id)
     if tok.course is not None:
         member = {c: r for c, r in member.items() if c == tok.course}
-    return Principal(identity_id=identity.id, issuer=identity.issuer, subject=identity.subject, name=identity.name,
-                     global_role=identity.global_role if tok.course is None else None, memberships=member,
-                     scope=tok.course, via="token", credential_id=tok.id)
+    return Principal(
+        identity_id=identity.id,
+        issuer=identity.issuer,
+        subject=identity.subject,
+        name=identity.name,
+        global_role=identity.global_role if tok.course is None else None,
+        memberships=member,
+        scope=tok.course,
+        via="token",
+        credential_id=tok.id,
+    )
 
 
-def list_tokens(session: Session, *, identity_id: int | None = None,
-                include_inactive: bool = False) -> list[tuple[Token, Identity]]:
+def list_tokens(
+    session: Session, *, identity_id: int | None = None, include_inactive: bool = False
+) -> list[tuple[Token, Identity]]:
     """Tokens (newest first), optionally of one identity; revoked and expired ones only when asked."""
-    stmt = (select(Token, Identity).join(Identity, Identity.id == Token.identity_id)
-            .order_by(Token.id.desc()))
+    stmt = select(Token, Identity).join(Identity, Identity.id == Token.identity_id).order_by(Token.id.desc())
     if identity_id is not None:
         stmt = stmt.where(Token.identity_id == identity_id)
     if not include_inactive:
@@ -133,7 +166,14 @@ def revoke_token(session: Session, *, token_id: int) -> Token | None:
 
 def has_admin(session: Session) -> bool:
     now = utcnow()
-    stmt = (select(Token.id).join(Identity, Identity.id == Token.identity_id)
-            .where(Identity.global_role == "admin", Token.revoked_at.is_(None),
-                   (Token.expires_at.is_(None)) | (Token.expires_at > now)).limit(1))
+    stmt = (
+        select(Token.id)
+        .join(Identity, Identity.id == Token.identity_id)
+        .where(
+            Identity.global_role == "admin",
+            Token.revoked_at.is_(None),
+            (Token.expires_at.is_(None)) | (Token.expires_at > now),
+        )
+        .limit(1)
+    )
     return session.scalar(stmt) is not None

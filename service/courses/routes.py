@@ -1,4 +1,5 @@
 """Instructor views of a course."""
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -18,42 +19,54 @@ COURSE = Annotated[str, Path(max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 def _require_teacher(user, course: str) -> None:
     if not user.can_teach(course):
-        raise Forbidden(f"you are not an instructor of course {clip(course)!r}",
-                        zh=f"你不是课程 {clip(course)!r} 的教师")
+        raise Forbidden(
+            f"you are not an instructor of course {clip(course)!r}", zh=f"你不是课程 {clip(course)!r} 的教师"
+        )
 
 
-@router.get("/{course}/gradebook", responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}},
-                                              **errors(403)})
-def gradebook(course: COURSE, user: StaffUser,
-              session: SessionDep, policy: Literal["best", "latest"] = "best",
-              format: Literal["json", "csv"] = "json"):
+@router.get(
+    "/{course}/gradebook", responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}}, **errors(403)}
+)
+def gradebook(
+    course: COURSE,
+    user: StaffUser,
+    session: SessionDep,
+    policy: Literal["best", "latest"] = "best",
+    format: Literal["json", "csv"] = "json",
+):
     """Scores per learner and exercise under the best- or latest-attempt policy; `?format=csv` for a sheet."""
     _require_teacher(user, course)
     rows = service.gradebook(session, course=course, policy=policy)
     if format == "csv":
-        return PlainTextResponse(service.to_csv(rows), media_type="text/csv",
-                                 headers={"Content-Disposition": service.attachment(f"{course}-gradebook.csv")})
+        return PlainTextResponse(
+            service.to_csv(rows),
+            media_type="text/csv",
+            headers={"Content-Disposition": service.attachment(f"{course}-gradebook.csv")},
+        )
     return {"course": course, "policy": policy, "rows": rows}
 
 
 def _settings_public(session, *, course: str, default: str) -> CourseSettingsPublic:
     policy = service.supersede_policy(session, course=course, default=default)
     row = service.get_settings(session, course=course)
-    return CourseSettingsPublic(course=course, supersede=policy,
-                                supersede_is_default=row is None or row.supersede is None)
+    return CourseSettingsPublic(
+        course=course, supersede=policy, supersede_is_default=row is None or row.supersede is None
+    )
 
 
 @router.get("/{course}/settings", response_model=CourseSettingsPublic, responses=errors(403))
-def course_settings(course: COURSE, user: StaffUser, session: SessionDep,
-                    settings: SettingsDep) -> CourseSettingsPublic:
+def course_settings(
+    course: COURSE, user: StaffUser, session: SessionDep, settings: SettingsDep
+) -> CourseSettingsPublic:
     """The course's policies (today: whether a new attempt supersedes queued ones)."""
     _require_teacher(user, course)
     return _settings_public(session, course=course, default=settings.supersede_queued)
 
 
 @router.put("/{course}/settings", response_model=CourseSettingsPublic, responses=errors(403))
-def update_course_settings(course: COURSE, body: CourseSettingsUpdate, user: StaffUser, session: SessionDep,
-                           settings: SettingsDep) -> CourseSettingsPublic:
+def update_course_settings(
+    course: COURSE, body: CourseSettingsUpdate, user: StaffUser, session: SessionDep, settings: SettingsDep
+) -> CourseSettingsPublic:
     """Set the course's supersede policy (`null` returns to the service default)."""
     _require_teacher(user, course)
     service.update_settings(session, course=course, supersede=body.supersede, by_user=user.user)

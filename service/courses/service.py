@@ -1,4 +1,5 @@
 """The gradebook (one row per learner and exercise, best or latest attempt) and per-course settings."""
+
 from __future__ import annotations
 
 import csv
@@ -16,14 +17,28 @@ from service.submissions.models import Submission
 from service.timefmt import rfc3339
 
 Policy = Literal["best", "latest"]
-CSV_COLUMNS = ("user", "issuer", "subject", "exercise_id", "score", "max_score", "status", "attempts",
-               "superseded", "submission_id", "graded_at")
+CSV_COLUMNS = (
+    "user",
+    "issuer",
+    "subject",
+    "exercise_id",
+    "score",
+    "max_score",
+    "status",
+    "attempts",
+    "superseded",
+    "submission_id",
+    "graded_at",
+)
 
 
 def gradebook(session: Session, *, course: str, policy: Policy) -> list[dict]:
-    rows = session.execute(select(Submission, Identity.issuer, Identity.subject)
-                           .join(Identity, Identity.id == Submission.identity_id)
-                           .where(Submission.course == course).order_by(Submission.created_at, Submission.id))
+    rows = session.execute(
+        select(Submission, Identity.issuer, Identity.subject)
+        .join(Identity, Identity.id == Submission.identity_id)
+        .where(Submission.course == course)
+        .order_by(Submission.created_at, Submission.id)
+    )
     chosen: dict[tuple[str, str, str], Submission] = {}
     attempts: dict[tuple[str, str, str], int] = {}
     superseded: dict[tuple[str, str, str], int] = {}
@@ -40,10 +55,22 @@ def gradebook(session: Session, *, course: str, policy: Policy) -> list[dict]:
         held_score = held.effective_score if held is not None else None
         if policy == "latest" or held_score is None or sub.effective_score > held_score:
             chosen[key] = sub
-    return [{"user": s.user, "issuer": key[0], "subject": key[1], "exercise_id": s.exercise_id,
-             "score": s.effective_score, "max_score": s.max_score, "status": s.status, "attempts": attempts[key],
-             "superseded": superseded[key], "submission_id": s.id, "graded_at": rfc3339(s.graded_at)}
-            for key, s in sorted(chosen.items())]
+    return [
+        {
+            "user": s.user,
+            "issuer": key[0],
+            "subject": key[1],
+            "exercise_id": s.exercise_id,
+            "score": s.effective_score,
+            "max_score": s.max_score,
+            "status": s.status,
+            "attempts": attempts[key],
+            "superseded": superseded[key],
+            "submission_id": s.id,
+            "graded_at": rfc3339(s.graded_at),
+        }
+        for key, s in sorted(chosen.items())
+    ]
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -52,8 +79,6 @@ def to_csv(rows: list[dict]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()
-
-
 
 
 def get_settings(session: Session, *, course: str) -> CourseSettings | None:
@@ -80,5 +105,5 @@ def update_settings(session: Session, *, course: str, supersede: str | None, by_
 def attachment(filename: str) -> str:
     """Content-Disposition for a download (RFC 6266): a plain ASCII `filename` for old clients and the
     exact name as UTF-8 in `filename*` (RFC 8187); quotes, backslashes and control characters never pass."""
-    fallback = re.sub(r'[^A-Za-z0-9._-]', "_", filename)[:150] or "download"
+    fallback = re.sub(r"[^A-Za-z0-9._-]", "_", filename)[:150] or "download"
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename[:150], safe='')}"

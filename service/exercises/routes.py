@@ -1,4 +1,5 @@
 """HTTP routes for exercises: catalogue views, the learner template, stats and bulk regrade."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter
@@ -27,13 +28,17 @@ def get_exercise(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> E
     return service.to_public(catalogue.get(exercise_id))
 
 
-@router.get("/{exercise_id}/notebook", response_class=FileResponse,
-            responses={200: {"content": {"application/x-ipynb+json": {"schema": {"type": "object"}}}}, **errors(404)})
+@router.get(
+    "/{exercise_id}/notebook",
+    response_class=FileResponse,
+    responses={200: {"content": {"application/x-ipynb+json": {"schema": {"type": "object"}}}}, **errors(404)},
+)
 def get_template(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> FileResponse:
     """The learner template from exercises/ (never anything under reference/)."""
     exercise = catalogue.get(exercise_id)
-    return FileResponse(exercise.notebook_path, media_type="application/x-ipynb+json",
-                        filename=exercise.notebook_path.name)
+    return FileResponse(
+        exercise.notebook_path, media_type="application/x-ipynb+json", filename=exercise.notebook_path.name
+    )
 
 
 @router.get("/{exercise_id}/stats", response_model=ExerciseStats, responses=errors(403, 404))
@@ -42,14 +47,16 @@ def exercise_stats(exercise_id: str, user: StaffUser, session: SessionDep, catal
 
 
 @router.post("/{exercise_id}/regrade", status_code=202, response_model=RegradeAccepted, responses=errors(403, 404))
-def regrade_exercise(exercise_id: str, user: StaffUser, session: SessionDep, settings: SettingsDep,
-                     catalogue: CatalogueDep) -> RegradeAccepted:
+def regrade_exercise(
+    exercise_id: str, user: StaffUser, session: SessionDep, settings: SettingsDep, catalogue: CatalogueDep
+) -> RegradeAccepted:
     """Regrade every submission of an exercise (in the caller's course) behind interactive work."""
     catalogue.get(exercise_id)
     stmt = select(Submission).where(Submission.exercise_id == exercise_id, service.taught_by(user))
     subs = list(session.scalars(stmt.order_by(Submission.created_at, Submission.id)))
-    ids, skipped = submissions.regrade(session, subs=subs, priority=BULK_REGRADE_PRIORITY,
-                                       max_attempts=settings.max_attempts, catalogue=catalogue)
+    ids, skipped = submissions.regrade(
+        session, subs=subs, priority=BULK_REGRADE_PRIORITY, max_attempts=settings.max_attempts, catalogue=catalogue
+    )
     if not subs:
         message = f"no submissions of {exercise_id} in the courses you teach; nothing to regrade"
     else:

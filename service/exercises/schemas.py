@@ -1,4 +1,5 @@
 """Exercise views sent to clients (never reference material)."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel

@@ -1,4 +1,5 @@
 """Manual score overrides (the audit trail) and the outbox of grade events for webhooks/LTI."""
+
 from __future__ import annotations
 
 import datetime as dt

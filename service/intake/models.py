@@ -1,5 +1,6 @@
 """Intake integrations: an LMS or repository host that may file submissions into one course, signing
 each request (Standard Webhooks) with its own secret and vouching for learners of its own issuer."""
+
 from __future__ import annotations
 
 import datetime as dt

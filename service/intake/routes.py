@@ -1,5 +1,6 @@
 """The signed intake endpoint (no bearer token: the Standard Webhooks signature authenticates it) and
 the course's intake integrations (instructors of the course, admins)."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -24,7 +25,6 @@ RowId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the row id")]
 router = APIRouter(tags=["intake"])
 
 
-
 def _inline_schema(model: type[BaseModel]) -> dict:
     """The model's JSON schema with its $defs inlined (openapi_extra cannot add components)."""
     schema = model.model_json_schema()
@@ -42,16 +42,31 @@ def _inline_schema(model: type[BaseModel]) -> dict:
     return walk(schema)
 
 
-SIGNED_BODY = {"requestBody": {"required": True, "content": {"application/json": {
-    "schema": _inline_schema(service.IntakeSubmission)}}}}
+SIGNED_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": _inline_schema(service.IntakeSubmission)}},
+    }
+}
 
 
-@router.post(INTAKE_PATH, status_code=202, response_model=SubmissionAccepted, openapi_extra=SIGNED_BODY,
-             responses={200: {"model": SubmissionAccepted,
-                              "description": "this webhook-id was seen: the first submission"},
-                        **errors(401, 403, 404, 413, 422, 429)})
-async def signed_intake(request: Request, session: SessionDep, settings: SettingsDep, catalogue: CatalogueDep,
-                        integration: Annotated[str | None, Query(max_length=100)] = None):
+@router.post(
+    INTAKE_PATH,
+    status_code=202,
+    response_model=SubmissionAccepted,
+    openapi_extra=SIGNED_BODY,
+    responses={
+        200: {"model": SubmissionAccepted, "description": "this webhook-id was seen: the first submission"},
+        **errors(401, 403, 404, 413, 422, 429),
+    },
+)
+async def signed_intake(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    catalogue: CatalogueDep,
+    integration: Annotated[str | None, Query(max_length=100)] = None,
+):
     """File a submission for a learner, sent by an LMS or repository host and signed with its intake secret
     (headers webhook-id, webhook-timestamp, webhook-signature). Nothing is stored unless the signature holds."""
     raw = await request.body()
@@ -68,14 +83,24 @@ def _file(request, session, settings, catalogue, name, raw: bytes, headers: dict
     key = service.idempotency_key(row, webhook_id)
     if (first := service.earlier(session, key=key, raw=raw)) is not None:
         return _accepted(first, status=200)
-    _, exercise = load_submission(notebook, exercise_id=body.exercise_id or None, catalogue=catalogue,
-                                  max_bytes=settings.max_upload_bytes)
-    submissions.check_capacity(exercise=exercise, max_devices=request.app.state.max_devices,
-                               max_world_size=settings.worker_max_world_size)
+    _, exercise = load_submission(
+        notebook, exercise_id=body.exercise_id or None, catalogue=catalogue, max_bytes=settings.max_upload_bytes
+    )
+    submissions.check_capacity(
+        exercise=exercise, max_devices=request.app.state.max_devices, max_world_size=settings.worker_max_world_size
+    )
     learner = service.learner_principal(session, integration=row, body=body)
-    sub, created = submissions.create(session, user=learner, exercise=exercise, course=row.course, notebook=notebook,
-                                      lang=body.lang, idempotency_key=key, fingerprint=service.body_hash(raw),
-                                      settings=settings)
+    sub, created = submissions.create(
+        session,
+        user=learner,
+        exercise=exercise,
+        course=row.course,
+        notebook=notebook,
+        lang=body.lang,
+        idempotency_key=key,
+        fingerprint=service.body_hash(raw),
+        settings=settings,
+    )
     return _accepted(sub, status=202 if created else 200)
 
 
@@ -86,8 +111,9 @@ class IntegrationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9._-]+$", description="used in ?integration=")
-    issuer: str = Field(min_length=1, max_length=200, description="learners it sends are identities of this issuer, "
-                        "e.g. the LMS's URL")
+    issuer: str = Field(
+        min_length=1, max_length=200, description="learners it sends are identities of this issuer, e.g. the LMS's URL"
+    )
 
 
 class IntegrationPublic(BaseModel):
@@ -105,21 +131,30 @@ class IntegrationWithSecret(IntegrationPublic):
 
 
 def _public(row: IntakeIntegration) -> IntegrationPublic:
-    return IntegrationPublic(id=row.id, name=row.name, course=row.course, issuer=row.issuer,
-                             intake_url=f"/api/v1{INTAKE_PATH}?integration={row.name}", created_at=row.created_at,
-                             previous_expires_at=row.previous_expires_at)
+    return IntegrationPublic(
+        id=row.id,
+        name=row.name,
+        course=row.course,
+        issuer=row.issuer,
+        intake_url=f"/api/v1{INTAKE_PATH}?integration={row.name}",
+        created_at=row.created_at,
+        previous_expires_at=row.previous_expires_at,
+    )
 
 
 def _teacher(user, course: str) -> None:
     if not user.can_teach(course):
-        raise Forbidden(f"you are not an instructor of course {clip(course)!r}",
-                        zh=f"你不是课程 {clip(course)!r} 的教师")
+        raise Forbidden(
+            f"you are not an instructor of course {clip(course)!r}", zh=f"你不是课程 {clip(course)!r} 的教师"
+        )
 
 
-@router.post("/courses/{course}/intake", status_code=201, response_model=IntegrationWithSecret,
-             responses=errors(403, 409, 422))
-def add_integration(course: str, body: IntegrationCreate, user: StaffUser,
-                    session: SessionDep) -> IntegrationWithSecret:
+@router.post(
+    "/courses/{course}/intake", status_code=201, response_model=IntegrationWithSecret, responses=errors(403, 409, 422)
+)
+def add_integration(
+    course: str, body: IntegrationCreate, user: StaffUser, session: SessionDep
+) -> IntegrationWithSecret:
     """Let an LMS or repository host file submissions into this course; the secret is in the answer, once."""
     _teacher(user, course)
     row = service.create(session, name=body.name, course=course, issuer=body.issuer, by=user.name)
@@ -133,10 +168,12 @@ def list_integrations(course: str, user: StaffUser, session: SessionDep) -> list
     return [_public(r) for r in service.list_for(session, course=course)]
 
 
-@router.post("/courses/{course}/intake/{integration_id}/rotate", response_model=IntegrationWithSecret,
-             responses=errors(403, 404))
-def rotate_integration(course: str, integration_id: RowId, user: StaffUser, session: SessionDep,
-                       settings: SettingsDep) -> IntegrationWithSecret:
+@router.post(
+    "/courses/{course}/intake/{integration_id}/rotate", response_model=IntegrationWithSecret, responses=errors(403, 404)
+)
+def rotate_integration(
+    course: str, integration_id: RowId, user: StaffUser, session: SessionDep, settings: SettingsDep
+) -> IntegrationWithSecret:
     """A new secret; requests signed with the old one are accepted until `previous_expires_at`."""
     _teacher(user, course)
     row = service.get(session, course=course, integration_id=integration_id)

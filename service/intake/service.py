@@ -3,6 +3,7 @@ for the learner the integration vouches for, exactly like an upload (same valida
 
 Idempotent on webhook-id: a redelivery returns the first submission; the same id with another body is a 422.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -48,24 +49,36 @@ def _rejected(message: str, code: str) -> NotAuthenticated:
 
 
 def integration_named(session: Session, name: str | None) -> IntakeIntegration:
-    row = session.scalar(select(IntakeIntegration).where(IntakeIntegration.name == name,
-                                                         IntakeIntegration.removed_at.is_(None))) if name else None
+    row = (
+        session.scalar(
+            select(IntakeIntegration).where(IntakeIntegration.name == name, IntakeIntegration.removed_at.is_(None))
+        )
+        if name
+        else None
+    )
     if row is None:
-        raise _rejected(f"unknown intake integration {clip(name or '')!r}; send ?integration=NAME as registered "
-                        "with POST /api/v1/courses/{course}/intake", "unknown_integration")
+        raise _rejected(
+            f"unknown intake integration {clip(name or '')!r}; send ?integration=NAME as registered "
+            "with POST /api/v1/courses/{course}/intake",
+            "unknown_integration",
+        )
     return row
 
 
 def verify(integration: IntakeIntegration, *, raw: bytes, headers: Mapping[str, str]) -> str:
     """The webhook-id of a correctly signed, fresh request (any live secret); else a 401 naming the problem."""
     if not all(headers.get(h) for h in ("webhook-id", "webhook-timestamp", "webhook-signature")):
-        raise _rejected("sign the request (Standard Webhooks): the headers webhook-id, webhook-timestamp and "
-                        "webhook-signature are required", "signature_missing")
+        raise _rejected(
+            "sign the request (Standard Webhooks): the headers webhook-id, webhook-timestamp and "
+            "webhook-signature are required",
+            "signature_missing",
+        )
     if len(headers["webhook-id"]) > 150:
         raise _rejected("webhook-id is longer than 150 characters", "signature_invalid")
     problem = "no signature matches"
-    for secret in signing.live_secrets(integration.secret, integration.previous_secret,
-                                       integration.previous_expires_at, utcnow()):
+    for secret in signing.live_secrets(
+        integration.secret, integration.previous_secret, integration.previous_expires_at, utcnow()
+    ):
         try:
             Webhook(secret).verify(raw, dict(headers), json_parse=False)
             return headers["webhook-id"]
@@ -74,10 +87,16 @@ def verify(integration: IntakeIntegration, *, raw: bytes, headers: Mapping[str, 
         except (ValueError, UnicodeDecodeError):  # malformed signature list or base64, or a body not UTF-8
             problem = "malformed webhook-signature or body"
     if "too old" in problem or "too new" in problem:
-        raise _rejected("webhook-timestamp is more than 5 minutes from the server's clock; sign the request "
-                        "when sending it (and check the sender's clock)", "stale_timestamp")
-    raise _rejected(f"the signature does not verify ({problem.lower()}); sign `webhook-id.webhook-timestamp.body` "
-                    "with the integration's secret", "signature_invalid")
+        raise _rejected(
+            "webhook-timestamp is more than 5 minutes from the server's clock; sign the request "
+            "when sending it (and check the sender's clock)",
+            "stale_timestamp",
+        )
+    raise _rejected(
+        f"the signature does not verify ({problem.lower()}); sign `webhook-id.webhook-timestamp.body` "
+        "with the integration's secret",
+        "signature_invalid",
+    )
 
 
 def parse(raw: bytes) -> tuple[IntakeSubmission, bytes]:
@@ -85,8 +104,9 @@ def parse(raw: bytes) -> tuple[IntakeSubmission, bytes]:
     try:
         body = IntakeSubmission.model_validate_json(raw)
     except ValidationError as exc:
-        raise ServiceError(validation_text([dict(e) for e in exc.errors()], "en"), code="invalid_request",
-                           status_code=422) from None
+        raise ServiceError(
+            validation_text([dict(e) for e in exc.errors()], "en"), code="invalid_request", status_code=422
+        ) from None
     notebook = body.notebook.encode() if isinstance(body.notebook, str) else json.dumps(body.notebook).encode()
     return body, notebook
 
@@ -99,9 +119,12 @@ def earlier(session: Session, *, key: str, raw: bytes) -> Submission | None:
     """The submission this webhook-id already made; the same id with a different body is a 422."""
     sub = session.scalar(select(Submission).where(Submission.idempotency_key == key).limit(1))
     if sub is not None and sub.request_hash != body_hash(raw):
-        raise ServiceError(f"webhook-id {clip(key.split(':', 2)[2])!r} was already used for a different request "
-                           f"(submission {sub.id}); a new submission needs a new webhook-id",
-                           code="idempotency_key_reused", status_code=422)
+        raise ServiceError(
+            f"webhook-id {clip(key.split(':', 2)[2])!r} was already used for a different request "
+            f"(submission {sub.id}); a new submission needs a new webhook-id",
+            code="idempotency_key_reused",
+            status_code=422,
+        )
     return sub
 
 
@@ -112,21 +135,34 @@ def body_hash(raw: bytes) -> str:
 def learner_principal(session: Session, *, integration: IntakeIntegration, body: IntakeSubmission) -> Principal:
     """The learner as the integration names them (its own issuer only), enrolled in its course if new there."""
     if body.course not in (None, integration.course):
-        raise ServiceError(f"integration {integration.name!r} files into course {integration.course!r}, not "
-                           f"{clip(body.course)!r}", code="wrong_course", status_code=403)
+        raise ServiceError(
+            f"integration {integration.name!r} files into course {integration.course!r}, not {clip(body.course)!r}",
+            code="wrong_course",
+            status_code=403,
+        )
     if body.learner.issuer not in (None, integration.issuer):
-        raise ServiceError(f"integration {integration.name!r} vouches for learners of issuer "
-                           f"{integration.issuer!r} only, not {clip(body.learner.issuer)!r}",
-                           code="wrong_issuer", status_code=403)
-    identity = get_or_create_identity(session, issuer=integration.issuer, subject=body.learner.subject,
-                                      name=body.learner.name)
+        raise ServiceError(
+            f"integration {integration.name!r} vouches for learners of issuer "
+            f"{integration.issuer!r} only, not {clip(body.learner.issuer)!r}",
+            code="wrong_issuer",
+            status_code=403,
+        )
+    identity = get_or_create_identity(
+        session, issuer=integration.issuer, subject=body.learner.subject, name=body.learner.name
+    )
     member = memberships(session, identity_id=identity.id)
     if integration.course not in member:
         set_membership(session, identity=identity, course=integration.course, role="learner")
         member[integration.course] = "learner"
-    return Principal(identity_id=identity.id, issuer=identity.issuer, subject=identity.subject, name=identity.name,
-                     memberships={integration.course: member[integration.course]}, scope=integration.course,
-                     via=f"intake:{integration.name}")
+    return Principal(
+        identity_id=identity.id,
+        issuer=identity.issuer,
+        subject=identity.subject,
+        name=identity.name,
+        memberships={integration.course: member[integration.course]},
+        scope=integration.course,
+        via=f"intake:{integration.name}",
+    )
 
 
 # ---- integration verbs (admin/instructor API and CLI) ------------------------------------------------
@@ -134,8 +170,11 @@ def learner_principal(session: Session, *, integration: IntakeIntegration, body:
 
 def create(session: Session, *, name: str, course: str, issuer: str, by: str = "") -> IntakeIntegration:
     if session.scalar(select(IntakeIntegration.id).where(IntakeIntegration.name == name)) is not None:
-        raise ServiceError(f"an intake integration named {clip(name)!r} exists already; pick another name",
-                           code="conflict", status_code=409)
+        raise ServiceError(
+            f"an intake integration named {clip(name)!r} exists already; pick another name",
+            code="conflict",
+            status_code=409,
+        )
     row = IntakeIntegration(name=name, course=course, issuer=issuer, secret=signing.new_secret(), created_by=by)
     session.add(row)
     session.flush()
@@ -152,8 +191,9 @@ def list_for(session: Session, *, course: str | None) -> list[IntakeIntegration]
 def get(session: Session, *, course: str | None, integration_id: int) -> IntakeIntegration:
     row = session.get(IntakeIntegration, integration_id)
     if row is None or row.removed_at is not None or (course is not None and row.course != course):
-        raise NotFound(f"intake integration {integration_id} does not exist; list them with "
-                       "GET /api/v1/courses/{course}/intake")
+        raise NotFound(
+            f"intake integration {integration_id} does not exist; list them with GET /api/v1/courses/{{course}}/intake"
+        )
     return row
 
 

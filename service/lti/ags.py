@@ -8,6 +8,7 @@ assertion signed by the tool's key, cached until shortly before it expires) and 
 `{lineitem}/scores`. A regrade or an override is a new event, so the new score is sent again; its later
 timestamp makes the platform keep it.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,9 +48,11 @@ class LtiTargets:
         self._items: dict[int, tuple[str, str]] = {}  # line item id -> (exercise id, platform issuer)
 
     def targets(self, session: Session, *, course: str, event_type: str) -> list[int]:
-        rows = session.execute(select(LtiLineItem.id, LtiLineItem.exercise_id, LtiPlatform.issuer)
-                               .join(LtiPlatform, LtiPlatform.id == LtiLineItem.platform_id)
-                               .where(LtiLineItem.course == course, LtiPlatform.removed_at.is_(None)))
+        rows = session.execute(
+            select(LtiLineItem.id, LtiLineItem.exercise_id, LtiPlatform.issuer)
+            .join(LtiPlatform, LtiPlatform.id == LtiLineItem.platform_id)
+            .where(LtiLineItem.course == course, LtiPlatform.removed_at.is_(None))
+        )
         ids = []
         for item_id, exercise_id, issuer in rows:
             self._items[item_id] = (exercise_id, issuer)
@@ -58,8 +61,11 @@ class LtiTargets:
 
     def accepts(self, *, event: OutboxEvent, target_id: int, learner: dict | None) -> bool:
         exercise_id, issuer = self._items.get(target_id, ("", ""))
-        return (learner is not None and learner.get("issuer") == issuer
-                and (event.payload or {}).get("exercise_id") == exercise_id)
+        return (
+            learner is not None
+            and learner.get("issuer") == issuer
+            and (event.payload or {}).get("exercise_id") == exercise_id
+        )
 
     def body(self, *, event: OutboxEvent, event_type: str, target_id: int, learner: dict | None) -> str:
         return score_body(event=event, event_type=event_type, user_id=(learner or {}).get("subject", ""))
@@ -118,13 +124,21 @@ class AgsSender:
 
     @classmethod
     def from_settings(cls, settings) -> AgsSender:
-        return cls(make_client(AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s,
-                               max_connections=settings.webhook_concurrency), key_store(settings))
+        return cls(
+            make_client(
+                AddressPolicy.from_settings(settings),
+                timeout_s=settings.webhook_timeout_s,
+                max_connections=settings.webhook_concurrency,
+            ),
+            key_store(settings),
+        )
 
     def prepare(self, session: Session, delivery: OutboxDelivery) -> AgsWork | None:
-        row = session.execute(select(LtiLineItem, LtiPlatform)
-                              .join(LtiPlatform, LtiPlatform.id == LtiLineItem.platform_id)
-                              .where(LtiLineItem.id == delivery.target_id)).first()
+        row = session.execute(
+            select(LtiLineItem, LtiPlatform)
+            .join(LtiPlatform, LtiPlatform.id == LtiLineItem.platform_id)
+            .where(LtiLineItem.id == delivery.target_id)
+        ).first()
         if row is None or row[1].removed_at is not None:
             return None
         item, platform = row
@@ -132,8 +146,12 @@ class AgsSender:
         body = json.loads(delivery.body)
         if event is not None:
             body["comment"] = feedback_comment(session, submission_id=event.submission_id, payload=event.payload or {})
-        return AgsWork(token_url=platform.auth_token_url, client_id=platform.client_id, url=scores_url(item.url),
-                       body=json.dumps(body, separators=(",", ":"), sort_keys=True))
+        return AgsWork(
+            token_url=platform.auth_token_url,
+            client_id=platform.client_id,
+            url=scores_url(item.url),
+            body=json.dumps(body, separators=(",", ":"), sort_keys=True),
+        )
 
     def access_token(self, work: AgsWork) -> str:
         """A cached token for (token URL, client id), or a new one from the client-credentials grant."""
@@ -143,9 +161,15 @@ class AgsSender:
         if cached is not None and cached[1] > time.monotonic():
             return cached[0]
         assertion = tokens.sign({"iss": work.client_id, "sub": work.client_id, "aud": work.token_url}, keys=self.keys)
-        resp = self.client.post(work.token_url, data={
-            "grant_type": "client_credentials", "client_assertion_type": ASSERTION_TYPE,
-            "client_assertion": assertion, "scope": SCORE_SCOPE})
+        resp = self.client.post(
+            work.token_url,
+            data={
+                "grant_type": "client_credentials",
+                "client_assertion_type": ASSERTION_TYPE,
+                "client_assertion": assertion,
+                "scope": SCORE_SCOPE,
+            },
+        )
         self.token_requests += 1
         if resp.status_code != 200:
             raise TokenRefused(f"token endpoint answered HTTP {resp.status_code}: {resp.text[:200]}")
@@ -161,11 +185,18 @@ class AgsSender:
         start = time.perf_counter()
         try:
             token = self.access_token(work)
-            resp = self.client.post(work.url, content=work.body.encode(),
-                                    headers={"content-type": SCORE_TYPE, "authorization": f"Bearer {token}"})
+            resp = self.client.post(
+                work.url,
+                content=work.body.encode(),
+                headers={"content-type": SCORE_TYPE, "authorization": f"Bearer {token}"},
+            )
         except (httpx.HTTPError, TokenRefused, ValueError) as exc:
-            return Outcome(ok=False, status_code=None, latency_ms=(time.perf_counter() - start) * 1000,
-                           error=f"{type(exc).__name__}: {exc}")
+            return Outcome(
+                ok=False,
+                status_code=None,
+                latency_ms=(time.perf_counter() - start) * 1000,
+                error=f"{type(exc).__name__}: {exc}",
+            )
         latency = (time.perf_counter() - start) * 1000
         excerpt = resp.text[:EXCERPT_BYTES]
         if resp.status_code == 401:  # the token was revoked or expired early: get a new one next time
@@ -173,8 +204,13 @@ class AgsSender:
                 self._tokens.pop((work.token_url, work.client_id), None)
         if 200 <= resp.status_code < 300:
             return Outcome(ok=True, status_code=resp.status_code, latency_ms=latency, excerpt=excerpt)
-        return Outcome(ok=False, status_code=resp.status_code, latency_ms=latency, error=f"HTTP {resp.status_code}",
-                       excerpt=excerpt)
+        return Outcome(
+            ok=False,
+            status_code=resp.status_code,
+            latency_ms=latency,
+            error=f"HTTP {resp.status_code}",
+            excerpt=excerpt,
+        )
 
 
 class TokenRefused(Exception):

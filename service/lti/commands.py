@@ -1,4 +1,5 @@
 """`titangrade lti platforms add|list|remove`, `titangrade lti keys list|rotate`, `titangrade lti config`."""
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     keys = s.add_parser("keys", help="the tool's signing keys (TITANGRADE_LTI_KEY_DIR)")
     ks = keys.add_subparsers(dest="keys_command", required=True)
     ks.add_parser("list", help="key ids in the JWKS, newest (active) first").set_defaults(func=cmd_keys_list)
-    ks.add_parser("rotate", help="a new active key; the old one stays in the JWKS for "
-                  "TITANGRADE_LTI_KEY_RETENTION_S").set_defaults(func=cmd_keys_rotate)
+    ks.add_parser(
+        "rotate", help="a new active key; the old one stays in the JWKS for TITANGRADE_LTI_KEY_RETENTION_S"
+    ).set_defaults(func=cmd_keys_rotate)
     s.add_parser("config", help="the URLs to enter in the LMS").set_defaults(func=cmd_config)
 
 
@@ -43,9 +45,16 @@ def cmd_add(args) -> int:
     _, sessions = _sessions()
     try:
         with transaction(sessions) as s:
-            row = service.create(s, name=args.name, issuer=args.issuer, client_id=args.client_id,
-                                 auth_login_url=args.auth_login_url, auth_token_url=args.auth_token_url,
-                                 keyset_url=args.keyset_url, deployment_ids=args.deployment_id)
+            row = service.create(
+                s,
+                name=args.name,
+                issuer=args.issuer,
+                client_id=args.client_id,
+                auth_login_url=args.auth_login_url,
+                auth_token_url=args.auth_token_url,
+                keyset_url=args.keyset_url,
+                deployment_ids=args.deployment_id,
+            )
             print(f"platform {row.id}: {row.name} ({row.issuer}, client id {row.client_id})")
     except ServiceError as exc:
         sys.exit(f"titangrade: {exc.message}")
@@ -59,8 +68,10 @@ def cmd_list(args) -> int:
     _, sessions = _sessions()
     with sessions() as s:
         for row in service.list_all(s):
-            print(f"{row.id}\t{row.name}\t{row.issuer}\tclient {row.client_id}\tdeployments "
-                  f"{','.join(row.deployment_ids)}")
+            print(
+                f"{row.id}\t{row.name}\t{row.issuer}\tclient {row.client_id}\tdeployments "
+                f"{','.join(row.deployment_ids)}"
+            )
     return 0
 
 

@@ -1,4 +1,5 @@
 """LTI errors: a 4xx whose code names what failed (the platform's admin reads them in the browser)."""
+
 from __future__ import annotations
 
 from service.errors import ServiceError

@@ -5,6 +5,7 @@ and assertions signed just before a rotation still verify, then it is deleted.
 Files are named `<created unix time in ns>-<random>.pem`; the name without `.pem` is the key id (kid) and the
 newest file is the active key.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -59,7 +60,8 @@ class KeyStore:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.directory, 0o700)
         pem = rsa.generate_private_key(public_exponent=65537, key_size=KEY_BITS).private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
         now_ns = max([time.time_ns(), *(int(k.kid.split("-")[0]) + 1 for k in self.keys())])  # strictly newest
         kid = f"{now_ns}-{secrets.token_hex(4)}"
         path = self.directory / f"{kid}.pem"

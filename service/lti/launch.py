@@ -1,6 +1,7 @@
 """A validated launch becomes a session: the identity (platform issuer + subject), its membership in the
 course the LTI context maps to (role from the roles claim), the line item grades go back to, and a
 short-lived bearer token. Deep-linking requests get a signed pick token instead (instructors only)."""
+
 from __future__ import annotations
 
 import html
@@ -24,8 +25,10 @@ AGS_SCORE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership#"
 TEACHING = {MEMBERSHIP + r for r in ("Instructor", "ContentDeveloper", "Administrator")} | {
-    MEMBERSHIP + "Instructor#TeachingAssistant", "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",
-    "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator"}
+    MEMBERSHIP + "Instructor#TeachingAssistant",
+    "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",
+    "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator",
+}
 MESSAGE_TYPES = ("LtiResourceLinkRequest", "LtiDeepLinkingRequest")
 PICK_AUDIENCE = "titangrade-deep-link"
 
@@ -35,8 +38,9 @@ def role_of(roles: object) -> str:
     return "instructor" if isinstance(roles, list) and any(r in TEACHING for r in roles) else "learner"
 
 
-def validate(session: Session, *, id_token: str, platform_id: int, nonce: str, jwks: tokens.JwksCache,
-             leeway_s: float) -> tuple[LtiPlatform, dict]:
+def validate(
+    session: Session, *, id_token: str, platform_id: int, nonce: str, jwks: tokens.JwksCache, leeway_s: float
+) -> tuple[LtiPlatform, dict]:
     """Every check of a launch whose login state (platform, nonce) was already spent by the caller."""
     platform = session.get(LtiPlatform, platform_id)
     if platform is None or platform.removed_at is not None:
@@ -47,8 +51,10 @@ def validate(session: Session, *, id_token: str, platform_id: int, nonce: str, j
     if claims["nonce"] != nonce:
         raise LtiError("lti_nonce_invalid", "the id_token's nonce is not the one this login issued (replayed?)")
     if claims.get(LTI + "deployment_id") not in platform.deployment_ids:
-        raise LtiError("lti_unknown_deployment", f"deployment {clip(claims.get(LTI + 'deployment_id'))!r} is not "
-                       "registered for this platform")
+        raise LtiError(
+            "lti_unknown_deployment",
+            f"deployment {clip(claims.get(LTI + 'deployment_id'))!r} is not registered for this platform",
+        )
     if claims.get(LTI + "version") != "1.3.0":
         raise LtiError("lti_version", "only LTI 1.3.0 launches are accepted")
     if claims.get(LTI + "message_type") not in MESSAGE_TYPES:
@@ -59,72 +65,111 @@ def validate(session: Session, *, id_token: str, platform_id: int, nonce: str, j
 def course_for(session: Session, *, platform: LtiPlatform, context: object) -> str:
     if not isinstance(context, dict) or not isinstance(context.get("id"), str) or not context["id"]:
         raise LtiError("lti_no_context", "the launch has no context (course); launch from inside a course")
-    row = session.scalar(select(LtiContext).where(LtiContext.platform_id == platform.id,
-                                                  LtiContext.context_id == context["id"][:255]))
+    row = session.scalar(
+        select(LtiContext).where(LtiContext.platform_id == platform.id, LtiContext.context_id == context["id"][:255])
+    )
     if row is None:
-        row = LtiContext(platform_id=platform.id, context_id=context["id"][:255],
-                         course=f"lti{platform.id}-{context['id']}"[:200], title=str(context.get("title", ""))[:500])
+        row = LtiContext(
+            platform_id=platform.id,
+            context_id=context["id"][:255],
+            course=f"lti{platform.id}-{context['id']}"[:200],
+            title=str(context.get("title", ""))[:500],
+        )
         session.add(row)
         session.flush()
     return row.course
 
 
-def resource_link(session: Session, *, platform: LtiPlatform, claims: dict, catalogue: Catalogue,
-                  session_s: float) -> dict:
+def resource_link(
+    session: Session, *, platform: LtiPlatform, claims: dict, catalogue: Catalogue, session_s: float
+) -> dict:
     """Enrol the launching user and hand out a token; remember the line item for grade passback."""
     course = course_for(session, platform=platform, context=claims.get(LTI + "context"))
     role = role_of(claims.get(LTI + "roles"))
     custom = claims.get(LTI + "custom") or {}
     exercise_id = custom.get("exercise_id") if isinstance(custom, dict) else None
     if exercise_id is not None and exercise_id not in catalogue:
-        raise LtiError("lti_unknown_exercise", f"the link names exercise {clip(exercise_id)!r}, which this "
-                       "titangrade does not have; pick the exercise again (deep linking)", status_code=404)
+        raise LtiError(
+            "lti_unknown_exercise",
+            f"the link names exercise {clip(exercise_id)!r}, which this "
+            "titangrade does not have; pick the exercise again (deep linking)",
+            status_code=404,
+        )
     ags = claims.get(AGS) or {}
     lineitem = ags.get("lineitem") if isinstance(ags, dict) else None
     if exercise_id and isinstance(lineitem, str) and AGS_SCORE in (ags.get("scope") or []):
-        item = session.scalar(select(LtiLineItem).where(LtiLineItem.platform_id == platform.id,
-                                                        LtiLineItem.url == lineitem))
+        item = session.scalar(
+            select(LtiLineItem).where(LtiLineItem.platform_id == platform.id, LtiLineItem.url == lineitem)
+        )
         if item is None:
-            session.add(LtiLineItem(platform_id=platform.id, url=lineitem[:2000], course=course,
-                                    exercise_id=exercise_id))
+            session.add(
+                LtiLineItem(platform_id=platform.id, url=lineitem[:2000], course=course, exercise_id=exercise_id)
+            )
     name = str(claims.get("name") or claims.get("given_name") or claims["sub"])[:200]
     get_or_create_identity(session, issuer=platform.issuer, subject=str(claims["sub"])[:200], name=name)
-    token = create_token(session, user=str(claims["sub"])[:200], role=role, course=course, issuer=platform.issuer,
-                         expires_in_days=session_s / 86400, label="lti launch")
-    links = {"course": f"/api/v1/courses/{course}/gradebook" if role == "instructor" else None,
-             "submissions": "/api/v1/submissions"}
+    token = create_token(
+        session,
+        user=str(claims["sub"])[:200],
+        role=role,
+        course=course,
+        issuer=platform.issuer,
+        expires_in_days=session_s / 86400,
+        label="lti launch",
+    )
+    links = {
+        "course": f"/api/v1/courses/{course}/gradebook" if role == "instructor" else None,
+        "submissions": "/api/v1/submissions",
+    }
     if exercise_id:
         links["exercise"] = f"/api/v1/exercises/{exercise_id}"
-    return {"message_type": "LtiResourceLinkRequest", "token": token, "token_type": "Bearer",
-            "expires_in": int(session_s), "course": course, "role": role, "exercise_id": exercise_id,
-            "links": links}
+    return {
+        "message_type": "LtiResourceLinkRequest",
+        "token": token,
+        "token_type": "Bearer",
+        "expires_in": int(session_s),
+        "course": course,
+        "role": role,
+        "exercise_id": exercise_id,
+        "links": links,
+    }
 
 
-def deep_link_request(session: Session, *, platform: LtiPlatform, claims: dict, catalogue: Catalogue,
-                      keys: KeyStore, ttl_s: float) -> dict:
+def deep_link_request(
+    session: Session, *, platform: LtiPlatform, claims: dict, catalogue: Catalogue, keys: KeyStore, ttl_s: float
+) -> dict:
     """An instructor picks an exercise: list them with a pick token that carries the platform's settings."""
     if role_of(claims.get(LTI + "roles")) != "instructor":
         raise LtiError("lti_forbidden", "only instructors can add titangrade exercises to a course", status_code=403)
     settings = claims.get(DL)
     if not isinstance(settings, dict) or not isinstance(settings.get("deep_link_return_url"), str):
         raise LtiError("lti_deep_linking", "the deep-linking request has no deep_link_return_url")
-    pick = tokens.sign({"aud": PICK_AUDIENCE, "platform_id": platform.id,
-                        "deployment_id": claims[LTI + "deployment_id"],
-                        "return_url": settings["deep_link_return_url"], "data": settings.get("data")},
-                       keys=keys, lifetime_s=ttl_s)
-    return {"message_type": "LtiDeepLinkingRequest", "pick_token": pick, "respond": "/lti/deep-link",
-            "exercises": [{"id": e.id, "title": e.manifest.title.en, "max_score": e.manifest.max_score}
-                          for e in catalogue]}
+    pick = tokens.sign(
+        {
+            "aud": PICK_AUDIENCE,
+            "platform_id": platform.id,
+            "deployment_id": claims[LTI + "deployment_id"],
+            "return_url": settings["deep_link_return_url"],
+            "data": settings.get("data"),
+        },
+        keys=keys,
+        lifetime_s=ttl_s,
+    )
+    return {
+        "message_type": "LtiDeepLinkingRequest",
+        "pick_token": pick,
+        "respond": "/lti/deep-link",
+        "exercises": [{"id": e.id, "title": e.manifest.title.en, "max_score": e.manifest.max_score} for e in catalogue],
+    }
 
 
-def deep_link_response(session: Session, *, pick_token: str, exercise_id: str, catalogue: Catalogue,
-                       keys: KeyStore, launch_url: str) -> tuple[str, str]:
+def deep_link_response(
+    session: Session, *, pick_token: str, exercise_id: str, catalogue: Catalogue, keys: KeyStore, launch_url: str
+) -> tuple[str, str]:
     """The signed LtiDeepLinkingResponse for the picked exercise: (return URL, JWT) for a form post."""
     try:
         kid = jwt.get_unverified_header(pick_token).get("kid")
         key = next(k for k in keys.keys() if k.kid == kid)  # noqa: SIM118 (a KeyStore, not a dict)
-        pick = jwt.decode(pick_token, jwt.PyJWK(key.public_jwk()).key, algorithms=["RS256"],
-                          audience=PICK_AUDIENCE)
+        pick = jwt.decode(pick_token, jwt.PyJWK(key.public_jwk()).key, algorithms=["RS256"], audience=PICK_AUDIENCE)
     except (StopIteration, jwt.InvalidTokenError) as exc:
         raise LtiError("lti_pick_invalid", "the pick token is invalid or expired; open the picker again") from exc
     if exercise_id not in catalogue:
@@ -133,14 +178,27 @@ def deep_link_response(session: Session, *, pick_token: str, exercise_id: str, c
     if platform is None or platform.removed_at is not None:
         raise LtiError("lti_unknown_platform", "the platform of this picker was removed")
     exercise = catalogue.get(exercise_id)
-    item = {"type": "ltiResourceLink", "title": exercise.manifest.title.en, "url": launch_url,
-            "custom": {"exercise_id": exercise_id},
-            "lineItem": {"scoreMaximum": exercise.manifest.max_score, "label": exercise.manifest.title.en,
-                         "resourceId": exercise_id}}
-    claims = {"iss": platform.client_id, "aud": platform.issuer, "azp": platform.client_id,
-              "nonce": f"{time.time_ns():x}", LTI + "message_type": "LtiDeepLinkingResponse",
-              LTI + "version": "1.3.0", LTI + "deployment_id": pick["deployment_id"],
-              "https://purl.imsglobal.org/spec/lti-dl/claim/content_items": [item]}
+    item = {
+        "type": "ltiResourceLink",
+        "title": exercise.manifest.title.en,
+        "url": launch_url,
+        "custom": {"exercise_id": exercise_id},
+        "lineItem": {
+            "scoreMaximum": exercise.manifest.max_score,
+            "label": exercise.manifest.title.en,
+            "resourceId": exercise_id,
+        },
+    }
+    claims = {
+        "iss": platform.client_id,
+        "aud": platform.issuer,
+        "azp": platform.client_id,
+        "nonce": f"{time.time_ns():x}",
+        LTI + "message_type": "LtiDeepLinkingResponse",
+        LTI + "version": "1.3.0",
+        LTI + "deployment_id": pick["deployment_id"],
+        "https://purl.imsglobal.org/spec/lti-dl/claim/content_items": [item],
+    }
     if pick.get("data") is not None:
         claims["https://purl.imsglobal.org/spec/lti-dl/claim/data"] = pick["data"]
     return pick["return_url"], tokens.sign(claims, keys=keys)
@@ -148,6 +206,8 @@ def deep_link_response(session: Session, *, pick_token: str, exercise_id: str, c
 
 def autopost(url: str, jwt_: str) -> str:
     """The page that posts the deep-linking response back to the platform (the browser submits it)."""
-    return (f'<!doctype html><form method="post" action="{html.escape(url)}">'
-            f'<input type="hidden" name="JWT" value="{html.escape(jwt_)}"><noscript><button>Continue</button>'
-            '</noscript></form><script>document.forms[0].submit()</script>')
+    return (
+        f'<!doctype html><form method="post" action="{html.escape(url)}">'
+        f'<input type="hidden" name="JWT" value="{html.escape(jwt_)}"><noscript><button>Continue</button>'
+        "</noscript></form><script>document.forms[0].submit()</script>"
+    )

@@ -1,5 +1,6 @@
 """LTI 1.3 rows: registered platforms, login states (state + nonce, single use), the course a platform's
 context maps to, and the AGS line items grades are passed back to (the outbox's "lti" targets)."""
+
 from __future__ import annotations
 
 import datetime as dt

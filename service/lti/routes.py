@@ -1,8 +1,11 @@
 """LTI endpoints: the tool's browser-facing URLs under /lti (login, launch, deep-link answer, JWKS, config)
 and platform registration under /api/v1/lti/platforms (admins). Thin wrappers over service/lti."""
+
 from __future__ import annotations
 
+import html
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -12,13 +15,15 @@ from starlette.concurrency import run_in_threadpool
 from service.db import transaction
 from service.deps import AdminUser, CatalogueDep, SessionDep, SettingsDep
 from service.errors import NotFound
-from service.lti import launch, service
+from service.lti import enter, launch, service
 from service.lti.errors import LtiError
 from service.lti.keys import key_store
 from service.lti.models import LtiPlatform
 from service.lti.tokens import LTI, JwksCache
 from service.openapi import errors
 from service.timefmt import Timestamp
+from service.web.core import web_secret
+from service.web.learner import start_session
 from service.webhooks.ssrf import AddressPolicy, make_client
 
 # Browser-facing (form posts and redirects between the LMS and the tool), not part of the JSON API's schema.
@@ -51,10 +56,17 @@ class PlatformPublic(BaseModel):
 
 
 def to_public(row: LtiPlatform) -> PlatformPublic:
-    return PlatformPublic(id=row.id, name=row.name, issuer=row.issuer, client_id=row.client_id,
-                          auth_login_url=row.auth_login_url, auth_token_url=row.auth_token_url,
-                          keyset_url=row.keyset_url, deployment_ids=list(row.deployment_ids),
-                          created_at=row.created_at)
+    return PlatformPublic(
+        id=row.id,
+        name=row.name,
+        issuer=row.issuer,
+        client_id=row.client_id,
+        auth_login_url=row.auth_login_url,
+        auth_token_url=row.auth_token_url,
+        keyset_url=row.keyset_url,
+        deployment_ids=list(row.deployment_ids),
+        created_at=row.created_at,
+    )
 
 
 @api.post("", status_code=201, response_model=PlatformPublic, responses=errors(403, 409, 422))
@@ -78,16 +90,22 @@ def remove_platform(platform_id: Annotated[int, Path(ge=1, le=2**31 - 1)], user:
 
 def tool_urls(settings) -> dict[str, str]:
     base = settings.lti_tool_url.rstrip("/")
-    return {"login_url": base + "/lti/login", "launch_url": base + "/lti/launch", "redirect_url": base + "/lti/launch",
-            "deep_linking_url": base + "/lti/launch", "jwks_url": base + "/lti/jwks"}
+    return {
+        "login_url": base + "/lti/login",
+        "launch_url": base + "/lti/launch",
+        "redirect_url": base + "/lti/launch",
+        "deep_linking_url": base + "/lti/launch",
+        "jwks_url": base + "/lti/jwks",
+    }
 
 
 def _jwks(request: Request) -> JwksCache:
     state = request.app.state
     if getattr(state, "lti_jwks", None) is None:
         settings = state.settings
-        client = make_client(AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s,
-                             max_connections=4)
+        client = make_client(
+            AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s, max_connections=4
+        )
         state.lti_jwks = JwksCache(client, ttl_s=settings.lti_jwks_cache_s)
     return state.lti_jwks
 
@@ -120,8 +138,9 @@ async def login(request: Request, settings: SettingsDep):
 
     def run() -> str:
         with transaction(request.app.state.sessions) as session:
-            return service.login_redirect(session, params=params, redirect_uri=tool_urls(settings)["launch_url"],
-                                          ttl_s=settings.lti_state_ttl_s)
+            return service.login_redirect(
+                session, params=params, redirect_uri=tool_urls(settings)["launch_url"], ttl_s=settings.lti_state_ttl_s
+            )
 
     return RedirectResponse(await run_in_threadpool(run), status_code=302)
 
@@ -132,21 +151,72 @@ async def launch_(request: Request, settings: SettingsDep, catalogue: CatalogueD
     if not params.get("id_token") or not params.get("state"):
         raise LtiError("lti_missing_parameter", "a launch is a form post of id_token and state from the platform")
     sessions, jwks_cache = request.app.state.sessions, _jwks(request)
+    # A browser (an LMS form post) is sent on to its page; API clients (Accept without text/html) keep JSON.
+    browser = "text/html" in request.headers.get("accept", "")
+    secret = web_secret(request) if browser else ""
 
     def run() -> dict:
         with transaction(sessions) as session:  # spent in its own transaction: a replay fails even after an error
             login = service.consume_state(session, state=params["state"])
             platform_id, nonce = login.platform_id, login.nonce
         with transaction(sessions) as session:  # nothing else is stored unless every check passes
-            platform, claims = launch.validate(session, id_token=params["id_token"], platform_id=platform_id,
-                                               nonce=nonce, jwks=jwks_cache, leeway_s=settings.lti_clock_skew_s)
+            platform, claims = launch.validate(
+                session,
+                id_token=params["id_token"],
+                platform_id=platform_id,
+                nonce=nonce,
+                jwks=jwks_cache,
+                leeway_s=settings.lti_clock_skew_s,
+            )
             if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
-                return launch.deep_link_request(session, platform=platform, claims=claims, catalogue=catalogue,
-                                                keys=key_store(settings), ttl_s=settings.lti_state_ttl_s)
-            return launch.resource_link(session, platform=platform, claims=claims, catalogue=catalogue,
-                                        session_s=settings.lti_session_s)
+                return launch.deep_link_request(
+                    session,
+                    platform=platform,
+                    claims=claims,
+                    catalogue=catalogue,
+                    keys=key_store(settings),
+                    ttl_s=settings.lti_state_ttl_s,
+                )
+            done = launch.resource_link(
+                session, platform=platform, claims=claims, catalogue=catalogue, session_s=settings.lti_session_s
+            )
+            if browser:
+                done["ticket"] = enter.issue_ticket(
+                    session, secret=secret, platform_id=platform.id, launched=done, session_s=settings.lti_session_s
+                )
+            return done
 
-    return await run_in_threadpool(run)
+    done = await run_in_threadpool(run)
+    if "ticket" in done:  # no cookie here: see service/lti/enter.py for why the session starts at /lti/enter
+        return RedirectResponse("/lti/enter?ticket=" + quote(done["ticket"], safe=""), status_code=303)
+    return done
+
+
+@tool.get("/enter")
+async def enter_(request: Request, settings: SettingsDep, ticket: str = ""):
+    """Spend a launch's one-time ticket: set the session cookie (a first-party, top-level GET) and go to
+    the page. In an iframe, spend nothing and offer to open this URL in a new tab instead."""
+    if request.headers.get("sec-fetch-dest") == "iframe":
+        here = html.escape("/lti/enter?ticket=" + quote(ticket, safe=""))
+        return HTMLResponse(
+            f'<!doctype html><meta charset="utf-8"><title>titangrade</title><p><a href="{here}" '
+            'target="_blank" rel="noopener">Open titangrade in a new tab</a></p>',
+            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
+        )
+    if not ticket:
+        raise LtiError("lti_missing_parameter", "this page is reached from an LTI launch; launch from the LMS")
+    secret = web_secret(request)
+
+    def run() -> tuple[str, str]:
+        with transaction(request.app.state.sessions) as session:
+            return enter.redeem_ticket(session, secret=secret, ticket=ticket)
+
+    cookie, path = await run_in_threadpool(run)
+    resp = RedirectResponse(
+        path, status_code=303, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+    )
+    start_session(resp, request, cookie=cookie)
+    return resp
 
 
 @tool.post("/deep-link", response_class=HTMLResponse)
@@ -158,9 +228,14 @@ async def deep_link(request: Request, settings: SettingsDep, catalogue: Catalogu
 
     def run() -> tuple[str, str]:
         with transaction(request.app.state.sessions) as session:
-            return launch.deep_link_response(session, pick_token=params["pick_token"],
-                                             exercise_id=params["exercise_id"], catalogue=catalogue,
-                                             keys=key_store(settings), launch_url=tool_urls(settings)["launch_url"])
+            return launch.deep_link_response(
+                session,
+                pick_token=params["pick_token"],
+                exercise_id=params["exercise_id"],
+                catalogue=catalogue,
+                keys=key_store(settings),
+                launch_url=tool_urls(settings)["launch_url"],
+            )
 
     url, token = await run_in_threadpool(run)
     return HTMLResponse(launch.autopost(url, token))

@@ -1,4 +1,5 @@
 """Platform registrations (create, list, remove) and OIDC login initiation (a state and a nonce, once)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -21,27 +22,52 @@ def _url(value: str, field: str) -> str:
     return value
 
 
-def create(session: Session, *, name: str, issuer: str, client_id: str, auth_login_url: str, auth_token_url: str,
-           keyset_url: str, deployment_ids: list[str]) -> LtiPlatform:
+def create(
+    session: Session,
+    *,
+    name: str,
+    issuer: str,
+    client_id: str,
+    auth_login_url: str,
+    auth_token_url: str,
+    keyset_url: str,
+    deployment_ids: list[str],
+) -> LtiPlatform:
     """Register a platform; (issuer, client_id) is unique among platforms not removed."""
     if not deployment_ids or not all(d.strip() for d in deployment_ids):
-        raise ServiceError("give at least one deployment id (the platform shows it after you add the tool)",
-                           code="invalid_deployment", status_code=422)
+        raise ServiceError(
+            "give at least one deployment id (the platform shows it after you add the tool)",
+            code="invalid_deployment",
+            status_code=422,
+        )
     if not client_id.strip() or not name.strip():
         raise ServiceError("name and client_id must not be empty", code="invalid_platform", status_code=422)
-    for value, field in ((issuer, "issuer"), (auth_login_url, "auth_login_url"), (auth_token_url, "auth_token_url"),
-                         (keyset_url, "keyset_url")):
+    for value, field in (
+        (issuer, "issuer"),
+        (auth_login_url, "auth_login_url"),
+        (auth_token_url, "auth_token_url"),
+        (keyset_url, "keyset_url"),
+    ):
         _url(value, field)
     clash = session.scalar(select(LtiPlatform).where(LtiPlatform.issuer == issuer, LtiPlatform.client_id == client_id))
     if clash is not None:
         if clash.removed_at is None:
-            raise Conflict(f"platform {clip(issuer)!r} with client id {clip(client_id)!r} is already registered "
-                           f"(id {clash.id}); remove it first", code="platform_exists")
+            raise Conflict(
+                f"platform {clip(issuer)!r} with client id {clip(client_id)!r} is already registered "
+                f"(id {clash.id}); remove it first",
+                code="platform_exists",
+            )
         session.delete(clash)
         session.flush()
-    row = LtiPlatform(name=name.strip(), issuer=issuer, client_id=client_id.strip(), auth_login_url=auth_login_url,
-                      auth_token_url=auth_token_url, keyset_url=keyset_url,
-                      deployment_ids=[d.strip() for d in deployment_ids])
+    row = LtiPlatform(
+        name=name.strip(),
+        issuer=issuer,
+        client_id=client_id.strip(),
+        auth_login_url=auth_login_url,
+        auth_token_url=auth_token_url,
+        keyset_url=keyset_url,
+        deployment_ids=[d.strip() for d in deployment_ids],
+    )
     session.add(row)
     session.flush()
     return row
@@ -83,11 +109,26 @@ def login_redirect(session: Session, *, params: dict[str, str], redirect_uri: st
     now = utcnow()
     # logins never answered (or long spent) are dropped here, so the table stays as small as the TTL allows
     session.execute(delete(LtiLoginState).where(LtiLoginState.expires_at < now - dt.timedelta(seconds=ttl_s)))
-    session.add(LtiLoginState(state=state, nonce=nonce, platform_id=platform.id, created_at=now,
-                              expires_at=now + dt.timedelta(seconds=ttl_s)))
-    query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
-             "client_id": platform.client_id, "redirect_uri": redirect_uri, "login_hint": params["login_hint"],
-             "state": state, "nonce": nonce}
+    session.add(
+        LtiLoginState(
+            state=state,
+            nonce=nonce,
+            platform_id=platform.id,
+            created_at=now,
+            expires_at=now + dt.timedelta(seconds=ttl_s),
+        )
+    )
+    query = {
+        "scope": "openid",
+        "response_type": "id_token",
+        "response_mode": "form_post",
+        "prompt": "none",
+        "client_id": platform.client_id,
+        "redirect_uri": redirect_uri,
+        "login_hint": params["login_hint"],
+        "state": state,
+        "nonce": nonce,
+    }
     if params.get("lti_message_hint"):
         query["lti_message_hint"] = params["lti_message_hint"]
     sep = "&" if urlsplit(platform.auth_login_url).query else "?"
@@ -97,13 +138,17 @@ def login_redirect(session: Session, *, params: dict[str, str], redirect_uri: st
 def consume_state(session: Session, *, state: str) -> LtiLoginState:
     """Spend a login state (once, atomically); unknown, used or expired states are refused."""
     now = utcnow()
-    result = session.execute(update(LtiLoginState)
-                             .where(LtiLoginState.state == state, LtiLoginState.used_at.is_(None),
-                                    LtiLoginState.expires_at > now)
-                             .values(used_at=now).execution_options(synchronize_session=False))
+    result = session.execute(
+        update(LtiLoginState)
+        .where(LtiLoginState.state == state, LtiLoginState.used_at.is_(None), LtiLoginState.expires_at > now)
+        .values(used_at=now)
+        .execution_options(synchronize_session=False)
+    )
     if result.rowcount != 1:  # type: ignore[attr-defined]
-        raise LtiError("lti_state_invalid", "the launch's state is unknown, already used or expired; "
-                       "start the launch again from the LMS")
+        raise LtiError(
+            "lti_state_invalid",
+            "the launch's state is unknown, already used or expired; start the launch again from the LMS",
+        )
     row = session.get(LtiLoginState, state)
     assert row is not None
     return row

@@ -1,5 +1,6 @@
 """Verifying platform id_tokens against the platform's JWKS (fetched, cached, refetched on an unknown kid)
 and signing the tool's own JWTs (deep-linking responses, AGS client assertions) with its active key."""
+
 from __future__ import annotations
 
 import json
@@ -31,12 +32,16 @@ class JwksCache:
         try:
             resp = self.client.get(url)
             if resp.status_code != 200 or len(resp.content) > MAX_JWKS_BYTES:
-                raise LtiError("lti_jwks_unavailable", f"the platform's keyset answered HTTP {resp.status_code}",
-                               status_code=502)
+                raise LtiError(
+                    "lti_jwks_unavailable", f"the platform's keyset answered HTTP {resp.status_code}", status_code=502
+                )
             keys = jwt.PyJWKSet.from_dict(resp.json())
         except (httpx.HTTPError, ValueError, jwt.PyJWKSetError) as exc:
-            raise LtiError("lti_jwks_unavailable", f"the platform's keyset could not be read: {type(exc).__name__}",
-                           status_code=502) from exc
+            raise LtiError(
+                "lti_jwks_unavailable",
+                f"the platform's keyset could not be read: {type(exc).__name__}",
+                status_code=502,
+            ) from exc
         with self._lock:
             self._sets[url] = (time.monotonic(), keys)
         return keys
@@ -65,9 +70,15 @@ def verify_id_token(token: str, *, platform: LtiPlatform, jwks: JwksCache, leewa
         raise LtiError("lti_token_invalid", f"the id_token must be signed with RS256, not {clip(header.get('alg'))!r}")
     key = jwks.key(platform.keyset_url, header.get("kid"))
     try:
-        claims = jwt.decode(token, key.key, algorithms=["RS256"], audience=platform.client_id,
-                            issuer=platform.issuer, leeway=leeway_s,
-                            options={"require": ["exp", "iat", "iss", "aud", "sub", "nonce"]})
+        claims = jwt.decode(
+            token,
+            key.key,
+            algorithms=["RS256"],
+            audience=platform.client_id,
+            issuer=platform.issuer,
+            leeway=leeway_s,
+            options={"require": ["exp", "iat", "iss", "aud", "sub", "nonce"]},
+        )
     except jwt.ExpiredSignatureError as exc:
         raise LtiError("lti_token_expired", "the id_token has expired; launch again from the LMS") from exc
     except jwt.InvalidAudienceError as exc:
@@ -75,8 +86,9 @@ def verify_id_token(token: str, *, platform: LtiPlatform, jwks: JwksCache, leewa
     except jwt.InvalidIssuerError as exc:
         raise LtiError("lti_wrong_issuer", "the id_token's issuer is not the platform that started the login") from exc
     except jwt.InvalidSignatureError as exc:
-        raise LtiError("lti_bad_signature",
-                       "the id_token's signature does not verify with the platform's keys") from exc
+        raise LtiError(
+            "lti_bad_signature", "the id_token's signature does not verify with the platform's keys"
+        ) from exc
     except jwt.InvalidTokenError as exc:
         raise LtiError("lti_token_invalid", f"the id_token is invalid: {clip(exc)}") from exc
     aud = claims["aud"]

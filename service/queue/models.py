@@ -1,4 +1,5 @@
 """The job queue (one row per grading run, leased by a worker) and worker heartbeats."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,9 +12,11 @@ from service.db import Base, utcnow
 
 class Job(Base):
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_claim", "status", "lane", "priority", "id"),
-                      Index("ix_jobs_learner_status", "learner", "status"),
-                      Index("ix_jobs_recent_grants", "claimed_at", "learner", "lane"))
+    __table_args__ = (
+        Index("ix_jobs_claim", "status", "lane", "priority", "id"),
+        Index("ix_jobs_learner_status", "learner", "status"),
+        Index("ix_jobs_recent_grants", "claimed_at", "learner", "lane"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)

@@ -9,15 +9,16 @@ SQLite runs inside `BEGIN IMMEDIATE` (see service.db), which is atomic because S
 Every write of a job's outcome checks the lease token (fencing), so a worker whose lease expired can never
 overwrite the grade stored by the worker that reclaimed the job.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, false, func, or_, select, update
+from sqlalchemy import CursorResult, Update, and_, false, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from service.db import utcnow
@@ -45,13 +46,30 @@ class ClaimedJob:
     world_size: int
 
 
-def enqueue(session: Session, *, submission_id: str, lane: str, priority: int, devices: int,
-            world_size: int, max_attempts: int, learner: str | None = None) -> Job:
+def enqueue(
+    session: Session,
+    *,
+    submission_id: str,
+    lane: str,
+    priority: int,
+    devices: int,
+    world_size: int,
+    max_attempts: int,
+    learner: str | None = None,
+) -> Job:
     """Add a job for a submission (its learner is looked up when not given: fair share is per learner)."""
     if learner is None:
         learner = session.get_one(Submission, submission_id).user
-    job = Job(submission_id=submission_id, learner=learner, lane=lane, priority=priority, devices=devices,
-              world_size=world_size, max_attempts=max_attempts, available_at=utcnow())
+    job = Job(
+        submission_id=submission_id,
+        learner=learner,
+        lane=lane,
+        priority=priority,
+        devices=devices,
+        world_size=world_size,
+        max_attempts=max_attempts,
+        available_at=utcnow(),
+    )
     session.add(job)
     session.add(ProgressEvent(submission_id=submission_id, event="queued", data={"priority": priority}))
     return job
@@ -60,19 +78,37 @@ def enqueue(session: Session, *, submission_id: str, lane: str, priority: int, d
 def _learner_running():
     """Correlated: how many jobs of the candidate's learner are running (for the per-learner cap)."""
     other = aliased(Job)
-    return (select(func.count()).where(other.learner == Job.learner, other.status == "running")
-            .correlate(Job).scalar_subquery())
+    return (
+        select(func.count())
+        .where(other.learner == Job.learner, other.status == "running")
+        .correlate(Job)
+        .scalar_subquery()
+    )
 
 
-def _candidate(*, now: dt.datetime, lanes: Sequence[str], free_devices: int, max_world_size: int, policy: str,
-               max_running_per_learner: int, skip_learners: set[str], postgres: bool,
-               fits: Sequence[tuple[str, int, int]] | None = None):
-    stmt = (select(Job.id, Job.learner)
-            .where(Job.status == "queued", Job.lane.in_(list(lanes)), Job.devices <= free_devices,
-                   Job.world_size <= max_world_size, Job.available_at <= now))
+def _candidate(
+    *,
+    now: dt.datetime,
+    lanes: Sequence[str],
+    free_devices: int,
+    max_world_size: int,
+    policy: str,
+    max_running_per_learner: int,
+    skip_learners: set[str],
+    postgres: bool,
+    fits: Sequence[tuple[str, int, int]] | None = None,
+):
+    stmt = select(Job.id, Job.learner).where(
+        Job.status == "queued",
+        Job.lane.in_(list(lanes)),
+        Job.devices <= free_devices,
+        Job.world_size <= max_world_size,
+        Job.available_at <= now,
+    )
     if fits is not None:
-        stmt = stmt.where(or_(false(), *(and_(Job.lane == lane, Job.devices == d, Job.world_size == w)
-                                         for lane, d, w in fits)))
+        stmt = stmt.where(
+            or_(false(), *(and_(Job.lane == lane, Job.devices == d, Job.world_size == w) for lane, d, w in fits))
+        )
     if max_running_per_learner:
         stmt = stmt.where(_learner_running() < max_running_per_learner)
     if skip_learners:
@@ -80,14 +116,23 @@ def _candidate(*, now: dt.datetime, lanes: Sequence[str], free_devices: int, max
     if policy == "fair":
         # Round robin over learners within a priority: fewest jobs running in the lane, then the learner
         # granted a job in the lane longest ago (never: first). Aggregated once per claim, not per row.
-        running = (select(Job.learner, Job.lane, func.count().label("n")).where(Job.status == "running")
-                   .group_by(Job.learner, Job.lane).subquery("running"))
-        granted = (select(Job.learner, Job.lane, func.max(Job.claimed_at).label("at"))
-                   .where(Job.claimed_at >= now - dt.timedelta(seconds=FAIR_SHARE_MEMORY_S))
-                   .group_by(Job.learner, Job.lane).subquery("granted"))
-        stmt = (stmt.outerjoin(running, and_(running.c.learner == Job.learner, running.c.lane == Job.lane))
-                .outerjoin(granted, and_(granted.c.learner == Job.learner, granted.c.lane == Job.lane))
-                .order_by(Job.priority, func.coalesce(running.c.n, 0), granted.c.at.nulls_first(), Job.id))
+        running = (
+            select(Job.learner, Job.lane, func.count().label("n"))
+            .where(Job.status == "running")
+            .group_by(Job.learner, Job.lane)
+            .subquery("running")
+        )
+        granted = (
+            select(Job.learner, Job.lane, func.max(Job.claimed_at).label("at"))
+            .where(Job.claimed_at >= now - dt.timedelta(seconds=FAIR_SHARE_MEMORY_S))
+            .group_by(Job.learner, Job.lane)
+            .subquery("granted")
+        )
+        stmt = (
+            stmt.outerjoin(running, and_(running.c.learner == Job.learner, running.c.lane == Job.lane))
+            .outerjoin(granted, and_(granted.c.learner == Job.learner, granted.c.lane == Job.lane))
+            .order_by(Job.priority, func.coalesce(running.c.n, 0), granted.c.at.nulls_first(), Job.id)
+        )
     else:
         stmt = stmt.order_by(Job.priority, Job.id)
     stmt = stmt.limit(1)
@@ -98,15 +143,24 @@ def _learner_has_room(session: Session, *, learner: str, cap: int) -> bool:
     """PostgreSQL only: serialise claims per learner, then recount, so concurrent workers respect the cap
     (under READ COMMITTED the count taken after the lock sees every claim committed before it)."""
     session.execute(select(func.pg_advisory_xact_lock(func.hashtext("titangrade.learner:" + learner))))
-    running = session.scalar(select(func.count()).select_from(Job)
-                             .where(Job.learner == learner, Job.status == "running"))
+    running = session.execute(
+        select(func.count()).select_from(Job).where(Job.learner == learner, Job.status == "running")
+    ).scalar_one()
     return running < cap
 
 
-def claim(session: Session, *, worker_id: str, lanes: Sequence[str], free_devices: int,
-          max_world_size: int, lease_s: float, policy: str = "fair",
-          max_running_per_learner: int = 0,
-          fits: Sequence[tuple[str, int, int]] | None = None) -> ClaimedJob | None:
+def claim(
+    session: Session,
+    *,
+    worker_id: str,
+    lanes: Sequence[str],
+    free_devices: int,
+    max_world_size: int,
+    lease_s: float,
+    policy: str = "fair",
+    max_running_per_learner: int = 0,
+    fits: Sequence[tuple[str, int, int]] | None = None,
+) -> ClaimedJob | None:
     """Atomically take the next job this worker can run, or None. `fits` (a cluster executor's
     (lane, devices, world_size) shapes that can start now) narrows the choice to those shapes.
 
@@ -119,33 +173,65 @@ def claim(session: Session, *, worker_id: str, lanes: Sequence[str], free_device
     postgres = session.get_bind().dialect.name == "postgresql"
     skip: set[str] = set()
     for _ in range(CLAIM_TRIES):
-        picked = session.execute(_candidate(
-            now=now, lanes=lanes, free_devices=free_devices, max_world_size=max_world_size, policy=policy,
-            max_running_per_learner=max_running_per_learner, skip_learners=skip, postgres=postgres,
-            fits=fits)).first()
+        picked = session.execute(
+            _candidate(
+                now=now,
+                lanes=lanes,
+                free_devices=free_devices,
+                max_world_size=max_world_size,
+                policy=policy,
+                max_running_per_learner=max_running_per_learner,
+                skip_learners=skip,
+                postgres=postgres,
+                fits=fits,
+            )
+        ).first()
         if picked is None:
             return None
         if not (postgres and max_running_per_learner) or _learner_has_room(
-                session, learner=picked.learner, cap=max_running_per_learner):
+            session, learner=picked.learner, cap=max_running_per_learner
+        ):
             break
         skip.add(picked.learner)
     else:
         return None
     token = uuid.uuid4().hex
     row = session.execute(
-        update(Job).where(Job.id == picked.id, Job.status == "queued")
-        .values(status="running", lease_token=token, worker_id=worker_id, attempts=Job.attempts + 1,
-                lease_expires_at=now + dt.timedelta(seconds=lease_s), claimed_at=now)
+        update(Job)
+        .where(Job.id == picked.id, Job.status == "queued")
+        .values(
+            status="running",
+            lease_token=token,
+            worker_id=worker_id,
+            attempts=Job.attempts + 1,
+            lease_expires_at=now + dt.timedelta(seconds=lease_s),
+            claimed_at=now,
+        )
         .returning(Job.id, Job.submission_id, Job.attempts, Job.lane, Job.devices, Job.world_size)
-        .execution_options(synchronize_session=False)).first()
+        .execution_options(synchronize_session=False)
+    ).first()
     if row is None:
         return None
-    session.execute(update(Submission).where(Submission.id == row.submission_id)
-                    .values(status="running", started_at=now).execution_options(synchronize_session=False))
-    session.add(ProgressEvent(submission_id=row.submission_id, event="claimed",
-                              data={"worker": worker_id, "attempt": row.attempts}))
-    return ClaimedJob(job_id=row.id, submission_id=row.submission_id, lease_token=token, attempt=row.attempts,
-                      lane=row.lane, devices=row.devices, world_size=row.world_size)
+    session.execute(
+        update(Submission)
+        .where(Submission.id == row.submission_id)
+        .values(status="running", started_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    session.add(
+        ProgressEvent(
+            submission_id=row.submission_id, event="claimed", data={"worker": worker_id, "attempt": row.attempts}
+        )
+    )
+    return ClaimedJob(
+        job_id=row.id,
+        submission_id=row.submission_id,
+        lease_token=token,
+        attempt=row.attempts,
+        lane=row.lane,
+        devices=row.devices,
+        world_size=row.world_size,
+    )
 
 
 def cancel_queued(session: Session, *, submission_ids: Sequence[str], reason: str) -> list[str]:
@@ -155,10 +241,14 @@ def cancel_queued(session: Session, *, submission_ids: Sequence[str], reason: st
     if not submission_ids:
         return []
     rows = session.execute(
-        update(Job).where(Job.submission_id.in_(list(submission_ids)), Job.status == "queued",
-                          Job.priority == INTERACTIVE_PRIORITY)
+        update(Job)
+        .where(
+            Job.submission_id.in_(list(submission_ids)), Job.status == "queued", Job.priority == INTERACTIVE_PRIORITY
+        )
         .values(status="cancelled", finished_at=utcnow(), last_error=reason[:2000])
-        .returning(Job.submission_id).execution_options(synchronize_session=False))
+        .returning(Job.submission_id)
+        .execution_options(synchronize_session=False)
+    )
     return sorted({r.submission_id for r in rows})
 
 
@@ -167,19 +257,32 @@ def renew(session: Session, *, held: Sequence[ClaimedJob], lease_s: float) -> se
     expires = utcnow() + dt.timedelta(seconds=lease_s)
     lost = set()
     for job in held:
-        result = session.execute(update(Job).where(Job.id == job.job_id, Job.lease_token == job.lease_token,
-                                                   Job.status == "running")
-                                 .values(lease_expires_at=expires).execution_options(synchronize_session=False))
+        result = _updated(
+            session,
+            update(Job)
+            .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == "running")
+            .values(lease_expires_at=expires)
+            .execution_options(synchronize_session=False),
+        )
         if result.rowcount != 1:
             lost.add(job.job_id)
     return lost
 
 
+def _updated(session: Session, statement: Update) -> CursorResult:
+    """Run an UPDATE; its result is a CursorResult (rowcount), which Session.execute's annotation does not say."""
+    return cast(CursorResult, session.execute(statement))
+
+
 def _fence(session: Session, job: ClaimedJob, **values: Any) -> bool:
     """Update the job only if this worker still holds its lease."""
-    result = session.execute(update(Job).where(Job.id == job.job_id, Job.lease_token == job.lease_token,
-                                               Job.status == "running")
-                             .values(**values).execution_options(synchronize_session=False))
+    result = _updated(
+        session,
+        update(Job)
+        .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == "running")
+        .values(**values)
+        .execution_options(synchronize_session=False),
+    )
     return result.rowcount == 1
 
 
@@ -194,29 +297,49 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
     (the caller then records the submission as not_gradable) or "lost" (the lease is gone)."""
     current = session.get(Job, job.job_id)
     if retryable and current is not None and current.attempts < current.max_attempts:
-        if _fence(session, job, status="queued", lease_token=None, worker_id=None, lease_expires_at=None,
-                  last_error=error[:2000], available_at=utcnow() + dt.timedelta(seconds=backoff_s)):
+        if _fence(
+            session,
+            job,
+            status="queued",
+            lease_token=None,
+            worker_id=None,
+            lease_expires_at=None,
+            last_error=error[:2000],
+            available_at=utcnow() + dt.timedelta(seconds=backoff_s),
+        ):
             _requeued(session, job.submission_id, error)
             return "queued"
         return "lost"
-    if not _fence(session, job, status="failed", finished_at=utcnow(), last_error=error[:2000],
-                  lease_expires_at=None):
+    if not _fence(session, job, status="failed", finished_at=utcnow(), last_error=error[:2000], lease_expires_at=None):
         return "lost"
     return "failed"
 
 
 def release(session: Session, *, job: ClaimedJob, reason: str) -> bool:
     """Give a job back unfinished (graceful shutdown): queued again at once, the attempt not counted."""
-    if not _fence(session, job, status="queued", lease_token=None, worker_id=None, lease_expires_at=None,
-                  attempts=Job.attempts - 1, available_at=utcnow(), last_error=reason[:2000]):
+    if not _fence(
+        session,
+        job,
+        status="queued",
+        lease_token=None,
+        worker_id=None,
+        lease_expires_at=None,
+        attempts=Job.attempts - 1,
+        available_at=utcnow(),
+        last_error=reason[:2000],
+    ):
         return False
     _requeued(session, job.submission_id, reason)
     return True
 
 
 def _requeued(session: Session, submission_id: str, reason: str) -> None:
-    session.execute(update(Submission).where(Submission.id == submission_id)
-                    .values(status="queued").execution_options(synchronize_session=False))
+    session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id)
+        .values(status="queued")
+        .execution_options(synchronize_session=False)
+    )
     session.add(ProgressEvent(submission_id=submission_id, event="requeued", data={"reason": reason[:500]}))
 
 
@@ -250,13 +373,31 @@ def reap_expired(session: Session) -> list[Expired]:
     return reaped
 
 
-def beat(session: Session, *, worker_id: str, host: str, pid: int, slots: int, devices: int,
-         device_kind: str, long_slots: int | None = None) -> None:
+def beat(
+    session: Session,
+    *,
+    worker_id: str,
+    host: str,
+    pid: int,
+    slots: int,
+    devices: int,
+    device_kind: str,
+    long_slots: int | None = None,
+) -> None:
     """Record that a worker is alive (and what it offers: `long_slots` of its slots take long-lane jobs)."""
     row = session.get(WorkerBeat, worker_id)
     if row is None:
-        session.add(WorkerBeat(id=worker_id, host=host, pid=pid, slots=slots, devices=devices,
-                               device_kind=device_kind, long_slots=long_slots))
+        session.add(
+            WorkerBeat(
+                id=worker_id,
+                host=host,
+                pid=pid,
+                slots=slots,
+                devices=devices,
+                device_kind=device_kind,
+                long_slots=long_slots,
+            )
+        )
     else:
         row.heartbeat_at = utcnow()
 
@@ -268,8 +409,8 @@ def live_workers(session: Session, *, within_s: float) -> list[WorkerBeat]:
 
 def depth_by_lane(session: Session) -> dict[str, int]:
     rows = session.execute(select(Job.lane, func.count()).where(Job.status == "queued").group_by(Job.lane))
-    return {lane: n for lane, n in rows}
+    return dict(rows.all())
 
 
 def jobs_by_status(session: Session) -> dict[str, int]:
-    return {status: n for status, n in session.execute(select(Job.status, func.count()).group_by(Job.status))}
+    return dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).all())

@@ -6,6 +6,7 @@ with the `done` event's id (as a browser's EventSource does after every normal c
 Content, which tells EventSource to stop. A stream also ends after `max_s`; the client resumes with
 Last-Event-ID.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -48,8 +49,11 @@ class StreamPlan:
 def plan(session: Session, *, sub: Submission, last_event_id: int | None) -> StreamPlan | None:
     """Where a (re)connecting stream starts in the current run; None when that run is done and the client
     has already seen its `done` (answer 204)."""
-    done_id = session.scalar(select(func.max(ProgressEvent.id)).where(
-        ProgressEvent.submission_id == sub.id, ProgressEvent.run == sub.run, ProgressEvent.event == "done"))
+    done_id = session.scalar(
+        select(func.max(ProgressEvent.id)).where(
+            ProgressEvent.submission_id == sub.id, ProgressEvent.run == sub.run, ProgressEvent.event == "done"
+        )
+    )
     if last_event_id is None:
         return StreamPlan(sub.run, 0)
     if done_id is not None and last_event_id >= done_id:
@@ -58,8 +62,7 @@ def plan(session: Session, *, sub: Submission, last_event_id: int | None) -> Str
     return StreamPlan(sub.run, min(last_event_id, newest))  # an id from the future cannot hide new events
 
 
-def _fetch(factory: sessionmaker[Session], submission_id: str, run: int,
-           after_id: int) -> list[tuple[int, str, dict]]:
+def _fetch(factory: sessionmaker[Session], submission_id: str, run: int, after_id: int) -> list[tuple[int, str, dict]]:
     with factory() as session:
         rows = since(session, submission_id=submission_id, after_id=after_id, run=run)
         out = [(r.id, r.event, r.data) for r in rows]
@@ -93,13 +96,21 @@ def _worth_sending(new: dict, last: dict | None) -> bool:
         return True
     if new["finish_at"] is None:
         return False
-    moved = abs((dt.datetime.fromisoformat(new["finish_at"])
-                 - dt.datetime.fromisoformat(last["finish_at"])).total_seconds())
+    moved = abs(
+        (dt.datetime.fromisoformat(new["finish_at"]) - dt.datetime.fromisoformat(last["finish_at"])).total_seconds()
+    )
     return moved >= max(5.0, 0.1 * (new["finish_in_s"] or 0.0))
 
 
-async def stream(factory: sessionmaker[Session], *, submission_id: str, start: StreamPlan, poll_s: float,
-                 max_s: float, estimate: Callable[[], dict | None] | None = None) -> AsyncIterator[str]:
+async def stream(
+    factory: sessionmaker[Session],
+    *,
+    submission_id: str,
+    start: StreamPlan,
+    poll_s: float,
+    max_s: float,
+    estimate: Callable[[], dict | None] | None = None,
+) -> AsyncIterator[str]:
     """Yield the run's SSE frames until its `done` (or `max_s`); comment lines keep idle connections open.
     With `estimate`, an `estimate` frame (no id: it is not replayed) reports the waiting time while queued."""
     deadline = time.monotonic() + max_s

@@ -1,4 +1,5 @@
 """A submission (the notebook and its grade) and its persisted progress events."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -29,8 +30,11 @@ def _local_identity(context) -> int:
     conn = context.connection
     found = conn.execute(select(Identity.id).where(Identity.issuer == LOCAL_ISSUER, Identity.subject == name)).scalar()
     if found is None:
-        found = conn.execute(insert(Identity).values(issuer=LOCAL_ISSUER, subject=name, name=name,
-                                                     created_at=utcnow()).returning(Identity.id)).scalar_one()
+        found = conn.execute(
+            insert(Identity)
+            .values(issuer=LOCAL_ISSUER, subject=name, name=name, created_at=utcnow())
+            .returning(Identity.id)
+        ).scalar_one()
     return found
 
 

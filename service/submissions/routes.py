@@ -1,4 +1,5 @@
 """HTTP routes for submissions: thin wrappers over service.submissions.service."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -23,86 +24,148 @@ from service.submissions.schemas import (
 router = APIRouter(prefix="/submissions", tags=["submissions"])
 PRINTABLE = r"^[^\x00-\x1f\x7f]*$"  # no control characters (PostgreSQL refuses NUL; headers and logs break on CR/LF)
 SSE_EVENT = {  # one server-sent event; `data` is a JSON object whose `event` repeats the event name
-    "type": "object", "required": ["data"],
-    "properties": {"id": {"type": "string", "pattern": "^[0-9]+$"},
-                   "event": {"type": "string", "description": "queued, claimed, started, cell, restart, checks, "
-                                                              "requeued, done (the engine may add kinds)"},
-                   "data": {"type": "string", "contentMediaType": "application/json"},
-                   "retry": {"type": "integer"}}}
-IDEMPOTENCY_KEY = Header(max_length=200, pattern=r"^[\x21-\x7e]+$",
-                         description="makes a retried upload safe: the same key with the same request returns the "
-                         "first submission (200); with a different request it is a 422")
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "event": {
+            "type": "string",
+            "description": "queued, claimed, started, cell, restart, checks, requeued, done (the engine may add kinds)",
+        },
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "retry": {"type": "integer"},
+    },
+}
+IDEMPOTENCY_KEY = Header(
+    max_length=200,
+    pattern=r"^[\x21-\x7e]+$",
+    description="makes a retried upload safe: the same key with the same request returns the "
+    "first submission (200); with a different request it is a 422",
+)
 
 
-@router.post("", status_code=202, response_model=SubmissionAccepted,
-             responses={200: {"model": SubmissionAccepted,
-                              "description": "Idempotency-Key seen before with this request: the original submission"},
-                        **errors(403, 404, 413, 422, 429)})
-def submit(request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep,
-           catalogue: CatalogueDep, lang: LangDep,
-           notebook: Annotated[UploadFile | None, File(description="the .ipynb file")] = None,
-           exercise_id: Annotated[str | None, Form(max_length=200, pattern=PRINTABLE,
-                                                   description="defaults to the notebook's metadata")] = None,
-           course: Annotated[str | None, Form(max_length=200, pattern=PRINTABLE,
-                                              description="defaults to the token's (or your only) course")] = None,
-           idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None):
+@router.post(
+    "",
+    status_code=202,
+    response_model=SubmissionAccepted,
+    responses={
+        200: {
+            "model": SubmissionAccepted,
+            "description": "Idempotency-Key seen before with this request: the original submission",
+        },
+        **errors(403, 404, 413, 422, 429),
+    },
+)
+def submit(
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    catalogue: CatalogueDep,
+    lang: LangDep,
+    notebook: Annotated[UploadFile | None, File(description="the .ipynb file")] = None,
+    exercise_id: Annotated[
+        str | None, Form(max_length=200, pattern=PRINTABLE, description="defaults to the notebook's metadata")
+    ] = None,
+    course: Annotated[
+        str | None, Form(max_length=200, pattern=PRINTABLE, description="defaults to the token's (or your only) course")
+    ] = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None,
+):
     """Validate the notebook now (4xx on bad input), then store it and its job; grading happens on a worker."""
     from grading.pipeline import load_submission
 
     if notebook is None:
-        raise ServiceError("the multipart field `notebook` (the .ipynb file) is missing; send it with "
-                           "-F notebook=@file.ipynb", code="missing_notebook", status_code=422,
-                           zh="缺少 multipart 字段 `notebook`（.ipynb 文件）；请用 -F notebook=@file.ipynb 发送")
+        raise ServiceError(
+            "the multipart field `notebook` (the .ipynb file) is missing; send it with -F notebook=@file.ipynb",
+            code="missing_notebook",
+            status_code=422,
+            zh="缺少 multipart 字段 `notebook`（.ipynb 文件）；请用 -F notebook=@file.ipynb 发送",
+        )
     raw = notebook.file.read(settings.max_upload_bytes + 1)
     fingerprint = service.request_hash(notebook=raw, exercise_id=exercise_id, course=course)
-    if idempotency_key and (first := service.replay(session, user=user, key=idempotency_key,
-                                                    fingerprint=fingerprint)) is not None:
+    if (
+        idempotency_key
+        and (first := service.replay(session, user=user, key=idempotency_key, fingerprint=fingerprint)) is not None
+    ):
         return _accepted(first, status=200)
-    _, exercise = load_submission(raw, exercise_id=exercise_id or None, catalogue=catalogue,
-                                  max_bytes=settings.max_upload_bytes)
+    _, exercise = load_submission(
+        raw, exercise_id=exercise_id or None, catalogue=catalogue, max_bytes=settings.max_upload_bytes
+    )
     chosen = service.choose_course(user, course or None)
-    service.check_capacity(exercise=exercise, max_devices=request.app.state.max_devices,
-                           max_world_size=settings.worker_max_world_size)
-    sub, created = service.create(session, user=user, exercise=exercise, course=chosen, notebook=raw, lang=lang,
-                                  idempotency_key=idempotency_key, fingerprint=fingerprint, settings=settings)
+    service.check_capacity(
+        exercise=exercise, max_devices=request.app.state.max_devices, max_world_size=settings.worker_max_world_size
+    )
+    sub, created = service.create(
+        session,
+        user=user,
+        exercise=exercise,
+        course=chosen,
+        notebook=raw,
+        lang=lang,
+        idempotency_key=idempotency_key,
+        fingerprint=fingerprint,
+        settings=settings,
+    )
     return _accepted(sub, status=202 if created else 200)
 
 
 def _accepted(sub, *, status: int) -> JSONResponse:
-    body = SubmissionAccepted(id=sub.id, status=sub.status, exercise_id=sub.exercise_id, course=sub.course,
-                              attempt=sub.attempt, links={"self": f"/api/v1/submissions/{sub.id}",
-                                                          "events": f"/api/v1/submissions/{sub.id}/events"})
+    body = SubmissionAccepted(
+        id=sub.id,
+        status=sub.status,
+        exercise_id=sub.exercise_id,
+        course=sub.course,
+        attempt=sub.attempt,
+        links={"self": f"/api/v1/submissions/{sub.id}", "events": f"/api/v1/submissions/{sub.id}/events"},
+    )
     return JSONResponse(body.model_dump(), status_code=status)
 
 
 @router.get("", response_model=SubmissionList)
-def list_submissions(user: CurrentUser, session: SessionDep,
-                     exercise_id: Annotated[str | None, Query(max_length=200, pattern=PRINTABLE)] = None,
-                     course: Annotated[str | None, Query(max_length=200, pattern=PRINTABLE)] = None,
-                     limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> SubmissionList:
+def list_submissions(
+    user: CurrentUser,
+    session: SessionDep,
+    exercise_id: Annotated[str | None, Query(max_length=200, pattern=PRINTABLE)] = None,
+    course: Annotated[str | None, Query(max_length=200, pattern=PRINTABLE)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> SubmissionList:
     """Learners see their own submissions; instructors their courses'; admins all."""
     subs = service.list_visible(session, user=user, exercise_id=exercise_id, course=course, limit=limit)
     return SubmissionList(items=[service.to_public(s) for s in subs])
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic, responses=errors(404))
-def get_submission(submission_id: str, user: CurrentUser, session: SessionDep,
-                   settings: SettingsDep) -> SubmissionPublic:
+def get_submission(
+    submission_id: str, user: CurrentUser, session: SessionDep, settings: SettingsDep
+) -> SubmissionPublic:
     """The submission; while it waits, `queue` has its position and estimated start and finish."""
     sub = service.get(session, user=user, submission_id=submission_id)
     return service.to_public(sub, queue_estimate=service.wait_estimate(session, sub=sub, settings=settings))
 
 
-@router.get("/{submission_id}/events", response_class=StreamingResponse,
-            responses={200: {"content": {"text/event-stream": {"schema": SSE_EVENT}},
-                             "description": "the current run's events: queued, estimate (position, start_in_s, "
-                                            "finish_in_s; while queued, when it changes; no id), claimed, started, "
-                                            "cell (index/total), checks, requeued, done; ends after done"},
-                       204: {"description": "Last-Event-ID is the current run's done: nothing more to send"},
-                       **errors(404)})
-def submission_events(request: Request, submission_id: str, user: CurrentUser, session: SessionDep,
-                      settings: SettingsDep,
-                      last_event_id: Annotated[str | None, Header(max_length=40)] = None) -> Response:
+@router.get(
+    "/{submission_id}/events",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"text/event-stream": {"schema": SSE_EVENT}},
+            "description": "the current run's events: queued, estimate (position, start_in_s, "
+            "finish_in_s; while queued, when it changes; no id), claimed, started, "
+            "cell (index/total), checks, requeued, done; ends after done",
+        },
+        204: {"description": "Last-Event-ID is the current run's done: nothing more to send"},
+        **errors(404),
+    },
+)
+def submission_events(
+    request: Request,
+    submission_id: str,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    last_event_id: Annotated[str | None, Header(max_length=40)] = None,
+) -> Response:
     """Server-sent progress events of the current grading run, from its start (or after Last-Event-ID)."""
     sub = service.get(session, user=user, submission_id=submission_id)
     raw_id = (last_event_id or "").strip()
@@ -112,23 +175,42 @@ def submission_events(request: Request, submission_id: str, user: CurrentUser, s
     if start is None:
         return Response(status_code=204)
     estimate = events.estimator(request.app.state.sessions, submission_id=sub.id, settings=settings)
-    return StreamingResponse(events.stream(request.app.state.sessions, submission_id=sub.id, start=start,
-                                           poll_s=settings.events_poll_s, max_s=settings.events_max_s,
-                                           estimate=estimate),
-                             media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        events.stream(
+            request.app.state.sessions,
+            submission_id=sub.id,
+            start=start,
+            poll_s=settings.events_poll_s,
+            max_s=settings.events_max_s,
+            estimate=estimate,
+        ),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
-@router.post("/{submission_id}/regrade", status_code=202, response_model=RegradeAccepted,
-             responses={200: {"model": RegradeAccepted, "description": "nothing queued; `skipped` says why"},
-                        **errors(403, 404)})
-def regrade_submission(submission_id: str, user: StaffUser, session: SessionDep, settings: SettingsDep,
-                       catalogue: CatalogueDep):
+@router.post(
+    "/{submission_id}/regrade",
+    status_code=202,
+    response_model=RegradeAccepted,
+    responses={
+        200: {"model": RegradeAccepted, "description": "nothing queued; `skipped` says why"},
+        **errors(403, 404),
+    },
+)
+def regrade_submission(
+    submission_id: str, user: StaffUser, session: SessionDep, settings: SettingsDep, catalogue: CatalogueDep
+):
     sub = service.get_for_staff(session, user=user, submission_id=submission_id)
-    ids, skipped = service.regrade(session, subs=[sub], priority=SINGLE_REGRADE_PRIORITY,
-                                   max_attempts=settings.max_attempts, catalogue=catalogue)
-    body = RegradeAccepted(queued=len(ids), submission_ids=ids, skipped=skipped,
-                           message=skipped[0].message if skipped else f"run {sub.run} queued")
+    ids, skipped = service.regrade(
+        session, subs=[sub], priority=SINGLE_REGRADE_PRIORITY, max_attempts=settings.max_attempts, catalogue=catalogue
+    )
+    body = RegradeAccepted(
+        queued=len(ids),
+        submission_ids=ids,
+        skipped=skipped,
+        message=skipped[0].message if skipped else f"run {sub.run} queued",
+    )
     return JSONResponse(body.model_dump(), status_code=202 if ids else 200)
 
 
@@ -143,5 +225,7 @@ def override_score(submission_id: str, body: OverrideCreate, user: StaffUser, se
 def list_overrides(submission_id: str, user: StaffUser, session: SessionDep) -> list[OverridePublic]:
     """The audit trail of manual scores for one submission."""
     service.get_for_staff(session, user=user, submission_id=submission_id)
-    return [OverridePublic(old_score=o.old_score, new_score=o.new_score, reason=o.reason, by=o.by_user,
-                           at=o.created_at) for o in service.overrides(session, submission_id=submission_id)]
+    return [
+        OverridePublic(old_score=o.old_score, new_score=o.new_score, reason=o.reason, by=o.by_user, at=o.created_at)
+        for o in service.overrides(session, submission_id=submission_id)
+    ]

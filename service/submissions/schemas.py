@@ -1,4 +1,5 @@
 """What the submissions API sends and receives (never ORM rows)."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,8 +22,10 @@ class QueueEstimate(BaseModel):
     worker_slots: int = Field(description="slots of live workers that can run this exercise")
     typical_s: float | None = Field(description="median grading time of recent runs of this exercise")
     basis_runs: int = Field(description="runs behind that median (0: the median of other exercises was used)")
-    start_in_s: float | None = Field(description="estimated seconds until grading starts; null: no live "
-                                     "worker can run it now, or no grading history yet")
+    start_in_s: float | None = Field(
+        description="estimated seconds until grading starts; null: no live "
+        "worker can run it now, or no grading history yet"
+    )
     finish_in_s: float | None
     start_at: str | None
     finish_at: str | None
@@ -42,8 +45,10 @@ class SubmissionPublic(BaseModel):
     user: str
     course: str
     exercise_id: str
-    status: str = Field(description="queued | running | graded | error | not_gradable | superseded (a later "
-                        "attempt replaced it before it started; see superseded_by)")
+    status: str = Field(
+        description="queued | running | graded | error | not_gradable | superseded (a later "
+        "attempt replaced it before it started; see superseded_by)"
+    )
     score: float | None = Field(description="the score that counts: a manual override if any, else the auto score")
     auto_score: float | None
     manual_score: float | None

@@ -3,6 +3,7 @@
 Access is by identity and course membership: a learner reads their own submissions (within the token's
 course scope); instructors read and act on their courses' submissions; admins on all.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -35,13 +36,29 @@ SUBMISSION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex; anything else cannot
 def to_public(sub: Submission, *, queue_estimate: dict | None = None) -> SubmissionPublic:
     result = sub.result or {}
     return SubmissionPublic(
-        id=sub.id, user=sub.user, course=sub.course, exercise_id=sub.exercise_id, status=sub.status,
-        score=sub.effective_score, auto_score=sub.score, manual_score=sub.manual_score, max_score=sub.max_score,
-        attempt=sub.attempt, run=sub.run, lang=sub.lang, message=sub.message,
-        checks=[CheckPublic(**c) for c in result.get("checks", [])], limits_hit=result.get("limits_hit", []),
-        sandbox=result.get("sandbox", ""), grading_s=sub.grading_s, created_at=sub.created_at,
-        started_at=sub.started_at, graded_at=sub.graded_at, superseded_by=sub.superseded_by,
-        queue=queue_estimate)
+        id=sub.id,
+        user=sub.user,
+        course=sub.course,
+        exercise_id=sub.exercise_id,
+        status=sub.status,
+        score=sub.effective_score,
+        auto_score=sub.score,
+        manual_score=sub.manual_score,
+        max_score=sub.max_score,
+        attempt=sub.attempt,
+        run=sub.run,
+        lang=sub.lang,
+        message=sub.message,
+        checks=[CheckPublic(**c) for c in result.get("checks", [])],
+        limits_hit=result.get("limits_hit", []),
+        sandbox=result.get("sandbox", ""),
+        grading_s=sub.grading_s,
+        created_at=sub.created_at,
+        started_at=sub.started_at,
+        graded_at=sub.graded_at,
+        superseded_by=sub.superseded_by,
+        queue=queue_estimate,
+    )
 
 
 def request_hash(*, notebook: bytes, exercise_id: str | None, course: str | None) -> str:
@@ -55,14 +72,17 @@ def request_hash(*, notebook: bytes, exercise_id: str | None, course: str | None
 
 def replay(session: Session, *, user: Principal, key: str, fingerprint: str) -> Submission | None:
     """The submission an Idempotency-Key already made, or None; the same key on another request is a 422."""
-    sub = session.scalar(select(Submission).where(Submission.identity_id == user.identity_id,
-                                                  Submission.idempotency_key == key))
+    sub = session.scalar(
+        select(Submission).where(Submission.identity_id == user.identity_id, Submission.idempotency_key == key)
+    )
     if sub is not None and sub.request_hash is not None and sub.request_hash != fingerprint:
         raise ServiceError(
             f"Idempotency-Key {clip(key)!r} was already used for a different request (submission {sub.id}); "
             "send a new key for a new submission, or repeat the original request exactly",
-            code="idempotency_key_reused", status_code=422,
-            zh=f"Idempotency-Key {clip(key)!r} 已用于另一个不同的请求（提交 {sub.id}）；新的提交请使用新的键")
+            code="idempotency_key_reused",
+            status_code=422,
+            zh=f"Idempotency-Key {clip(key)!r} 已用于另一个不同的请求（提交 {sub.id}）；新的提交请使用新的键",
+        )
     return sub
 
 
@@ -72,72 +92,125 @@ def choose_course(user: Principal, requested: str | None) -> str:
     if requested:
         if user.in_scope(requested) and user.role_in(requested) is not None:
             return requested
-        raise Forbidden(f"you are not enrolled in course {clip(requested)!r}; your courses: "
-                        f"{', '.join(sorted(user.memberships)) or 'none'}",
-                        code="not_enrolled", zh=f"你没有加入课程 {clip(requested)!r}")
+        raise Forbidden(
+            f"you are not enrolled in course {clip(requested)!r}; your courses: "
+            f"{', '.join(sorted(user.memberships)) or 'none'}",
+            code="not_enrolled",
+            zh=f"你没有加入课程 {clip(requested)!r}",
+        )
     if user.scope:
         return user.scope
     if len(user.memberships) == 1:
         return next(iter(user.memberships))
-    raise ServiceError("say which course this submission is for: send the form field `course` (one of "
-                       f"{', '.join(sorted(user.memberships)) or 'your courses'})", code="course_required",
-                       status_code=422, zh="请用表单字段 `course` 指明提交所属的课程")
+    raise ServiceError(
+        "say which course this submission is for: send the form field `course` (one of "
+        f"{', '.join(sorted(user.memberships)) or 'your courses'})",
+        code="course_required",
+        status_code=422,
+        zh="请用表单字段 `course` 指明提交所属的课程",
+    )
 
 
 def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_world_size: int) -> None:
     """Reject at intake a job no worker could ever run (`max_devices` is only asked when devices are needed)."""
     res = exercise.manifest.resources
     if res.devices and res.devices > (offered := max_devices()):
-        raise Unsatisfiable(f"exercise {exercise.id} needs {res.devices} accelerator(s) but the largest worker "
-                            f"offers {offered}; ask an administrator to start a worker whose "
-                            f"TITANGRADE_WORKER_DEVICES lists at least {res.devices} (e.g. npu:0-{res.devices - 1})",
-                            zh=f"练习 {exercise.id} 需要 {res.devices} 个加速卡，"
-                               f"但目前最大的评分节点只有 {offered} 个；请联系管理员")
+        raise Unsatisfiable(
+            f"exercise {exercise.id} needs {res.devices} accelerator(s) but the largest worker "
+            f"offers {offered}; ask an administrator to start a worker whose "
+            f"TITANGRADE_WORKER_DEVICES lists at least {res.devices} (e.g. npu:0-{res.devices - 1})",
+            zh=f"练习 {exercise.id} 需要 {res.devices} 个加速卡，但目前最大的评分节点只有 {offered} 个；请联系管理员",
+        )
     if res.world_size > max_world_size:
-        raise Unsatisfiable(f"exercise {exercise.id} launches {res.world_size} ranks but workers run at most "
-                            f"{max_world_size}; raise TITANGRADE_WORKER_MAX_WORLD_SIZE on a larger host",
-                            zh=f"练习 {exercise.id} 需要 {res.world_size} 个进程，超过评分节点的上限；请联系管理员")
+        raise Unsatisfiable(
+            f"exercise {exercise.id} launches {res.world_size} ranks but workers run at most "
+            f"{max_world_size}; raise TITANGRADE_WORKER_MAX_WORLD_SIZE on a larger host",
+            zh=f"练习 {exercise.id} 需要 {res.world_size} 个进程，超过评分节点的上限；请联系管理员",
+        )
 
 
 def _check_limits(session: Session, *, user: Principal, exercise_id: str, settings: Settings) -> int:
     """Enforce the per-learner rate and attempt limits; return the next attempt number."""
     now = utcnow()
     mine = Submission.identity_id == user.identity_id
-    recent, oldest = session.execute(select(func.count(), func.min(Submission.created_at))
-                                      .where(mine, Submission.created_at >= now - dt.timedelta(seconds=60))).one()
+    recent, oldest = session.execute(
+        select(func.count(), func.min(Submission.created_at)).where(
+            mine, Submission.created_at >= now - dt.timedelta(seconds=60)
+        )
+    ).one()
     if recent >= settings.submissions_per_minute and not user.is_staff:
         wait_s = 60 - (now - oldest).total_seconds() if oldest else 60
-        raise TooMany(f"more than {settings.submissions_per_minute} submissions in the last minute; "
-                      f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again",
-                      retry_after_s=int(wait_s) + 1,
-                      zh=f"一分钟内提交超过 {settings.submissions_per_minute} 次；"
-                         f"请等待 {max(1, round(wait_s))} 秒后再提交")
-    done = session.scalar(select(func.count()).select_from(Submission)
-                          .where(mine, Submission.exercise_id == exercise_id)) or 0
-    superseded = session.scalar(select(func.count()).select_from(Submission)
-                                .where(mine, Submission.exercise_id == exercise_id,
-                                       Submission.status == "superseded")) or 0
+        raise TooMany(
+            f"more than {settings.submissions_per_minute} submissions in the last minute; "
+            f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again",
+            retry_after_s=int(wait_s) + 1,
+            zh=f"一分钟内提交超过 {settings.submissions_per_minute} 次；请等待 {max(1, round(wait_s))} 秒后再提交",
+        )
+    done = (
+        session.scalar(select(func.count()).select_from(Submission).where(mine, Submission.exercise_id == exercise_id))
+        or 0
+    )
+    superseded = (
+        session.scalar(
+            select(func.count())
+            .select_from(Submission)
+            .where(mine, Submission.exercise_id == exercise_id, Submission.status == "superseded")
+        )
+        or 0
+    )
     limit = settings.max_attempts_per_exercise
     if limit and done - superseded >= limit and not user.is_staff:  # a superseded attempt was never graded
-        raise Forbidden(f"you have used all {limit} attempts for {exercise_id}; ask an instructor if you need more",
-                        code="attempt_limit", zh=f"{exercise_id} 的 {limit} 次提交机会已用完；如需更多请联系教师")
+        raise Forbidden(
+            f"you have used all {limit} attempts for {exercise_id}; ask an instructor if you need more",
+            code="attempt_limit",
+            zh=f"{exercise_id} 的 {limit} 次提交机会已用完；如需更多请联系教师",
+        )
     return done + 1
 
 
-def create(session: Session, *, user: Principal, exercise: Exercise, course: str, notebook: bytes, lang: str,
-           idempotency_key: str | None, fingerprint: str, settings: Settings) -> tuple[Submission, bool]:
+def create(
+    session: Session,
+    *,
+    user: Principal,
+    exercise: Exercise,
+    course: str,
+    notebook: bytes,
+    lang: str,
+    idempotency_key: str | None,
+    fingerprint: str,
+    settings: Settings,
+) -> tuple[Submission, bool]:
     """Store the submission and its job together; a repeated Idempotency-Key returns the first one."""
     attempt = _check_limits(session, user=user, exercise_id=exercise.id, settings=settings)
     manifest = exercise.manifest
-    sub = Submission(id=uuid.uuid4().hex, identity_id=user.identity_id, user=user.name, course=course,
-                     exercise_id=exercise.id, lang=lang, attempt=attempt, idempotency_key=idempotency_key,
-                     request_hash=fingerprint if idempotency_key else None, run=1,
-                     notebook=notebook, status="queued", max_score=manifest.max_score, message="")
+    sub = Submission(
+        id=uuid.uuid4().hex,
+        identity_id=user.identity_id,
+        user=user.name,
+        course=course,
+        exercise_id=exercise.id,
+        lang=lang,
+        attempt=attempt,
+        idempotency_key=idempotency_key,
+        request_hash=fingerprint if idempotency_key else None,
+        run=1,
+        notebook=notebook,
+        status="queued",
+        max_score=manifest.max_score,
+        message="",
+    )
     session.add(sub)
     session.flush()
-    queue.enqueue(session, submission_id=sub.id, lane=manifest.lane, priority=queue.INTERACTIVE_PRIORITY,
-                  devices=manifest.resources.devices, world_size=manifest.resources.world_size,
-                  max_attempts=settings.max_attempts, learner=sub.user)
+    queue.enqueue(
+        session,
+        submission_id=sub.id,
+        lane=manifest.lane,
+        priority=queue.INTERACTIVE_PRIORITY,
+        devices=manifest.resources.devices,
+        world_size=manifest.resources.world_size,
+        max_attempts=settings.max_attempts,
+        learner=sub.user,
+    )
     _supersede_earlier(session, sub=sub, exercise=exercise, default=settings.supersede_queued)
     try:
         session.commit()
@@ -151,9 +224,10 @@ def create(session: Session, *, user: Principal, exercise: Exercise, course: str
 
 
 def _not_found(submission_id: str) -> NotFound:
-    return NotFound(f"submission {clip(submission_id)} does not exist or is not yours; list yours with "
-                    "GET /api/v1/submissions",
-                    zh=f"提交 {clip(submission_id)} 不存在或不属于你；可用 GET /api/v1/submissions 查看自己的提交")
+    return NotFound(
+        f"submission {clip(submission_id)} does not exist or is not yours; list yours with GET /api/v1/submissions",
+        zh=f"提交 {clip(submission_id)} 不存在或不属于你；可用 GET /api/v1/submissions 查看自己的提交",
+    )
 
 
 def wait_estimate(session: Session, *, sub: Submission, settings: Settings) -> dict | None:
@@ -161,9 +235,13 @@ def wait_estimate(session: Session, *, sub: Submission, settings: Settings) -> d
     counts as live until its jobs' leases would expire, so a heartbeat delayed by load does not hide it."""
     if sub.status != "queued":
         return None
-    found = estimates.for_submission(session, submission_id=sub.id, policy=settings.queue_policy,
-                                     recent_runs=settings.estimate_recent_runs,
-                                     live_within_s=max(3 * settings.heartbeat_s, settings.lease_s))
+    found = estimates.for_submission(
+        session,
+        submission_id=sub.id,
+        policy=settings.queue_policy,
+        recent_runs=settings.estimate_recent_runs,
+        live_within_s=max(3 * settings.heartbeat_s, settings.lease_s),
+    )
     return found.public() if found is not None else None
 
 
@@ -179,24 +257,38 @@ def _supersede_earlier(session: Session, *, sub: Submission, exercise: Exercise,
     attempt is never dropped, and `sub` itself, the latest, is always graded."""
     if not supersedes(courses.supersede_policy(session, course=sub.course, default=default), exercise):
         return []
-    earlier = session.scalars(select(Submission.id).where(
-        Submission.identity_id == sub.identity_id, Submission.course == sub.course,
-        Submission.exercise_id == sub.exercise_id, Submission.status == "queued", Submission.id != sub.id)).all()
+    earlier = session.scalars(
+        select(Submission.id).where(
+            Submission.identity_id == sub.identity_id,
+            Submission.course == sub.course,
+            Submission.exercise_id == sub.exercise_id,
+            Submission.status == "queued",
+            Submission.id != sub.id,
+        )
+    ).all()
     cancelled = queue.cancel_queued(session, submission_ids=earlier, reason=f"superseded by {sub.id}")
     for old in session.scalars(select(Submission).where(Submission.id.in_(cancelled))):
         old.status, old.superseded_by = "superseded", sub.id
-        old.message = (f"superseded by your attempt {sub.attempt} ({sub.id}) before it started: only the "
-                       "latest queued attempt at this exercise is graded, so your waiting time stays short")
-        session.add(ProgressEvent(submission_id=old.id, event="done",
-                                  data={"status": "superseded", "score": None, "superseded_by": sub.id}))
+        old.message = (
+            f"superseded by your attempt {sub.attempt} ({sub.id}) before it started: only the "
+            "latest queued attempt at this exercise is graded, so your waiting time stays short"
+        )
+        session.add(
+            ProgressEvent(
+                submission_id=old.id,
+                event="done",
+                data={"status": "superseded", "score": None, "superseded_by": sub.id},
+            )
+        )
     return cancelled
 
 
 def get(session: Session, *, user: Principal, submission_id: str) -> Submission:
     """A submission the caller may read; someone else's looks exactly like a missing one."""
     sub = session.get(Submission, submission_id) if SUBMISSION_ID.fullmatch(submission_id) else None
-    if sub is None or not ((sub.identity_id == user.identity_id and user.in_scope(sub.course))
-                           or user.can_teach(sub.course)):
+    if sub is None or not (
+        (sub.identity_id == user.identity_id and user.in_scope(sub.course)) or user.can_teach(sub.course)
+    ):
         raise _not_found(submission_id)
     return sub
 
@@ -205,8 +297,10 @@ def get_for_staff(session: Session, *, user: Principal, submission_id: str) -> S
     """A submission the caller teaches (admins: any); a learner's own gets 403, anything else 404."""
     sub = get(session, user=user, submission_id=submission_id)
     if not user.can_teach(sub.course):
-        raise Forbidden(f"only instructors of course {clip(sub.course)} can do this",
-                        zh=f"只有课程 {clip(sub.course)} 的教师可以执行此操作")
+        raise Forbidden(
+            f"only instructors of course {clip(sub.course)} can do this",
+            zh=f"只有课程 {clip(sub.course)} 的教师可以执行此操作",
+        )
     return sub
 
 
@@ -221,8 +315,9 @@ def visible(user: Principal):
     return or_(own, Submission.course.in_(teaching)) if teaching else own
 
 
-def list_visible(session: Session, *, user: Principal, exercise_id: str | None = None,
-                 course: str | None = None, limit: int = 100) -> list[Submission]:
+def list_visible(
+    session: Session, *, user: Principal, exercise_id: str | None = None, course: str | None = None, limit: int = 100
+) -> list[Submission]:
     stmt = select(Submission).where(visible(user)).order_by(Submission.created_at.desc(), Submission.id).limit(limit)
     if exercise_id:
         stmt = stmt.where(Submission.exercise_id == exercise_id)
@@ -231,26 +326,38 @@ def list_visible(session: Session, *, user: Principal, exercise_id: str | None =
     return list(session.scalars(stmt))
 
 
-def regrade(session: Session, *, subs: list[Submission], priority: int, max_attempts: int,
-            catalogue) -> tuple[list[str], list[RegradeSkipped]]:
+def regrade(
+    session: Session, *, subs: list[Submission], priority: int, max_attempts: int, catalogue
+) -> tuple[list[str], list[RegradeSkipped]]:
     """Queue a fresh grading run (run + 1) for each submission whose job is not already pending."""
     queued, skipped = [], []
     for sub in subs:
-        pending = session.scalar(select(Job.id).where(Job.submission_id == sub.id,
-                                                      Job.status.in_(("queued", "running"))).limit(1))
+        pending = session.scalar(
+            select(Job.id).where(Job.submission_id == sub.id, Job.status.in_(("queued", "running"))).limit(1)
+        )
         if pending is not None:
-            skipped.append(RegradeSkipped(
-                submission_id=sub.id, reason="already_pending",
-                message=f"run {sub.run} of submission {sub.id} is still queued or being graded; it was not "
-                        "queued again (it will be graded once; regrade after it finishes)"))
+            skipped.append(
+                RegradeSkipped(
+                    submission_id=sub.id,
+                    reason="already_pending",
+                    message=f"run {sub.run} of submission {sub.id} is still queued or being graded; it was not "
+                    "queued again (it will be graded once; regrade after it finishes)",
+                )
+            )
             continue
         manifest = catalogue.get(sub.exercise_id).manifest
         sub.run += 1
         sub.status, sub.superseded_by = "queued", None  # an instructor may grade a superseded attempt after all
         session.flush()  # the new run number is what the "queued" event records
-        queue.enqueue(session, submission_id=sub.id, lane=manifest.lane, priority=priority,
-                      devices=manifest.resources.devices, world_size=manifest.resources.world_size,
-                      max_attempts=max_attempts)
+        queue.enqueue(
+            session,
+            submission_id=sub.id,
+            lane=manifest.lane,
+            priority=priority,
+            devices=manifest.resources.devices,
+            world_size=manifest.resources.world_size,
+            max_attempts=max_attempts,
+        )
         queued.append(sub.id)
     session.commit()
     return queued, skipped
@@ -261,19 +368,41 @@ def override(session: Session, *, user: Principal, sub: Submission, score: float
     if not user.can_teach(sub.course):
         raise Forbidden(f"you are not an instructor of course {clip(sub.course)}")
     if score is not None and score > sub.max_score:
-        raise Unsatisfiable(f"score {score} exceeds the maximum {sub.max_score} for {sub.exercise_id}",
-                            code="score_out_of_range")
-    session.add(ScoreOverride(submission_id=sub.id, old_score=sub.effective_score, new_score=score,
-                              reason=reason, by_user=user.name))
+        raise Unsatisfiable(
+            f"score {score} exceeds the maximum {sub.max_score} for {sub.exercise_id}", code="score_out_of_range"
+        )
+    session.add(
+        ScoreOverride(
+            submission_id=sub.id, old_score=sub.effective_score, new_score=score, reason=reason, by_user=user.name
+        )
+    )
     sub.manual_score = score
-    session.add(OutboxEvent(submission_id=sub.id, kind="grade.overridden", payload={
-        "submission_id": sub.id, "user": sub.user, "course": sub.course, "exercise_id": sub.exercise_id,
-        "status": sub.status, "score": sub.score, "manual_score": score, "max_score": sub.max_score,
-        "reason": reason, "by": user.name, "timestamp": rfc3339(utcnow())}))
+    session.add(
+        OutboxEvent(
+            submission_id=sub.id,
+            kind="grade.overridden",
+            payload={
+                "submission_id": sub.id,
+                "user": sub.user,
+                "course": sub.course,
+                "exercise_id": sub.exercise_id,
+                "status": sub.status,
+                "score": sub.score,
+                "manual_score": score,
+                "max_score": sub.max_score,
+                "reason": reason,
+                "by": user.name,
+                "timestamp": rfc3339(utcnow()),
+            },
+        )
+    )
     session.commit()
     return sub
 
 
 def overrides(session: Session, *, submission_id: str) -> list[ScoreOverride]:
-    return list(session.scalars(select(ScoreOverride).where(ScoreOverride.submission_id == submission_id)
-                                .order_by(ScoreOverride.id)))
+    return list(
+        session.scalars(
+            select(ScoreOverride).where(ScoreOverride.submission_id == submission_id).order_by(ScoreOverride.id)
+        )
+    )

@@ -17,6 +17,15 @@ from service.web.i18n import t
 UPLOAD_PATH = "/submit"
 
 
+def _is_page(request: Request) -> bool:
+    """Errors become pages on the web pages, and on /lti/ only for a browser (an LMS launch asks for
+    text/html); /api/ and LTI's API clients keep the JSON error body."""
+    path = request.url.path
+    if path.startswith("/api/"):
+        return False
+    return not path.startswith("/lti/") or "text/html" in request.headers.get("accept", "")
+
+
 def install(app: FastAPI) -> None:
     app.include_router(learner.router)
     app.include_router(staff.router)
@@ -33,13 +42,13 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def page_error(request: Request, exc: ServiceError):
         """The API keeps its JSON errors; a page shows the same message as a page."""
-        if request.url.path.startswith("/api/") and api_service_error is not None:
+        if not _is_page(request) and api_service_error is not None:
             return await api_service_error(request, exc)  # type: ignore[misc]  # registered as async
         return render(request, "message.html", status_code=exc.status_code, message=exc.text(page_lang(request)))
 
     @app.exception_handler(InvalidSubmission)
     async def page_engine_error(request: Request, exc: InvalidSubmission):
-        if request.url.path.startswith("/api/") and api_engine_error is not None:
+        if not _is_page(request) and api_engine_error is not None:
             return await api_engine_error(request, exc)  # type: ignore[misc]  # registered as async
         return await page_error(request, from_engine(exc))
 

@@ -1,4 +1,5 @@
 """`titangrade webhooks add|list|rotate|remove|replay|deliver` and `titangrade intake add|list|rotate|remove`."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = w.add_parser("add", help="register an endpoint; prints its id and signing secret (shown once)")
     c.add_argument("--course", required=True)
     c.add_argument("--url", required=True)
-    c.add_argument("--events", default="grade.stored,grade.changed,submission.not_gradable",
-                   help="comma-separated event types (default: all)")
+    c.add_argument(
+        "--events",
+        default="grade.stored,grade.changed,submission.not_gradable",
+        help="comma-separated event types (default: all)",
+    )
     c.add_argument("--description", default="")
     c.set_defaults(func=cmd_add)
     c = w.add_parser("list", help="endpoints (never their secrets)")
@@ -75,9 +79,15 @@ def cmd_add(args) -> int:
     settings, sessions = _sessions()
     try:
         with transaction(sessions) as s:
-            row = service.create(s, course=args.course, url=args.url, policy=AddressPolicy.from_settings(settings),
-                                 event_types=[e.strip() for e in args.events.split(",") if e.strip()],
-                                 description=args.description, by="cli")
+            row = service.create(
+                s,
+                course=args.course,
+                url=args.url,
+                policy=AddressPolicy.from_settings(settings),
+                event_types=[e.strip() for e in args.events.split(",") if e.strip()],
+                description=args.description,
+                by="cli",
+            )
             print(f"endpoint {row.id} for course {row.course}: {row.url} ({', '.join(row.event_types)})")
             print(f"secret (shown once): {row.secret}")
     except ServiceError as exc:
@@ -148,8 +158,13 @@ def cmd_replay(args) -> int:
     _, sessions = _sessions()
     try:
         with transaction(sessions) as s:
-            ids = service.replay(s, endpoint=service.get(s, course=None, endpoint_id=args.id), event_id=args.event,
-                                 since=when(args.since), until=when(args.until))
+            ids = service.replay(
+                s,
+                endpoint=service.get(s, course=None, endpoint_id=args.id),
+                event_id=args.event,
+                since=when(args.since),
+                until=when(args.until),
+            )
     except (ServiceError, ValueError) as exc:
         _fail(exc)
     print(f"titangrade: {len(ids)} deliveries queued again")
@@ -219,8 +234,11 @@ def cmd_intake_rotate(args) -> int:
     settings, sessions = _sessions()
     try:
         with transaction(sessions) as s:
-            secret = service.rotate(s, integration=service.get(s, course=None, integration_id=args.id),
-                                    overlap_s=settings.webhook_rotation_overlap_s)
+            secret = service.rotate(
+                s,
+                integration=service.get(s, course=None, integration_id=args.id),
+                overlap_s=settings.webhook_rotation_overlap_s,
+            )
     except ServiceError as exc:
         _fail(exc)
     print(f"new secret for integration {args.id} (shown once): {secret}")

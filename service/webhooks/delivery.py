@@ -6,6 +6,7 @@ Failures retry on an exponential schedule with jitter until `webhook_retry_windo
 the first try, then the delivery is dead-lettered (replay revives it). Senders are chosen by
 `target_kind`, so LTI passback can reuse all of this with its own sender.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -66,8 +67,11 @@ class RetryPolicy:
 
     @classmethod
     def from_settings(cls, settings) -> RetryPolicy:
-        return cls(base_s=settings.webhook_retry_base_s, max_delay_s=settings.webhook_retry_max_delay_s,
-                   window_s=settings.webhook_retry_window_s)
+        return cls(
+            base_s=settings.webhook_retry_base_s,
+            max_delay_s=settings.webhook_retry_max_delay_s,
+            window_s=settings.webhook_retry_window_s,
+        )
 
     def delay_s(self, attempt: int, rng: Callable[[float, float], float] = random.uniform) -> float:
         """Delay after failed try number `attempt` (1-based): base * 2^(n-1), capped, times a 0.5-1.0 jitter."""
@@ -77,11 +81,17 @@ class RetryPolicy:
 def claim(session: Session, *, limit: int, lease_s: float, senders: Mapping[str, Sender]) -> list[Claimed]:
     """Take up to `limit` due deliveries under a lease; the caller's transaction commits the claim."""
     now = utcnow()
-    stmt = (select(OutboxDelivery).where(OutboxDelivery.status == "pending", OutboxDelivery.next_attempt_at <= now,
-                                         OutboxDelivery.target_kind.in_(list(senders)),  # kinds this loop can send
-                                         or_(OutboxDelivery.lease_expires_at.is_(None),
-                                             OutboxDelivery.lease_expires_at < now))
-            .order_by(OutboxDelivery.next_attempt_at, OutboxDelivery.id).limit(limit))
+    stmt = (
+        select(OutboxDelivery)
+        .where(
+            OutboxDelivery.status == "pending",
+            OutboxDelivery.next_attempt_at <= now,
+            OutboxDelivery.target_kind.in_(list(senders)),  # kinds this loop can send
+            or_(OutboxDelivery.lease_expires_at.is_(None), OutboxDelivery.lease_expires_at < now),
+        )
+        .order_by(OutboxDelivery.next_attempt_at, OutboxDelivery.id)
+        .limit(limit)
+    )
     if session.get_bind().dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
     claimed = []
@@ -92,21 +102,44 @@ def claim(session: Session, *, limit: int, lease_s: float, senders: Mapping[str,
         if row.window_started_at is None:
             row.window_started_at = now
         work = sender.prepare(session, row)
-        claimed.append(Claimed(delivery_id=row.id, lease_token=row.lease_token, attempt=row.attempts + 1,
-                               target_kind=row.target_kind, work=work))
+        claimed.append(
+            Claimed(
+                delivery_id=row.id,
+                lease_token=row.lease_token,
+                attempt=row.attempts + 1,
+                target_kind=row.target_kind,
+                work=work,
+            )
+        )
     return claimed
 
 
-def record(session: Session, *, job: Claimed, outcome: Outcome, policy: RetryPolicy, started_at: dt.datetime,
-           rng: Callable[[float, float], float] = random.uniform) -> str | None:
+def record(
+    session: Session,
+    *,
+    job: Claimed,
+    outcome: Outcome,
+    policy: RetryPolicy,
+    started_at: dt.datetime,
+    rng: Callable[[float, float], float] = random.uniform,
+) -> str | None:
     """Log the attempt and move the delivery on (delivered, retry later, or dead); None if the lease was lost."""
     row = session.get(OutboxDelivery, job.delivery_id)
     if row is None or row.lease_token != job.lease_token or row.status != "pending":
         return None
     now = utcnow()
-    session.add(DeliveryAttempt(delivery_id=row.id, attempt=job.attempt, started_at=started_at,
-                                status_code=outcome.status_code, latency_ms=round(outcome.latency_ms, 2),
-                                ok=outcome.ok, error=outcome.error[:ERROR_CHARS], response_excerpt=outcome.excerpt))
+    session.add(
+        DeliveryAttempt(
+            delivery_id=row.id,
+            attempt=job.attempt,
+            started_at=started_at,
+            status_code=outcome.status_code,
+            latency_ms=round(outcome.latency_ms, 2),
+            ok=outcome.ok,
+            error=outcome.error[:ERROR_CHARS],
+            response_excerpt=outcome.excerpt,
+        )
+    )
     row.attempts = job.attempt
     row.lease_token, row.lease_expires_at = None, None
     if outcome.ok:
@@ -124,8 +157,14 @@ def record(session: Session, *, job: Claimed, outcome: Outcome, policy: RetryPol
 class Deliverer:
     """One delivery loop: `run()` until `stop` is set (inside `serve`, or `titangrade webhooks deliver`)."""
 
-    def __init__(self, *, sessions: sessionmaker[Session], settings, senders: Sequence[Sender],
-                 sources: Sequence[TargetSource] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        sessions: sessionmaker[Session],
+        settings,
+        senders: Sequence[Sender],
+        sources: Sequence[TargetSource] | None = None,
+    ) -> None:
         self.sessions = sessions
         self.settings = settings
         self.senders = {s.kind: s for s in senders}
@@ -139,8 +178,9 @@ class Deliverer:
         with transaction(self.sessions) as s:
             fan_out(s, sources=self.sources)
         with transaction(self.sessions) as s:
-            jobs = claim(s, limit=self.settings.webhook_batch, lease_s=self.settings.webhook_lease_s,
-                         senders=self.senders)
+            jobs = claim(
+                s, limit=self.settings.webhook_batch, lease_s=self.settings.webhook_lease_s, senders=self.senders
+            )
         if not jobs:
             return 0
         started = utcnow()
@@ -180,8 +220,11 @@ def build_deliverer(settings, *, sessions: sessionmaker[Session]) -> Deliverer:
     from service.lti.ags import AgsSender
     from service.webhooks.sender import WebhookSender
 
-    return Deliverer(sessions=sessions, settings=settings,
-                     senders=[WebhookSender.from_settings(settings), AgsSender.from_settings(settings)])
+    return Deliverer(
+        sessions=sessions,
+        settings=settings,
+        senders=[WebhookSender.from_settings(settings), AgsSender.from_settings(settings)],
+    )
 
 
 def wait_until_idle(deliverer: Deliverer, timeout_s: float) -> bool:

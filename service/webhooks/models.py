@@ -4,6 +4,7 @@
 passback can add "lti") and `target_id` the row of that kind, so every kind shares claiming, retries,
 dead-lettering and replay (service/webhooks/delivery.py).
 """
+
 from __future__ import annotations
 
 import datetime as dt

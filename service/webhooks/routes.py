@@ -1,5 +1,6 @@
 """Webhook endpoints of a course (instructors of the course, admins): register, list, rotate, remove,
 read the delivery log, replay. Thin wrappers over service.webhooks.service."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -32,34 +33,67 @@ router = APIRouter(prefix="/courses/{course}/webhooks", tags=["webhooks"])
 
 def _teacher(user, course: str) -> None:
     if not user.can_teach(course):
-        raise Forbidden(f"you are not an instructor of course {clip(course)!r}",
-                        zh=f"你不是课程 {clip(course)!r} 的教师")
+        raise Forbidden(
+            f"you are not an instructor of course {clip(course)!r}", zh=f"你不是课程 {clip(course)!r} 的教师"
+        )
 
 
 def to_public(row: WebhookEndpoint) -> EndpointPublic:
     rotating = len(signing.live_secrets(row.secret, row.previous_secret, row.previous_expires_at, utcnow())) > 1
-    return EndpointPublic(id=row.id, course=row.course, url=row.url, event_types=row.event_types,
-                          description=row.description, rotating=rotating,
-                          previous_expires_at=row.previous_expires_at, created_at=row.created_at)
+    return EndpointPublic(
+        id=row.id,
+        course=row.course,
+        url=row.url,
+        event_types=row.event_types,
+        description=row.description,
+        rotating=rotating,
+        previous_expires_at=row.previous_expires_at,
+        created_at=row.created_at,
+    )
 
 
 def _delivery(row: OutboxDelivery, log) -> DeliveryPublic:
-    return DeliveryPublic(id=row.id, event_id=row.event_id, event_type=row.event_type, webhook_id=row.message_id,
-                          status=row.status, attempts=row.attempts,
-                          next_attempt_at=row.next_attempt_at if row.status == "pending" else None,
-                          last_error=row.last_error, created_at=row.created_at, delivered_at=row.delivered_at,
-                          log=[AttemptPublic(attempt=a.attempt, started_at=a.started_at, status_code=a.status_code,
-                                             latency_ms=a.latency_ms, ok=a.ok, error=a.error) for a in log])
+    return DeliveryPublic(
+        id=row.id,
+        event_id=row.event_id,
+        event_type=row.event_type,
+        webhook_id=row.message_id,
+        status=row.status,
+        attempts=row.attempts,
+        next_attempt_at=row.next_attempt_at if row.status == "pending" else None,
+        last_error=row.last_error,
+        created_at=row.created_at,
+        delivered_at=row.delivered_at,
+        log=[
+            AttemptPublic(
+                attempt=a.attempt,
+                started_at=a.started_at,
+                status_code=a.status_code,
+                latency_ms=a.latency_ms,
+                ok=a.ok,
+                error=a.error,
+            )
+            for a in log
+        ],
+    )
 
 
 @router.post("", status_code=201, response_model=EndpointWithSecret, responses=errors(403, 422))
-def add_endpoint(course: str, body: EndpointCreate, user: StaffUser, session: SessionDep,
-                 settings: SettingsDep) -> EndpointWithSecret:
+def add_endpoint(
+    course: str, body: EndpointCreate, user: StaffUser, session: SessionDep, settings: SettingsDep
+) -> EndpointWithSecret:
     """Register an endpoint for this course's grade events; the signing secret is in the answer, once."""
     _teacher(user, course)
-    row = service.create(session, course=course, url=body.url, event_types=body.event_types,
-                         policy=AddressPolicy.from_settings(settings), description=body.description,
-                         secret=body.secret, by=user.name)
+    row = service.create(
+        session,
+        course=course,
+        url=body.url,
+        event_types=body.event_types,
+        policy=AddressPolicy.from_settings(settings),
+        description=body.description,
+        secret=body.secret,
+        by=user.name,
+    )
     session.commit()
     return EndpointWithSecret(**to_public(row).model_dump(), secret=row.secret)
 
@@ -71,8 +105,9 @@ def list_endpoints(course: str, user: StaffUser, session: SessionDep) -> list[En
 
 
 @router.post("/{endpoint_id}/rotate", response_model=EndpointWithSecret, responses=errors(403, 404, 422))
-def rotate_secret(course: str, endpoint_id: RowId, body: RotateRequest, user: StaffUser, session: SessionDep,
-                  settings: SettingsDep) -> EndpointWithSecret:
+def rotate_secret(
+    course: str, endpoint_id: RowId, body: RotateRequest, user: StaffUser, session: SessionDep, settings: SettingsDep
+) -> EndpointWithSecret:
     """A new secret; the old one also signs every delivery until `previous_expires_at`."""
     _teacher(user, course)
     row = service.get(session, course=course, endpoint_id=endpoint_id)
@@ -89,9 +124,14 @@ def remove_endpoint(course: str, endpoint_id: RowId, user: StaffUser, session: S
 
 
 @router.get("/{endpoint_id}/deliveries", response_model=DeliveryList, responses=errors(403, 404))
-def list_deliveries(course: str, endpoint_id: RowId, user: StaffUser, session: SessionDep,
-                    status: Literal["pending", "delivered", "dead"] | None = None,
-                    limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> DeliveryList:
+def list_deliveries(
+    course: str,
+    endpoint_id: RowId,
+    user: StaffUser,
+    session: SessionDep,
+    status: Literal["pending", "delivered", "dead"] | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> DeliveryList:
     """Deliveries to this endpoint, newest first, each with its attempt log (status, latency, error)."""
     _teacher(user, course)
     row = service.get(session, course=course, endpoint_id=endpoint_id)
@@ -101,13 +141,15 @@ def list_deliveries(course: str, endpoint_id: RowId, user: StaffUser, session: S
 
 
 @router.post("/{endpoint_id}/replay", status_code=202, response_model=ReplayAccepted, responses=errors(403, 404, 422))
-def replay(course: str, endpoint_id: RowId, body: ReplayRequest, user: StaffUser,
-           session: SessionDep) -> ReplayAccepted:
+def replay(
+    course: str, endpoint_id: RowId, body: ReplayRequest, user: StaffUser, session: SessionDep
+) -> ReplayAccepted:
     """Send one event, or a time range of the course's events, again (same webhook-id, fresh retry window)."""
     _teacher(user, course)
     row = service.get(session, course=course, endpoint_id=endpoint_id)
-    ids = service.replay(session, endpoint=row, event_id=body.event_id, since=_naive(body.since),
-                         until=_naive(body.until))
+    ids = service.replay(
+        session, endpoint=row, event_id=body.event_id, since=_naive(body.since), until=_naive(body.until)
+    )
     session.commit()
     return ReplayAccepted(queued=len(ids), delivery_ids=ids)
 

@@ -1,4 +1,5 @@
 """What the webhooks API sends and receives (never ORM rows; a secret only when it is made)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -12,8 +13,9 @@ class EndpointCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     url: str = Field(min_length=8, max_length=2000, description="http(s) URL; in prod mode a public address")
-    event_types: list[str] = Field(min_length=1, max_length=3,
-                                   description="grade.stored, grade.changed, submission.not_gradable")
+    event_types: list[str] = Field(
+        min_length=1, max_length=3, description="grade.stored, grade.changed, submission.not_gradable"
+    )
     description: str = Field("", max_length=500)
     secret: str | None = Field(None, max_length=200, description="whsec_...; generated when left out")
 

@@ -4,6 +4,7 @@ Each attempt gets a fresh webhook-timestamp (receivers reject stale ones) over t
 body. Redirects are not followed (a 3xx is a failed attempt), the response body is read only up to
 `EXCERPT_BYTES`, and the client checks every address it connects to (service/webhooks/ssrf.py).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -38,8 +39,13 @@ class WebhookSender:
 
     @classmethod
     def from_settings(cls, settings) -> WebhookSender:
-        return cls(make_client(AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s,
-                               max_connections=settings.webhook_concurrency))
+        return cls(
+            make_client(
+                AddressPolicy.from_settings(settings),
+                timeout_s=settings.webhook_timeout_s,
+                max_connections=settings.webhook_concurrency,
+            )
+        )
 
     def prepare(self, session: Session, delivery: OutboxDelivery) -> WebhookWork | None:
         endpoint = session.get(WebhookEndpoint, delivery.target_id)
@@ -49,21 +55,27 @@ class WebhookSender:
         return WebhookWork(url=endpoint.url, message_id=delivery.message_id, body=delivery.body, secrets=tuple(live))
 
     def send(self, work: WebhookWork) -> Outcome:
-        headers = signing.headers(message_id=work.message_id, body=work.body, secrets_=work.secrets,
-                                  at=dt.datetime.now(dt.UTC))
+        headers = signing.headers(
+            message_id=work.message_id, body=work.body, secrets_=work.secrets, at=dt.datetime.now(dt.UTC)
+        )
         start = time.perf_counter()
         try:
             with self.client.stream("POST", work.url, content=work.body.encode(), headers=headers) as resp:
                 excerpt = _read_bounded(resp)
                 status = resp.status_code
         except httpx.HTTPError as exc:
-            return Outcome(ok=False, status_code=None, latency_ms=(time.perf_counter() - start) * 1000,
-                           error=f"{type(exc).__name__}: {exc}")
+            return Outcome(
+                ok=False,
+                status_code=None,
+                latency_ms=(time.perf_counter() - start) * 1000,
+                error=f"{type(exc).__name__}: {exc}",
+            )
         latency = (time.perf_counter() - start) * 1000
         if 200 <= status < 300:
             return Outcome(ok=True, status_code=status, latency_ms=latency, excerpt=excerpt)
-        error = f"HTTP {status}" + (" (redirects are not followed; register the final URL)"
-                                    if 300 <= status < 400 else "")
+        error = f"HTTP {status}" + (
+            " (redirects are not followed; register the final URL)" if 300 <= status < 400 else ""
+        )
         return Outcome(ok=False, status_code=status, latency_ms=latency, error=error, excerpt=excerpt)
 
 

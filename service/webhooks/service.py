@@ -1,4 +1,5 @@
 """Webhook endpoint verbs (create, list, get, rotate, remove), the delivery log, and replay."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -19,24 +20,45 @@ from service.webhooks.targets import EVENT_TYPES, TargetSource, WebhookTargets, 
 def _check_types(event_types: Sequence[str]) -> list[str]:
     unknown = [t for t in event_types if t not in EVENT_TYPES]
     if unknown or not event_types:
-        raise ServiceError(f"event types must be some of {', '.join(EVENT_TYPES)}; got "
-                           f"{', '.join(clip(t, 40) for t in unknown) or 'none'}", code="invalid_event_types",
-                           status_code=422)
+        raise ServiceError(
+            f"event types must be some of {', '.join(EVENT_TYPES)}; got "
+            f"{', '.join(clip(t, 40) for t in unknown) or 'none'}",
+            code="invalid_event_types",
+            status_code=422,
+        )
     return list(dict.fromkeys(event_types))
 
 
-def create(session: Session, *, course: str, url: str, event_types: Sequence[str], policy: AddressPolicy,
-           description: str = "", secret: str | None = None, by: str = "") -> WebhookEndpoint:
+def create(
+    session: Session,
+    *,
+    course: str,
+    url: str,
+    event_types: Sequence[str],
+    policy: AddressPolicy,
+    description: str = "",
+    secret: str | None = None,
+    by: str = "",
+) -> WebhookEndpoint:
     """Register an endpoint (its URL checked against the address policy); the secret is generated unless given."""
     try:
         check_url(url, policy)
     except EndpointRefused as exc:
         raise ServiceError(str(exc), code="endpoint_refused", status_code=422) from None
     if secret is not None and not signing.valid_secret(secret):
-        raise ServiceError("a secret must be whsec_ followed by base64 of 24-64 random bytes; or leave it out "
-                           "and one is generated", code="invalid_secret", status_code=422)
-    row = WebhookEndpoint(course=course, url=url, event_types=_check_types(event_types), description=description,
-                          secret=secret or signing.new_secret(), created_by=by)
+        raise ServiceError(
+            "a secret must be whsec_ followed by base64 of 24-64 random bytes; or leave it out and one is generated",
+            code="invalid_secret",
+            status_code=422,
+        )
+    row = WebhookEndpoint(
+        course=course,
+        url=url,
+        event_types=_check_types(event_types),
+        description=description,
+        secret=secret or signing.new_secret(),
+        created_by=by,
+    )
     session.add(row)
     session.flush()
     return row
@@ -53,16 +75,19 @@ def get(session: Session, *, course: str | None, endpoint_id: int) -> WebhookEnd
     row = session.get(WebhookEndpoint, endpoint_id)
     if row is None or row.removed_at is not None or (course is not None and row.course != course):
         where = f" in course {clip(course)}" if course else ""
-        raise NotFound(f"webhook endpoint {endpoint_id} does not exist{where}; list them with "
-                       "GET /api/v1/courses/{course}/webhooks")
+        raise NotFound(
+            f"webhook endpoint {endpoint_id} does not exist{where}; list them with "
+            "GET /api/v1/courses/{course}/webhooks"
+        )
     return row
 
 
 def rotate(session: Session, *, endpoint: WebhookEndpoint, overlap_s: float, secret: str | None = None) -> str:
     """A new secret; the old one keeps signing (a second signature) for `overlap_s`."""
     if secret is not None and not signing.valid_secret(secret):
-        raise ServiceError("a secret must be whsec_ followed by base64 of 24-64 random bytes",
-                           code="invalid_secret", status_code=422)
+        raise ServiceError(
+            "a secret must be whsec_ followed by base64 of 24-64 random bytes", code="invalid_secret", status_code=422
+        )
     endpoint.previous_secret = endpoint.secret
     endpoint.previous_expires_at = utcnow() + dt.timedelta(seconds=overlap_s)
     endpoint.secret = secret or signing.new_secret()
@@ -74,11 +99,15 @@ def remove(session: Session, *, endpoint: WebhookEndpoint) -> None:
     endpoint.removed_at = utcnow()
 
 
-def deliveries(session: Session, *, endpoint: WebhookEndpoint, status: str | None = None,
-               limit: int = 100) -> list[OutboxDelivery]:
-    stmt = (select(OutboxDelivery).where(OutboxDelivery.target_kind == "webhook",
-                                         OutboxDelivery.target_id == endpoint.id)
-            .order_by(OutboxDelivery.id.desc()).limit(limit))
+def deliveries(
+    session: Session, *, endpoint: WebhookEndpoint, status: str | None = None, limit: int = 100
+) -> list[OutboxDelivery]:
+    stmt = (
+        select(OutboxDelivery)
+        .where(OutboxDelivery.target_kind == "webhook", OutboxDelivery.target_id == endpoint.id)
+        .order_by(OutboxDelivery.id.desc())
+        .limit(limit)
+    )
     if status:
         stmt = stmt.where(OutboxDelivery.status == status)
     return list(session.scalars(stmt))
@@ -86,21 +115,31 @@ def deliveries(session: Session, *, endpoint: WebhookEndpoint, status: str | Non
 
 def attempts(session: Session, *, delivery_ids: Sequence[int]) -> dict[int, list[DeliveryAttempt]]:
     out: dict[int, list[DeliveryAttempt]] = {i: [] for i in delivery_ids}
-    for row in session.scalars(select(DeliveryAttempt).where(DeliveryAttempt.delivery_id.in_(list(delivery_ids)))
-                               .order_by(DeliveryAttempt.id)):
+    for row in session.scalars(
+        select(DeliveryAttempt).where(DeliveryAttempt.delivery_id.in_(list(delivery_ids))).order_by(DeliveryAttempt.id)
+    ):
         out[row.delivery_id].append(row)
     return out
 
 
-def replay(session: Session, *, endpoint: WebhookEndpoint, event_id: int | None = None,
-           since: dt.datetime | None = None, until: dt.datetime | None = None,
-           sources: Sequence[TargetSource] | None = None) -> list[int]:
+def replay(
+    session: Session,
+    *,
+    endpoint: WebhookEndpoint,
+    event_id: int | None = None,
+    since: dt.datetime | None = None,
+    until: dt.datetime | None = None,
+    sources: Sequence[TargetSource] | None = None,
+) -> list[int]:
     """Send again one event, or every event of the endpoint's course created in [since, until), whatever
     their state; events the endpoint never got (registered later) get a delivery now. Same webhook-id,
     a fresh retry window. Returns the delivery ids queued."""
     if event_id is None and since is None:
-        raise ServiceError("say what to replay: `event_id`, or `since` (and optionally `until`) as RFC 3339 times",
-                           code="replay_unspecified", status_code=422)
+        raise ServiceError(
+            "say what to replay: `event_id`, or `since` (and optionally `until`) as RFC 3339 times",
+            code="replay_unspecified",
+            status_code=422,
+        )
     stmt = select(OutboxEvent).order_by(OutboxEvent.id)
     if event_id is not None:
         stmt = stmt.where(OutboxEvent.id == event_id)
@@ -113,11 +152,26 @@ def replay(session: Session, *, endpoint: WebhookEndpoint, event_id: int | None 
         raise NotFound(f"event {event_id} does not exist in course {clip(endpoint.course)}")
     deliveries_for(session, events=events, sources=sources or [WebhookTargets()], only=("webhook", endpoint.id))
     session.flush()
-    ids = list(session.scalars(select(OutboxDelivery.id).where(
-        OutboxDelivery.event_id.in_([e.id for e in events]), OutboxDelivery.target_kind == "webhook",
-        OutboxDelivery.target_id == endpoint.id)))
+    ids = list(
+        session.scalars(
+            select(OutboxDelivery.id).where(
+                OutboxDelivery.event_id.in_([e.id for e in events]),
+                OutboxDelivery.target_kind == "webhook",
+                OutboxDelivery.target_id == endpoint.id,
+            )
+        )
+    )
     if ids:
-        session.execute(update(OutboxDelivery).where(OutboxDelivery.id.in_(ids)).values(
-            status="pending", next_attempt_at=utcnow(), window_started_at=None, lease_token=None,
-            lease_expires_at=None).execution_options(synchronize_session=False))
+        session.execute(
+            update(OutboxDelivery)
+            .where(OutboxDelivery.id.in_(ids))
+            .values(
+                status="pending",
+                next_attempt_at=utcnow(),
+                window_started_at=None,
+                lease_token=None,
+                lease_expires_at=None,
+            )
+            .execution_options(synchronize_session=False)
+        )
     return ids

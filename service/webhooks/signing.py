@@ -3,6 +3,7 @@
 During a rotation a message carries one `v1,` signature per live secret (space-separated), so a receiver
 verifying with either the old or the new secret accepts it.
 """
+
 from __future__ import annotations
 
 import base64
@@ -25,14 +26,15 @@ def valid_secret(secret: str) -> bool:
     if not secret.startswith(SECRET_PREFIX):
         return False
     try:
-        raw = base64.b64decode(secret[len(SECRET_PREFIX):], validate=True)
+        raw = base64.b64decode(secret[len(SECRET_PREFIX) :], validate=True)
     except ValueError:
         return False
     return 24 <= len(raw) <= 64
 
 
-def live_secrets(secret: str, previous: str | None, previous_expires_at: dt.datetime | None,
-                 now: dt.datetime) -> list[str]:
+def live_secrets(
+    secret: str, previous: str | None, previous_expires_at: dt.datetime | None, now: dt.datetime
+) -> list[str]:
     """The current secret, plus the previous one while its overlap lasts (naive UTC times)."""
     keep_previous = previous and previous_expires_at is not None and previous_expires_at > now
     return [secret, previous] if keep_previous else [secret]  # type: ignore[list-item]
@@ -41,5 +43,9 @@ def live_secrets(secret: str, previous: str | None, previous_expires_at: dt.date
 def headers(*, message_id: str, body: str, secrets_: Sequence[str], at: dt.datetime) -> dict[str, str]:
     """webhook-id, webhook-timestamp (seconds) and webhook-signature for `body` sent at `at` (aware UTC)."""
     signatures = " ".join(Webhook(s).sign(message_id, at, body) for s in secrets_)
-    return {"webhook-id": message_id, "webhook-timestamp": str(int(at.timestamp())),
-            "webhook-signature": signatures, "content-type": "application/json"}
+    return {
+        "webhook-id": message_id,
+        "webhook-timestamp": str(int(at.timestamp())),
+        "webhook-signature": signatures,
+        "content-type": "application/json",
+    }

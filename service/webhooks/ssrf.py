@@ -3,6 +3,7 @@ non-public address is refused unless allow-listed (TITANGRADE_WEBHOOK_ALLOWED_HO
 registered and at every connection: the transport resolves the name itself, checks every address and
 connects to a checked one, so a DNS answer that changes after registration (rebinding) is caught too.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -50,7 +51,8 @@ class AddressPolicy:
             raise EndpointRefused(
                 f"{host} resolves to {ip}, a loopback, private, link-local or reserved address; webhooks only go "
                 "to public addresses in prod mode (an administrator can allow it with "
-                "TITANGRADE_WEBHOOK_ALLOWED_HOSTS)")
+                "TITANGRADE_WEBHOOK_ALLOWED_HOSTS)"
+            )
 
     def resolve(self, host: str, port: int) -> list[str]:
         """Every address `host` resolves to, each checked; raises EndpointRefused or OSError."""
@@ -72,8 +74,9 @@ def check_url(url: str, policy: AddressPolicy, *, resolve: bool = True) -> str:
         try:
             policy.resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
         except OSError as exc:
-            raise EndpointRefused(f"the endpoint host {parts.hostname} does not resolve "
-                                  f"({exc.strerror or exc})") from None
+            raise EndpointRefused(
+                f"the endpoint host {parts.hostname} does not resolve ({exc.strerror or exc})"
+            ) from None
     return url
 
 
@@ -84,8 +87,14 @@ class _CheckedBackend(httpcore.NetworkBackend):
         self.policy = policy
         self.inner = SyncBackend()
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable | None = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable | None = None,
+    ) -> httpcore.NetworkStream:
         try:
             addresses = self.policy.resolve(host, port)
         except EndpointRefused as exc:
@@ -95,8 +104,9 @@ class _CheckedBackend(httpcore.NetworkBackend):
         last: Exception | None = None
         for address in addresses:
             try:
-                return self.inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
-                                              socket_options=socket_options)
+                return self.inner.connect_tcp(
+                    address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 last = exc
         raise last or httpcore.ConnectError(f"no address for {host}")
@@ -112,8 +122,17 @@ def make_client(policy: AddressPolicy, *, timeout_s: float, max_connections: int
     """An HTTP client for deliveries: checked addresses, no redirects, no proxies from the environment."""
     transport = httpx.HTTPTransport(trust_env=False)
     # httpx has no public hook for the network backend, so the pool is rebuilt with one (httpx 0.28).
-    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), max_connections=max_connections,
-                                              max_keepalive_connections=max_connections, keepalive_expiry=5.0,
-                                              network_backend=_CheckedBackend(policy))
-    return httpx.Client(transport=transport, follow_redirects=False, trust_env=False,
-                        timeout=httpx.Timeout(timeout_s), headers={"user-agent": "titangrade-webhooks/1"})
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(),
+        max_connections=max_connections,
+        max_keepalive_connections=max_connections,
+        keepalive_expiry=5.0,
+        network_backend=_CheckedBackend(policy),
+    )
+    return httpx.Client(
+        transport=transport,
+        follow_redirects=False,
+        trust_env=False,
+        timeout=httpx.Timeout(timeout_s),
+        headers={"user-agent": "titangrade-webhooks/1"},
+    )

@@ -4,6 +4,7 @@ A target kind plugs in with a `TargetSource` (which targets want this event, and
 them) and a `Sender` (service/webhooks/delivery.py). Webhook endpoints are the first kind; LTI grade
 passback can register a second without touching claiming, retries, dead-lettering or replay.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,17 +50,23 @@ def _graded_before(session: Session, events: Sequence[OutboxEvent]) -> dict[int,
     subs = {e.submission_id for e in events}
     history: dict[str, list[tuple[int, dict]]] = {}
     for sid, event_id, payload in session.execute(
-            select(OutboxEvent.submission_id, OutboxEvent.id, OutboxEvent.payload)
-            .where(OutboxEvent.submission_id.in_(subs), OutboxEvent.kind.in_(("grade.stored", "grade.overridden")))):
+        select(OutboxEvent.submission_id, OutboxEvent.id, OutboxEvent.payload).where(
+            OutboxEvent.submission_id.in_(subs), OutboxEvent.kind.in_(("grade.stored", "grade.overridden"))
+        )
+    ):
         history.setdefault(sid, []).append((event_id, payload or {}))
-    return {e.id: any(i < e.id and p.get("status") != "not_gradable" for i, p in history.get(e.submission_id, ()))
-            for e in events}
+    return {
+        e.id: any(i < e.id and p.get("status") != "not_gradable" for i, p in history.get(e.submission_id, ()))
+        for e in events
+    }
 
 
 def _learners(session: Session, events: Sequence[OutboxEvent]) -> dict[str, dict[str, str]]:
-    rows = session.execute(select(Submission.id, Identity.issuer, Identity.subject)
-                           .join(Identity, Submission.identity_id == Identity.id)
-                           .where(Submission.id.in_({e.submission_id for e in events})))
+    rows = session.execute(
+        select(Submission.id, Identity.issuer, Identity.subject)
+        .join(Identity, Submission.identity_id == Identity.id)
+        .where(Submission.id.in_({e.submission_id for e in events}))
+    )
     return {sid: {"issuer": issuer, "subject": subject} for sid, issuer, subject in rows}
 
 
@@ -69,8 +76,11 @@ class WebhookTargets:
     kind = "webhook"
 
     def targets(self, session: Session, *, course: str, event_type: str) -> list[int]:
-        rows = session.execute(select(WebhookEndpoint.id, WebhookEndpoint.event_types)
-                               .where(WebhookEndpoint.course == course, WebhookEndpoint.removed_at.is_(None)))
+        rows = session.execute(
+            select(WebhookEndpoint.id, WebhookEndpoint.event_types).where(
+                WebhookEndpoint.course == course, WebhookEndpoint.removed_at.is_(None)
+            )
+        )
         return [endpoint_id for endpoint_id, types in rows if event_type in (types or ())]
 
     def body(self, *, event: OutboxEvent, event_type: str, target_id: int, learner: dict | None) -> str:
@@ -83,8 +93,11 @@ def envelope(*, event: OutboxEvent, event_type: str, learner: dict | None) -> st
         data["learner"] = learner
     data["event_id"] = event.id
     data["links"] = {"submission": f"/api/v1/submissions/{event.submission_id}"}
-    return json.dumps({"type": event_type, "timestamp": rfc3339(event.created_at), "data": data},
-                      separators=(",", ":"), sort_keys=True)
+    return json.dumps(
+        {"type": event_type, "timestamp": rfc3339(event.created_at), "data": data},
+        separators=(",", ":"),
+        sort_keys=True,
+    )
 
 
 def default_sources() -> list[TargetSource]:
@@ -93,8 +106,14 @@ def default_sources() -> list[TargetSource]:
     return [WebhookTargets(), LtiTargets()]
 
 
-def deliveries_for(session: Session, *, events: Sequence[OutboxEvent], sources: Sequence[TargetSource],
-                   only: tuple[str, int] | None = None, fresh: bool = False) -> list[OutboxDelivery]:
+def deliveries_for(
+    session: Session,
+    *,
+    events: Sequence[OutboxEvent],
+    sources: Sequence[TargetSource],
+    only: tuple[str, int] | None = None,
+    fresh: bool = False,
+) -> list[OutboxDelivery]:
     """New delivery rows for `events` (all targets, or `only` one (kind, id)), skipping targets that have one.
     `fresh`: the events were never fanned out, so they have no deliveries yet (saves the lookups)."""
     if not events:
@@ -104,8 +123,10 @@ def deliveries_for(session: Session, *, events: Sequence[OutboxEvent], sources: 
     message_ids: dict[int, str] = {}
     if not fresh:
         for event_id, kind, target_id, message_id in session.execute(
-                select(OutboxDelivery.event_id, OutboxDelivery.target_kind, OutboxDelivery.target_id,
-                       OutboxDelivery.message_id).where(OutboxDelivery.event_id.in_([e.id for e in events]))):
+            select(
+                OutboxDelivery.event_id, OutboxDelivery.target_kind, OutboxDelivery.target_id, OutboxDelivery.message_id
+            ).where(OutboxDelivery.event_id.in_([e.id for e in events]))
+        ):
             have.add((event_id, kind, target_id))
             message_ids[event_id] = message_id
     wanted: dict[tuple[str, str, str], list[int]] = {}  # (source kind, course, type) -> target ids
@@ -125,15 +146,30 @@ def deliveries_for(session: Session, *, events: Sequence[OutboxEvent], sources: 
                 if skip or (event.id, source.kind, target_id) in have:
                     continue
                 accepts = getattr(source, "accepts", None)  # optional finer filter (LTI: exercise, issuer)
-                if accepts is not None and not accepts(event=event, target_id=target_id,
-                                                       learner=learners.get(event.submission_id)):
+                if accepts is not None and not accepts(
+                    event=event, target_id=target_id, learner=learners.get(event.submission_id)
+                ):
                     continue
-                made.append(OutboxDelivery(
-                    event_id=event.id, target_kind=source.kind, target_id=target_id, course=course,
-                    event_type=event_type, message_id=message_id, status="pending", attempts=0,
-                    body=source.body(event=event, event_type=event_type, target_id=target_id,
-                                     learner=learners.get(event.submission_id)),
-                    next_attempt_at=utcnow(), last_error=""))
+                made.append(
+                    OutboxDelivery(
+                        event_id=event.id,
+                        target_kind=source.kind,
+                        target_id=target_id,
+                        course=course,
+                        event_type=event_type,
+                        message_id=message_id,
+                        status="pending",
+                        attempts=0,
+                        body=source.body(
+                            event=event,
+                            event_type=event_type,
+                            target_id=target_id,
+                            learner=learners.get(event.submission_id),
+                        ),
+                        next_attempt_at=utcnow(),
+                        last_error="",
+                    )
+                )
     session.add_all(made)
     return made
 
@@ -148,7 +184,11 @@ def fan_out(session: Session, *, sources: Sequence[TargetSource], limit: int = 5
         return 0
     with session.no_autoflush:
         deliveries_for(session, events=events, sources=sources, fresh=True)
-    session.execute(update(OutboxEvent).where(OutboxEvent.id.in_([e.id for e in events]))
-                    .values(delivered_at=utcnow()).execution_options(synchronize_session=False))
+    session.execute(
+        update(OutboxEvent)
+        .where(OutboxEvent.id.in_([e.id for e in events]))
+        .values(delivered_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
     session.flush()
     return len(events)

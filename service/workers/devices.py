@@ -3,6 +3,7 @@
 Wraps grading.sandbox.devices.DeviceInventory (which hands out disjoint ids and quarantines devices left
 busy by a job); a job row only says how many devices it needs, so the kind with enough free ones is used.
 """
+
 from __future__ import annotations
 
 import threading
@@ -15,12 +16,12 @@ class WorkerDevices:
     def __init__(self, inventory: DeviceInventory, kinds: tuple[str, ...] = ("cuda", "npu")) -> None:
         self.inventory = inventory
         self.kinds = tuple(k for k in kinds if inventory.total(k) > 0)
-        self._held = {k: 0 for k in self.kinds}
+        self._held = dict.fromkeys(self.kinds, 0)
         self._lock = threading.Lock()
 
     @classmethod
-    def from_setting(cls, spec: str) -> "WorkerDevices":
-        """"" = CPU only; "detect" = what the host reports; else a spec like "npu:0-7" or "cuda:0,1"."""
+    def from_setting(cls, spec: str) -> WorkerDevices:
+        """ "" = CPU only; "detect" = what the host reports; else a spec like "npu:0-7" or "cuda:0,1"."""
         inventory = DeviceInventory.detect() if spec.strip() == "detect" else DeviceInventory.from_spec(spec)
         return cls(inventory)
 

@@ -4,6 +4,7 @@ An executor receives a `GradingTicket` (ids only), opens its own DB session to r
 progress events into the database, and returns one typed outcome: `Graded(result)` or
 `Faulted(reason, retryable)`. It never stores the grade: the worker does that, fenced by the lease token.
 """
+
 from __future__ import annotations
 
 import abc
@@ -90,8 +91,15 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def _init_child(parent_pid: int, database_url: str, sandbox_mode: str, exercises_root: str,
-                reference_root: str, prewarm: dict[str, int], sandbox_options: dict | None = None) -> None:
+def _init_child(
+    parent_pid: int,
+    database_url: str,
+    sandbox_mode: str,
+    exercises_root: str,
+    reference_root: str,
+    prewarm: dict[str, int],
+    sandbox_options: dict | None = None,
+) -> None:
     _die_with_parent(parent_pid)
     from grading.exercise import Catalogue
     from grading.sandbox import make_sandbox
@@ -131,9 +139,15 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
             pass
 
     try:
-        result = grade_notebook(notebook, exercise_id=exercise_id, catalogue=_CHILD["catalogue"], lang=lang,
-                                sandbox=_CHILD["sandbox"], progress=progress,
-                                devices=DeviceGrant(kind=ticket.device_kind, ids=ticket.device_ids))
+        result = grade_notebook(
+            notebook,
+            exercise_id=exercise_id,
+            catalogue=_CHILD["catalogue"],
+            lang=lang,
+            sandbox=_CHILD["sandbox"],
+            progress=progress,
+            devices=DeviceGrant(kind=ticket.device_kind, ids=ticket.device_ids),
+        )
     except GraderFault as exc:
         return Faulted(str(exc), retryable=exc.retryable)
     except InvalidSubmission as exc:  # valid at intake but not now (e.g. the exercise was removed)
@@ -145,22 +159,33 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
 
 # ---- local backend ---------------------------------------------------------------------------------
 
+
 class LocalExecutor(Executor):
     """A process pool on this host; a crashed pool (e.g. OOM-killed process) is rebuilt, the job retried."""
 
     name = "local"
 
     def __init__(self, *, settings: Settings, processes: int) -> None:
-        self._initargs = (os.getpid(), settings.database_url, settings.sandbox, str(settings.exercises_root),
-                          str(settings.reference_root), Settings.parse_prewarm(settings.sandbox_prewarm),
-                          settings.sandbox_options())
+        self._initargs = (
+            os.getpid(),
+            settings.database_url,
+            settings.sandbox,
+            str(settings.exercises_root),
+            str(settings.reference_root),
+            Settings.parse_prewarm(settings.sandbox_prewarm),
+            settings.sandbox_options(),
+        )
         self._processes = processes
         self._pool = self._new_pool()
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         # spawn, not fork: the worker has threads (heartbeat) and DB connections that must not be copied.
-        return cf.ProcessPoolExecutor(max_workers=self._processes, mp_context=multiprocessing.get_context("spawn"),
-                                      initializer=_init_child, initargs=self._initargs)
+        return cf.ProcessPoolExecutor(
+            max_workers=self._processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_child,
+            initargs=self._initargs,
+        )
 
     def submit(self, ticket: GradingTicket) -> cf.Future:
         try:

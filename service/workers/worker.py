@@ -3,8 +3,10 @@
 Slots follow lanes: `short_reserved_slots` slots never take long-lane jobs, so a quiz never waits behind a
 training run. The executor and device inventory are injected (chosen once by the caller).
 """
+
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue as stdlib_queue
@@ -39,8 +41,15 @@ class _InFlight:
 class Worker:
     """One worker process's scheduler; `run()` blocks until `stop` is set (or the queue drains in burst mode)."""
 
-    def __init__(self, *, settings: Settings, sessions: sessionmaker[Session], executor: Executor,
-                 devices, worker_id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        sessions: sessionmaker[Session],
+        executor: Executor,
+        devices,
+        worker_id: str | None = None,
+    ) -> None:
         self.settings = settings
         self.sessions = sessions
         self.executor = executor
@@ -109,10 +118,17 @@ class Worker:
                     return claimed
             free = self.devices.free if fits is None else max(d for _, d, _ in fits)
             with transaction(self.sessions) as s:
-                job = queue.claim(s, worker_id=self.id, lanes=lanes, free_devices=free, fits=fits,
-                                  max_world_size=self.settings.worker_max_world_size, lease_s=self.settings.lease_s,
-                                  policy=self.settings.queue_policy,
-                                  max_running_per_learner=self.settings.max_running_per_learner)
+                job = queue.claim(
+                    s,
+                    worker_id=self.id,
+                    lanes=lanes,
+                    free_devices=free,
+                    fits=fits,
+                    max_world_size=self.settings.worker_max_world_size,
+                    lease_s=self.settings.lease_s,
+                    policy=self.settings.queue_policy,
+                    max_running_per_learner=self.settings.max_running_per_learner,
+                )
             if job is None:
                 return claimed
             self._start(job)
@@ -121,15 +137,26 @@ class Worker:
 
     def _start(self, job: ClaimedJob) -> None:
         grant = DeviceGrant() if self.executor.grants_devices else self.devices.acquire(job.devices)
-        ticket = GradingTicket(job_id=job.job_id, submission_id=job.submission_id, lease_token=job.lease_token,
-                               device_kind=grant.kind, device_ids=tuple(grant.ids), lane=job.lane,
-                               devices=job.devices, world_size=job.world_size)
+        ticket = GradingTicket(
+            job_id=job.job_id,
+            submission_id=job.submission_id,
+            lease_token=job.lease_token,
+            device_kind=grant.kind,
+            device_ids=tuple(grant.ids),
+            lane=job.lane,
+            devices=job.devices,
+            world_size=job.world_size,
+        )
         future = self.executor.submit(ticket)
         with self._lock:
             self._inflight[job.job_id] = _InFlight(job=job, grant=grant, future=future)
-        future.add_done_callback(lambda _f, jid=job.job_id: self._done.put(jid))
-        log.info("worker %s claimed job %s (submission %s, attempt %s)", self.id, job.job_id,
-                 job.submission_id, job.attempt)
+        future.add_done_callback(functools.partial(self._finished, job.job_id))
+        log.info(
+            "worker %s claimed job %s (submission %s, attempt %s)", self.id, job.job_id, job.submission_id, job.attempt
+        )
+
+    def _finished(self, job_id: int, _future: Future[Outcome]) -> None:
+        self._done.put(job_id)  # runs on the executor's thread; the worker loop collects it
 
     def _collect(self, *, timeout: float) -> None:
         try:
@@ -148,7 +175,9 @@ class Worker:
             flight = self._inflight.pop(job_id)
         dirty = self.devices.release(flight.grant)
         if dirty:
-            log.error("worker %s quarantined %s devices %s left busy by job %s", self.id, flight.grant.kind, dirty, job_id)
+            log.error(
+                "worker %s quarantined %s devices %s left busy by job %s", self.id, flight.grant.kind, dirty, job_id
+            )
         try:
             outcome = flight.future.result()
         except Exception as exc:  # the grading process (or its node) died: our fault, retry
@@ -167,8 +196,7 @@ class Worker:
                 self.stored += stored
                 return "stored" if stored else "discarded (lease lost)"
             case Graded(result):  # the engine caught a grader fault itself: same retry policy
-                return self._fault(s, job, error=result.get("message") or "not gradable", retryable=True,
-                                   final=result)
+                return self._fault(s, job, error=result.get("message") or "not gradable", retryable=True, final=result)
             case Faulted(reason, retryable):
                 return self._fault(s, job, error=reason, retryable=retryable, final=None)
         raise TypeError(f"executor returned {outcome!r}; expected Graded or Faulted")
@@ -210,9 +238,16 @@ class Worker:
 
     def _beat(self) -> None:
         with transaction(self.sessions) as s:
-            queue.beat(s, worker_id=self.id, host=socket.gethostname(), pid=os.getpid(),
-                       slots=self.settings.worker_slots, devices=self.devices.count,
-                       device_kind=self.devices.kind, long_slots=self._long_cap())
+            queue.beat(
+                s,
+                worker_id=self.id,
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                slots=self.settings.worker_slots,
+                devices=self.devices.count,
+                device_kind=self.devices.kind,
+                long_slots=self._long_cap(),
+            )
 
     def _heartbeat_loop(self) -> None:
         while not self.stop.wait(self.settings.heartbeat_s):
@@ -223,8 +258,9 @@ class Worker:
                 log.exception("heartbeat failed")
 
 
-def build_worker(settings: Settings, *, sessions: sessionmaker[Session], executor: Executor | None = None,
-                 devices=None) -> Worker:
+def build_worker(
+    settings: Settings, *, sessions: sessionmaker[Session], executor: Executor | None = None, devices=None
+) -> Worker:
     """Wire a worker from settings: the executor and inventory are chosen here, once."""
     from service.workers.devices import WorkerDevices
     from service.workers.executor import make_executor

@@ -27,9 +27,7 @@ class Tokenizer(Protocol):
     def decode(self, ids: list[int]) -> str: ...
 
 
-def build_response(
-    segments: Sequence[tuple[Sequence[int], int]], cap: int = 4096
-) -> tuple[list[int], list[int]]:
+def build_response(segments: Sequence[tuple[Sequence[int], int]], cap: int = 4096) -> tuple[list[int], list[int]]:
     """Concatenate (token ids, mask value) segments into response ids and mask, keeping the first ``cap``."""
     if cap < 0:
         raise ValueError(f"cap must be >= 0, got {cap}; pass the response length (4096 in the recipe)")

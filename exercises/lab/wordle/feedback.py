@@ -17,9 +17,7 @@ CANONICAL_GUESS = re.compile(r"<guess>\s*\[([A-Za-z]{5})\]\s*</guess>")
 OPEN_TAG = re.compile(r"<guess\b", re.IGNORECASE)
 
 MAX_TURNS = 6
-NO_GUESS_MESSAGE = (
-    "Invalid Move: No valid 5-letter guess found. Resubmit exactly as <guess>[word]</guess>."
-)
+NO_GUESS_MESSAGE = "Invalid Move: No valid 5-letter guess found. Resubmit exactly as <guess>[word]</guess>."
 
 
 def canonical_guesses(text: str) -> list[str]:
@@ -42,9 +40,7 @@ def feedback(guess: str, answer: str) -> str:
     """Wordle feedback, e.g. crown vs crane -> "G G X X Y"; greens first, yellows take the first unused letter."""
     guess, answer = guess.lower(), answer.lower()
     if len(guess) != len(answer):
-        raise ValueError(
-            f"guess {guess!r} and answer {answer!r} differ in length; compare two 5-letter words"
-        )
+        raise ValueError(f"guess {guess!r} and answer {answer!r} differ in length; compare two 5-letter words")
     marks = ["X"] * len(guess)
     unused: list[str | None] = list(answer)
     for i, (g, a) in enumerate(zip(guess, answer, strict=True)):

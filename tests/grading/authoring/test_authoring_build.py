@@ -43,14 +43,14 @@ def test_build_writes_every_output_and_check_then_passes(catalogue_dir, capsys):
     assert "[1/1] ch09.squares" in out and "4 written" in out
     template = nbformat.read(catalogue_dir / "exercises/ch09/squares/squares.ipynb", as_version=4)
     solution = nbformat.read(catalogue_dir / "reference/ch09.squares/solution.ipynb", as_version=4)
-    assert 'raise NotImplementedError("implement solve(numbers)")' in template.cells[1].source
-    assert "return sum(x * x for x in numbers)" in solution.cells[1].source
+    assert 'raise NotImplementedError("implement solve(numbers)")' in template.cells[2].source
+    assert "return sum(x * x for x in numbers)" in solution.cells[2].source
     assert "CHECKS" not in json.dumps(template) and "29" not in template.cells[-1].source  # grader cell stays out
     assert template.metadata.titangrade == {"exercise_id": "ch09.squares"}
     answers = json.loads((catalogue_dir / "reference/ch09.squares/squares_answer.txt").read_text())
     assert answers["exercise_id"] == "ch09.squares" and set(answers["checks"]) == {"public_cases", "hidden_cases"}
     mistake = nbformat.read(catalogue_dir / "fixtures/ch09.squares/mistake_no_square.ipynb", as_version=4)
-    assert "return sum(x for x in numbers)" in mistake.cells[1].source
+    assert "return sum(x for x in numbers)" in mistake.cells[2].source
     assert mistake.metadata.titangrade.expect == {
         "status": "graded",
         "score": 3.0,

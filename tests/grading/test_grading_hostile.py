@@ -94,13 +94,15 @@ def test_nesting_and_cell_floods_are_refused_at_intake(catalogue, capsys, name, 
 # --- decoding: the learner's values fail their own checks, never the grader ------------------------------
 
 @pytest.mark.slow
-def test_marker_keys_on_hidden_inputs_fail_only_those_cases(graded):
+def test_marker_keys_on_hidden_inputs_fail_only_those_cases(graded, catalogue):
     result, _ = graded("marker_keys")
+    # every hidden case fails, however many the reference holds (issue 12 added cases to this check)
+    hidden = [c for c in catalogue.get(EXERCISE).reference()["checks"]["hidden_cases"]["calls"] if not c.get("public")]
     assert result.status is Status.GRADED, result.message
     got = scores(result)
     assert got["public_cases"] == 2 and got["hidden_cases"] == 0
     assert got["partial_credit"] == 1.5 and got["feedback_string"] == 1.5
-    assert "7 of 7 hidden cases failed" in feedback(result, "hidden_cases")
+    assert len(hidden) >= 7 and f"{len(hidden)} of {len(hidden)} hidden cases failed" in feedback(result, "hidden_cases")
 
 
 @pytest.mark.slow

@@ -69,7 +69,10 @@ class Settings(BaseSettings):
         "0 = no quota, concurrent runs share the CPU equally",
     )
     sandbox_prewarm: str = Field(
-        "", description='warm kernels per pool process and kernel family, e.g. "light=1,torch=1"'
+        "auto",
+        description='warm kernels per pool process and kernel family, e.g. "light=1,torch=1"; "" = none; '
+        "auto = light=1 with the bwrap sandbox when the host has PREWARM_MB_PER_SLOT of memory available per "
+        "worker slot (decided once at start-up)",
     )
     worker_max_world_size: int = Field(8, ge=1, description="most ranks one job may launch on this host")
     lease_s: float = Field(60.0, gt=0, description="a claimed job is reclaimed this long after its last heartbeat")
@@ -192,8 +195,19 @@ class Settings(BaseSettings):
     @field_validator("sandbox_prewarm")
     @classmethod
     def _prewarm_spec(cls, v: str) -> str:
-        cls.parse_prewarm(v)
-        return v
+        if v.strip() != "auto":
+            cls.parse_prewarm(v)
+        return v.strip()
+
+    def prewarm_sizes(self) -> dict[str, int]:
+        """Warm kernels per pool process and family. "auto": light=1 where the sandbox is bwrap (its PID
+        namespace dies with the pool process, so a warm kernel never outlives it; unsafe-local kernels
+        would) and the host has PREWARM_MB_PER_SLOT available per slot; else none."""
+        if self.sandbox_prewarm != "auto":
+            return self.parse_prewarm(self.sandbox_prewarm)
+        if self.sandbox != "bwrap" or available_mb() < PREWARM_MB_PER_SLOT * self.worker_slots:
+            return {}
+        return {"light": 1}
 
     @staticmethod
     def parse_prewarm(spec: str) -> dict[str, int]:
@@ -210,6 +224,12 @@ class Settings(BaseSettings):
         return out
 
     def resolve_sandbox(self) -> tuple[Settings, str]:
+        """Decide the sandbox once (below), then what "auto" pre-warming means with it on this host."""
+        settings, warning = self._resolve_isolation()
+        settings, note = settings._resolve_prewarm()
+        return settings, "; ".join(filter(None, (warning, note)))
+
+    def _resolve_isolation(self) -> tuple[Settings, str]:
         """Decide the sandbox once: auto means bwrap, and an unusable bwrap is refused in every mode.
 
         Learner kernels run unisolated only when a deployer opts in explicitly with
@@ -251,6 +271,22 @@ class Settings(BaseSettings):
             f"WARNING: sandbox runs get no whole-run memory/process/CPU caps (development only): {found.reason}"
         )
 
+    def _resolve_prewarm(self) -> tuple[Settings, str]:
+        """Pin "auto" to what it means on this host, once, so the log and every pool process agree."""
+        if self.sandbox_prewarm != "auto":
+            return self, ""
+        sizes = self.prewarm_sizes()
+        spec = ",".join(f"{family}={count}" for family, count in sizes.items())
+        note = (
+            ""
+            if sizes or self.sandbox != "bwrap"
+            else (
+                f"note: no pre-warmed kernels: {available_mb()} MB available, auto wants "
+                f"{PREWARM_MB_PER_SLOT} MB per worker slot (set TITANGRADE_SANDBOX_PREWARM=light=1 to force)"
+            )
+        )
+        return self.model_copy(update={"sandbox_prewarm": spec}), note
+
     def sandbox_options(self) -> dict:
         """What the grading processes pass to make_sandbox (after resolve_sandbox)."""
         if self.sandbox != "bwrap":
@@ -262,6 +298,20 @@ class Settings(BaseSettings):
         if self.secret_key or self.mode != "dev":
             return self, False
         return self.model_copy(update={"secret_key": secrets.token_urlsafe(48)}), True
+
+
+PREWARM_MB_PER_SLOT = 1024  # auto pre-warming needs this much available memory per worker slot
+
+
+def available_mb() -> int:
+    """MemAvailable of this host in MB (0 where /proc/meminfo cannot be read: no auto pre-warming)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def load_settings(**overrides) -> Settings:

@@ -155,7 +155,7 @@ class RayExecutor(Executor):
             sandbox=settings.sandbox,
             exercises_root=str(settings.exercises_root),
             reference_root=str(settings.reference_root),
-            prewarm=tuple(sorted(Settings.parse_prewarm(settings.sandbox_prewarm).items())),
+            prewarm=tuple(sorted(settings.prewarm_sizes().items())),
             sandbox_options=tuple(sorted(settings.sandbox_options().items())),
         )
         self._remote = ray.remote(max_retries=0)(grade_on_node)  # the DB queue retries, not Ray

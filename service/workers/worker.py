@@ -87,6 +87,12 @@ class Worker:
             self.stop.set()
             self._drain()
 
+    def request_stop(self) -> None:
+        """Stop after the current step; safe in a signal handler (the wake-up is put from a new thread, so
+        it never waits on a queue lock the interrupted main thread holds). Running jobs drain as on SIGTERM."""
+        self.stop.set()
+        threading.Thread(target=self.wake, name="tg-stop", daemon=True).start()
+
     def wake(self) -> None:
         """Look at the queue now instead of at the next poll (thread-safe; called from commit hooks)."""
         self._done.put(_WAKE)

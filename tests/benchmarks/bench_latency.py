@@ -102,9 +102,9 @@ def start_server(db: Database, workdir: Path, sandbox: str) -> tuple[subprocess.
         TITANGRADE_SANDBOX=sandbox,
         TITANGRADE_SECRET_KEY="b" * 40,
     )
-    log = open(workdir / "server.log", "wb")
     cmd = [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--no-deliver"]
-    proc = subprocess.Popen(cmd, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+    with open(workdir / "server.log", "wb") as log:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:
@@ -116,7 +116,7 @@ def start_server(db: Database, workdir: Path, sandbox: str) -> tuple[subprocess.
             break
         time.sleep(0.1)
     proc.kill()
-    raise SystemExit(f"server did not start; see {log.name}")
+    raise SystemExit(f"server did not start; see {workdir / 'server.log'}")
 
 
 def submit_and_follow(client: httpx.Client, nb: bytes) -> tuple[str, float]:

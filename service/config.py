@@ -74,6 +74,12 @@ class Settings(BaseSettings):
         "auto = light=1 with the bwrap sandbox when the host has PREWARM_MB_PER_SLOT of memory available per "
         "worker slot (decided once at start-up)",
     )
+    sandbox_prewarm_keys: int = Field(
+        4,
+        ge=1,
+        description="exercises per pool process that keep warm kernels (a warm kernel fits one exercise's "
+        "limits and hidden modules); auto lowers it so warm kernels leave every slot two sandbox users",
+    )
     worker_max_world_size: int = Field(8, ge=1, description="most ranks one job may launch on this host")
     lease_s: float = Field(60.0, gt=0, description="a claimed job is reclaimed this long after its last heartbeat")
     heartbeat_s: float = Field(10.0, gt=0, description="lease renewal and worker liveness interval")
@@ -200,14 +206,26 @@ class Settings(BaseSettings):
         return v.strip()
 
     def prewarm_sizes(self) -> dict[str, int]:
-        """Warm kernels per pool process and family. "auto": light=1 where the sandbox is bwrap (its PID
-        namespace dies with the pool process, so a warm kernel never outlives it; unsafe-local kernels
-        would) and the host has PREWARM_MB_PER_SLOT available per slot; else none."""
-        if self.sandbox_prewarm != "auto":
-            return self.parse_prewarm(self.sandbox_prewarm)
+        """Warm kernels per pool process and family (see `prewarm_keys` for how many exercises)."""
+        return self.parse_prewarm(self.sandbox_prewarm) if self.sandbox_prewarm != "auto" else self._auto_prewarm()[0]
+
+    def prewarm_keys(self) -> int:
+        """Exercises per pool process that keep warm kernels (least recently used dropped first)."""
+        return self.sandbox_prewarm_keys if self.sandbox_prewarm != "auto" else self._auto_prewarm()[1]
+
+    def _auto_prewarm(self) -> tuple[dict[str, int], int]:
+        """light=1 where the sandbox is bwrap (its PID namespace dies with the pool process, so a warm kernel
+        never outlives it; unsafe-local kernels would), the host has PREWARM_MB_PER_SLOT available per slot,
+        and the sandbox users (one per live kernel, host-wide) leave each slot one for its running kernel and
+        one for a refill; else none."""
         if self.sandbox != "bwrap" or available_mb() < PREWARM_MB_PER_SLOT * self.worker_slots:
-            return {}
-        return {"light": 1}
+            return {}, 0
+        from grading.sandbox.users import installed_sandbox_users
+
+        keys = min(
+            self.sandbox_prewarm_keys, (len(installed_sandbox_users()) - 2 * self.worker_slots) // self.worker_slots
+        )
+        return ({"light": 1}, keys) if keys >= 1 else ({}, 0)
 
     @staticmethod
     def parse_prewarm(spec: str) -> dict[str, int]:
@@ -275,17 +293,16 @@ class Settings(BaseSettings):
         """Pin "auto" to what it means on this host, once, so the log and every pool process agree."""
         if self.sandbox_prewarm != "auto":
             return self, ""
-        sizes = self.prewarm_sizes()
+        sizes, keys = self._auto_prewarm()
         spec = ",".join(f"{family}={count}" for family, count in sizes.items())
-        note = (
-            ""
-            if sizes or self.sandbox != "bwrap"
-            else (
-                f"note: no pre-warmed kernels: {available_mb()} MB available, auto wants "
-                f"{PREWARM_MB_PER_SLOT} MB per worker slot (set TITANGRADE_SANDBOX_PREWARM=light=1 to force)"
+        note = ""
+        if not sizes and self.sandbox == "bwrap":
+            note = (
+                f"note: no pre-warmed kernels: auto wants {PREWARM_MB_PER_SLOT} MB available ({available_mb()} MB "
+                "here) and 3 sandbox users (tgsbxN) per worker slot; add users with TITANGRADE_SANDBOX_USERS=N "
+                "scripts/install-system-deps.sh, or force with TITANGRADE_SANDBOX_PREWARM=light=1"
             )
-        )
-        return self.model_copy(update={"sandbox_prewarm": spec}), note
+        return self.model_copy(update={"sandbox_prewarm": spec, "sandbox_prewarm_keys": max(keys, 1)}), note
 
     def sandbox_options(self) -> dict:
         """What the grading processes pass to make_sandbox (after resolve_sandbox)."""

@@ -99,6 +99,7 @@ def _init_child(
     reference_root: str,
     prewarm: dict[str, int],
     sandbox_options: dict | None = None,
+    prewarm_keys: int = 4,
 ) -> None:
     _die_with_parent(parent_pid)
     from grading.exercise import Catalogue
@@ -107,15 +108,19 @@ def _init_child(
 
     _CHILD["sessions"] = make_sessionmaker(make_engine(database_url))
     _CHILD["catalogue"] = Catalogue(Path(exercises_root), Path(reference_root))
-    _CHILD["sandbox"] = make_sandbox(sandbox_mode, prewarm=prewarm or None, **(sandbox_options or {}))
+    _CHILD["sandbox"] = make_sandbox(
+        sandbox_mode, prewarm=prewarm or None, prewarm_keys=prewarm_keys, **(sandbox_options or {})
+    )
     if prewarm:
-        _prepare_recent(_CHILD["sandbox"], _CHILD["catalogue"], _CHILD["sessions"], families=set(prewarm))
+        _prepare_recent(
+            _CHILD["sandbox"], _CHILD["catalogue"], _CHILD["sessions"], families=set(prewarm), limit=prewarm_keys
+        )
 
 
-PREPARE_RECENT = 2  # exercises whose kernels a new pool process warms before its first job
+PREPARE_RECENT = 2  # at most this many exercises' kernels a new pool process warms before its first job
 
 
-def _prepare_recent(sandbox, catalogue, sessions, *, families: set[str]) -> None:
+def _prepare_recent(sandbox, catalogue, sessions, *, families: set[str], limit: int) -> None:
     """Warm kernels for the exercises submitted most recently (a kernel is keyed by its exercise's limits
     and hidden modules), so the first job after a (re)start need not wait for a cold one. Others warm
     after their first job in this process."""
@@ -132,7 +137,7 @@ def _prepare_recent(sandbox, catalogue, sessions, *, families: set[str]) -> None
     except Exception:  # an empty or unreachable database: nothing to guess from
         return
     picked = [catalogue.get(i) for i in ids if i in catalogue]
-    for exercise in [e for e in picked if e.manifest.kernel_family in families][:PREPARE_RECENT]:
+    for exercise in [e for e in picked if e.manifest.kernel_family in families][: min(limit, PREPARE_RECENT)]:
         sandbox.prepare(kernel_request(exercise))
 
 
@@ -205,6 +210,7 @@ class LocalExecutor(Executor):
             str(settings.reference_root),
             settings.prewarm_sizes(),
             settings.sandbox_options(),
+            settings.prewarm_keys(),
         )
         self._processes = processes
         self._pool = self._new_pool()

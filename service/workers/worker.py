@@ -77,7 +77,8 @@ class Worker:
             while not self.stop.is_set():
                 self._reap()
                 claimed = self._fill_slots()
-                self._collect(timeout=0 if claimed else self.settings.poll_s)
+                # idle: a wake-up ends the wait; the heartbeat bound keeps lease reaping on time whatever poll_s
+                self._collect(timeout=0 if claimed else min(self.settings.poll_s, self.settings.heartbeat_s))
                 if burst and not claimed and not self._inflight and self._queue_empty():
                     break
         finally:

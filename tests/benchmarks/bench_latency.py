@@ -119,11 +119,12 @@ def start_server(db: Database, workdir: Path, sandbox: str) -> tuple[subprocess.
     raise SystemExit(f"server did not start; see {workdir / 'server.log'}")
 
 
-def submit_and_follow(client: httpx.Client, nb: bytes) -> tuple[str, float]:
-    """Submit, follow the event stream until `done` (as `titangrade submit` does); (id, seconds)."""
+def submit_and_follow(client: httpx.Client, nb: bytes) -> tuple[str, float, float]:
+    """Submit, follow the event stream until `done` (as `titangrade submit` does); (id, seconds, POST seconds)."""
     t0 = time.perf_counter()
     resp = client.post("/api/v1/submissions", files={"notebook": ("nb.ipynb", nb)}, data={"exercise_id": EXERCISE})
     resp.raise_for_status()
+    posted = time.perf_counter() - t0
     sid = resp.json()["id"]
     with client.stream("GET", f"/api/v1/submissions/{sid}/events", timeout=300) as events:
         for line in events.iter_lines():
@@ -135,7 +136,7 @@ def submit_and_follow(client: httpx.Client, nb: bytes) -> tuple[str, float]:
     elapsed = time.perf_counter() - t0
     if data.get("status") != "graded" or data.get("score") != data.get("max_score"):
         raise SystemExit(f"{sid}: expected full marks, got {data}")
-    return sid, elapsed
+    return sid, elapsed, posted
 
 
 def jupyter_execute(workdir: Path) -> float:
@@ -208,14 +209,15 @@ def main() -> None:
         headers = {"Authorization": f"Bearer {db.token()}"}
         with httpx.Client(base_url=url, headers=headers, timeout=300) as client:
             first = [submit_and_follow(client, nb)[1] for _ in range(slots)]  # each pool process grades once
-            service, plain, ids = [], [], []
+            service, plain, ids, posts = [], [], [], []
             for i in range(args.n):
                 order = ("A", "B") if i % 2 == 0 else ("B", "A")
                 for which in order:
                     time.sleep(args.pause_s)
                     if which == "A":
-                        sid, elapsed = submit_and_follow(client, nb)
+                        sid, elapsed, posted = submit_and_follow(client, nb)
                         ids.append(sid)
+                        posts.append(posted)
                         service.append(elapsed)
                     else:
                         plain.append(jupyter_execute(workdir))
@@ -236,6 +238,7 @@ def main() -> None:
     print(f"HTTP submit -> graded (SSE done), p50 {med_a:.3f} s  (all: {' '.join(f'{x:.2f}' for x in service)})")
     print(f"jupyter execute, whole process, p50 {med_b:.3f} s  (all: {' '.join(f'{x:.2f}' for x in plain)})")
     print(f"ratio titangrade / jupyter execute: {med_a / med_b:.2f}")
+    print(f"of which the POST (intake, 202), p50 {statistics.median(posts):.3f} s")
     print("median timeline after the submission row (s): " + ", ".join(f"{e} {t:.3f}" for e, t in timeline))
     print(f"memory idle, before any job: {idle}")
     print(f"memory idle after the runs ({slots} slots): {busy}")

@@ -13,7 +13,8 @@ from service.db import transaction
 from service.workers.worker import build_worker
 
 pytestmark = pytest.mark.slow
-POLL_S = 60.0
+POLL_S = 60.0  # also the heartbeat (an idle worker waits at most one heartbeat, to keep reaping on time)
+LEASE_S = 120.0
 WAIT_S = 40.0  # generous for a 2-core machine under load, and still well short of one poll
 
 
@@ -30,7 +31,7 @@ def _wait(predicate, what: str) -> None:
 
 def test_a_worker_in_the_api_process_wakes_on_the_intake_commit(api, svc, db_url):
     """`serve`: API and worker share a process; the intake transaction's commit wakes the idle worker."""
-    settings = svc.settings(db_url, poll_s=POLL_S)
+    settings = svc.settings(db_url, poll_s=POLL_S, heartbeat_s=POLL_S, lease_s=LEASE_S)
     worker = build_worker(settings, sessions=api.app_state.sessions)
     thread = threading.Thread(target=worker.run, name="tg-test-worker", daemon=True)
     thread.start()
@@ -53,7 +54,8 @@ def test_a_separate_worker_process_wakes_on_postgresql_notify(db_url, svc, e2e, 
     """`titangrade worker` in its own process: the intake's NOTIFY wakes it (SQLite would wait for a poll)."""
     if not db_url.startswith("postgresql"):
         pytest.skip("across processes only PostgreSQL NOTIFY wakes a worker; SQLite falls back to polling")
-    env = e2e.service_env(db_url, e2e.CATALOGUE_DIR, TITANGRADE_POLL_S=str(POLL_S))
+    env = e2e.service_env(db_url, e2e.CATALOGUE_DIR, TITANGRADE_POLL_S=str(POLL_S),
+                          TITANGRADE_HEARTBEAT_S=str(POLL_S), TITANGRADE_LEASE_S=str(LEASE_S))
     server = e2e.Server(env, tmp_path / "server.log", workers=0)
     sessions = e2e.sessions_for(db_url)
     tokens = svc.tokens(sessions)

@@ -115,17 +115,9 @@ class PgListener:
         import psycopg
         from sqlalchemy.engine import make_url
 
-        url = make_url(self.url)
-        options = url.query.get("options")
-        return psycopg.connect(
-            host=url.host,
-            port=url.port,
-            user=url.username,
-            password=url.password,
-            dbname=url.database,
-            autocommit=True,
-            **({"options": options} if isinstance(options, str) else {}),
-        )
+        # the SQLAlchemy URL as a libpq URI (options such as search_path carry over)
+        conninfo = make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
+        return psycopg.connect(conninfo, autocommit=True)
 
     def _run(self) -> None:
         while not self.stop.is_set():

@@ -4,6 +4,8 @@ Every queue change that makes a job claimable writes a `queued` or `requeued` pr
 regrade, retry, shutdown hand-back, lease reaping), and every progress event is a row; so one hook on
 flushed `ProgressEvent` rows covers them all:
 - in one process (`serve` with local workers), subscribers are called after the transaction commits;
+- from the grading pool processes to their worker's process (and so to `serve`'s event streams), on any
+  database, by Unix datagrams (`DatagramRelay`);
 - across processes on PostgreSQL, the same transaction sends NOTIFY (delivered at commit, never for a
   rolled-back transaction) and `PgListener` relays it to this process's subscribers.
 Polling (`poll_s`, `events_poll_s`) stays as the fallback, e.g. SQLite across processes.
@@ -11,6 +13,7 @@ Polling (`poll_s`, `events_poll_s`) stays as the fallback, e.g. SQLite across pr
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -133,6 +136,55 @@ class PgListener:
                 self.listening.clear()
                 log.warning("LISTEN connection lost; retrying in 1 s (polling covers meanwhile)", exc_info=True)
                 self.stop.wait(1.0)
+
+
+class DatagramRelay:
+    """Relays one channel from child processes (grading pool processes) to this process's subscribers over
+    a Unix datagram socket: a datagram is whole or absent, and a sender never blocks or holds a lock, so a
+    killed or busy child cannot stall the others. A lost datagram only means the poll finds the event."""
+
+    def __init__(self, channel: str) -> None:
+        import os
+        import socket
+        import uuid
+
+        self.channel = channel
+        self.address = f"\0titangrade-{channel}-{os.getpid()}-{uuid.uuid4().hex[:8]}"  # abstract: no file
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.bind(self.address)
+        self._sock.settimeout(0.5)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tg-relay", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                key = self._sock.recv(512)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            publish(self.channel, key.decode(errors="replace"))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self._sock.close()
+
+
+def forward_to_relay(address: str, channel: str) -> None:
+    """In a child process: send every key published on `channel` here to the parent's DatagramRelay."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.setblocking(False)
+
+    def send(key: str) -> None:
+        with contextlib.suppress(OSError):  # the relay is gone or its buffer is full: the poll finds the event
+            sock.sendto(key.encode()[:512], address)
+
+    subscribe(channel, send)
 
 
 def listen_if_postgresql(database_url: str, channels: tuple[str, ...]) -> PgListener | None:

@@ -108,11 +108,16 @@ def _init_child(
     prewarm: dict[str, int],
     sandbox_options: dict | None = None,
     prewarm_keys: int = 4,
+    events_relay: str | None = None,
 ) -> None:
     _die_with_parent(parent_pid)
     from grading.exercise import Catalogue
     from grading.sandbox import make_sandbox
+    from service import signals
     from service.db import make_engine, make_sessionmaker
+
+    if events_relay is not None:  # progress committed here wakes the worker process's event streams (serve)
+        signals.forward_to_relay(events_relay, signals.EVENTS)
 
     _CHILD["sessions"] = make_sessionmaker(make_engine(database_url))
     _CHILD["catalogue"] = Catalogue(Path(exercises_root), Path(reference_root))
@@ -210,6 +215,9 @@ class LocalExecutor(Executor):
     name = "local"
 
     def __init__(self, *, settings: Settings, processes: int) -> None:
+        from service import signals
+
+        self._relay = signals.DatagramRelay(signals.EVENTS)
         self._initargs = (
             os.getpid(),
             settings.database_url,
@@ -219,6 +227,7 @@ class LocalExecutor(Executor):
             settings.prewarm_sizes(),
             settings.sandbox_options(),
             settings.prewarm_keys(),
+            self._relay.address,
         )
         self._processes = processes
         self._pool = self._new_pool()
@@ -249,6 +258,7 @@ class LocalExecutor(Executor):
         for proc in processes:  # a running grading would otherwise keep the process alive until it ends
             if proc.is_alive():
                 proc.terminate()
+        self._relay.close()
 
 
 def make_executor(settings: Settings, *, processes: int) -> Executor:

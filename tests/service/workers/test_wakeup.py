@@ -106,3 +106,37 @@ def _store_grade(sessions) -> None:
         record_grade(s, submission_id=job.submission_id,
                      result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
 
+
+
+def test_an_event_stream_hears_progress_from_a_grading_process_before_done(live_api, svc, module_db_url):
+    """`serve` on any database: progress committed in a pool process reaches the API process's streams
+    (a datagram relay), so `started` arrives while the job still runs, not with `done` 60 s later."""
+    import json
+
+    state = live_api.app.state
+    saved = state.settings
+    state.settings = saved.model_copy(update={"events_poll_s": POLL_S})
+    worker = build_worker(svc.settings(module_db_url, poll_s=POLL_S, heartbeat_s=POLL_S, lease_s=LEASE_S),
+                          sessions=state.sessions)
+    thread = threading.Thread(target=worker.run, name="tg-test-worker", daemon=True)
+    thread.start()
+    try:
+        headers = {"Authorization": f"Bearer {live_api.tokens['bob']}"}
+        with httpx.Client(base_url=live_api.url, headers=headers, timeout=WAIT_S) as client:
+            nb = svc.notebook(slow_s=6)
+            sid = client.post("/api/v1/submissions", files={"notebook": ("a.ipynb", nb)}).json()["id"]
+            status_at_started = None
+            with client.stream("GET", f"/api/v1/submissions/{sid}/events") as resp:
+                for line in resp.iter_lines():
+                    if not line.startswith("data: "):
+                        continue
+                    event = json.loads(line[6:])["event"]
+                    if event == "started":
+                        status_at_started = client.get(f"/api/v1/submissions/{sid}").json()["status"]
+                    if event == "done":
+                        break
+            assert status_at_started == "running"
+    finally:
+        state.settings = saved
+        worker.request_stop()
+        thread.join(30)

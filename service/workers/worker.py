@@ -224,6 +224,8 @@ class Worker:
                 released = queue.release(
                     s, job=job, reason=f"not started: {reason}", after_s=self.settings.retry_backoff_s
                 )
+                if released:
+                    self._wake_after(self.settings.retry_backoff_s)
                 return "handed back (not started)" if released else "discarded (lease lost)"
         raise TypeError(f"executor returned {outcome!r}; expected Graded, Faulted or NotStarted")
 
@@ -233,11 +235,17 @@ class Worker:
         state = queue.fault(s, job=job, error=error, retryable=retryable, backoff_s=backoff_s)
         if state == "failed":
             grades.record_grade(s, submission_id=job.submission_id, result=final, fault=error)
-        elif state == "queued" and backoff_s > 0:  # claimable only after the backoff: wake then, not a poll later
-            timer = threading.Timer(backoff_s, self.wake)
+        elif state == "queued":
+            self._wake_after(backoff_s)
+        return state
+
+    def _wake_after(self, delay_s: float) -> None:
+        """A job requeued with a backoff becomes claimable later: wake then, not a poll later (the commit's
+        own wake-up covers a zero delay)."""
+        if delay_s > 0:
+            timer = threading.Timer(delay_s, self.wake)
             timer.daemon = True
             timer.start()
-        return state
 
     def _queue_empty(self) -> bool:
         with transaction(self.sessions) as s:

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 EXIT_CODES = {Status.GRADED: 0, Status.ERROR: 1, Status.NOT_GRADABLE: 3}
 EXIT_INVALID = 2
+# One process, one notebook: compiling nbformat's fastjsonschema validator costs ~0.2 s CPU, more than
+# jsonschema takes to check a notebook under ~100 kB (~0.01 s); above that fastjsonschema wins. The
+# long-lived service compiles it once and keeps it.
+ONE_SHOT_JSONSCHEMA_BYTES = 100_000
 PEEK_MAX_BYTES = 5_000_000  # pipeline.DEFAULT_MAX_BYTES (not imported: the pipeline loads while the kernel boots)
 
 
@@ -90,6 +94,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print(f"not gradable: {exc}", file=sys.stderr)
         return EXIT_CODES[Status.NOT_GRADABLE]
     head = _head_start(sandbox, catalogue, args.exercise or _peek_exercise_id(source))
+    if len(source) < ONE_SHOT_JSONSCHEMA_BYTES:
+        os.environ.setdefault("NBFORMAT_VALIDATOR", "jsonschema")  # read per call (nbformat/json_compat.py)
     try:
         from grading.pipeline import grade_notebook  # nbformat, the kernel client: imported while it boots
 

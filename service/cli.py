@@ -2,12 +2,15 @@
 
 `titangrade grade` is a one-shot process whose start-up is part of every grade it prints, so it builds
 a parser with the engine's `grade` command alone: nothing of the service (FastAPI, SQLAlchemy, the
-authoring tools) is imported for it.
+authoring tools) is imported for it. Run as the process's entry point (`main()` without argv), it also
+ends the process as soon as its result is printed and its sandbox closed, skipping the interpreter's
+teardown of every module it loaded (0.3-1 s on a busy 2-core machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 ONE_SHOT = "grade"  # the engine command that gets a parser of its own (see the module docstring)
@@ -56,10 +59,21 @@ def build_grade_parser() -> argparse.ArgumentParser | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`argv` None: this is the process's entry point (the `titangrade` script), see the module docstring."""
     args_in = sys.argv[1:] if argv is None else argv
     parser = build_grade_parser() if args_in[:1] == [ONE_SHOT] else None
     args = (parser or build_parser()).parse_args(args_in)
-    return int(args.func(args) or 0)
+    code = int(args.func(args) or 0)
+    if parser is not None and argv is None:
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process at once: output flushed, nothing left to clean (the command closed its sandbox)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

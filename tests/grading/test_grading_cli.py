@@ -113,3 +113,23 @@ def test_real_exercise_graded_in_bwrap_by_the_installed_command(which, score, co
     )
     assert done.returncode == code, done.stderr
     assert f"ch07.wordle_reward: graded  {score}" in done.stdout and "sandbox: bwrap" in done.stdout
+
+
+def test_installed_command_exits_with_its_code_and_flushed_output(tmp_path):
+    """The script ends with os._exit (service/cli.py): the code and the message must still arrive."""
+    done = subprocess.run([str(Path(sys.executable).parent / "titangrade"), "grade", str(tmp_path / "nope.ipynb"), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and json.loads(done.stdout)["error"]["code"] == "unreadable_file"
+
+
+@pytest.mark.slow
+def test_small_notebook_is_validated_with_jsonschema_in_one_shot_and_still_refused_when_invalid(roots, tmp_path):
+    bad = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "catalogue" / "reference" / "ch05.toy"
+                      / "solution.ipynb").read_text())
+    bad["cells"][0]["cell_type"] = "bogus"
+    path = tmp_path / "bad.ipynb"
+    path.write_text(json.dumps(bad))
+    code = ("import os, sys\nfrom service.cli import main\n"
+            f"rc = main(['grade', {str(path)!r}, '--json', '--sandbox', 'unsafe-local', *{roots!r}])\n"
+            "print(rc, os.environ.get('NBFORMAT_VALIDATOR'))")
+    assert _python(code).endswith("2 jsonschema")

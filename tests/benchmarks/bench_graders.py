@@ -225,6 +225,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--exercise", default="ch07.wordle_reward")
+    parser.add_argument("--baseline", type=Path, help="also time `titangrade grade` from this checkout (e.g. main)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root: `titangrade grade --sandbox bwrap` drops each kernel to a sandbox user")
@@ -259,6 +260,9 @@ def main() -> int:
                                          "--output", str(executed), str(exercise.solution_path)], root),
         "jupyter execute": ([str(VENV / "bin" / "jupyter"), "execute", str(exercise.solution_path)], root),
     }
+    if args.baseline:
+        argv = [str(REPO / ".venv" / "bin" / "python"), "-m", "service.cli", *titangrade_cmd(exercise.solution_path, exercise)[1:]]
+        runs = {f"titangrade grade, {args.baseline.name}": (argv, args.baseline.resolve()), **runs}
     times: dict[str, list[float]] = {k: [] for k in runs}
     load_before = load()
     for _ in range(args.rounds):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from types import ModuleType
 
 ONE_SHOT = "grade"  # the engine command that gets a parser of its own (see the module docstring)
 
@@ -21,7 +22,7 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     return parser, parser.add_subparsers(dest="command", required=True)
 
 
-def _grading_cli():  # type: ignore[no-untyped-def]
+def _grading_cli() -> ModuleType | None:
     try:
         import grading.cli as grading_cli
     except ModuleNotFoundError as exc:  # the engine's commands are optional for the service

@@ -43,7 +43,7 @@ ASSIGNMENT = "ps1"
 
 # The checks as plain Python, the same comparison as grading/checks/compare.py for the kinds this
 # exercise uses (numeric within atol + rtol*|expected|, structures key by key; exact is ==).
-HELPER = '''import json as _tg_json, numbers as _tg_numbers
+HELPER = """import json as _tg_json, numbers as _tg_numbers
 
 def _tg_close(got, exp, atol, rtol):
     if isinstance(exp, dict):
@@ -66,13 +66,15 @@ def _tg_check(fn, calls, compare, atol, rtol):
             continue
         passed += bool(got == exp if compare == "exact" else _tg_close(got, exp, atol, rtol))
     return passed == len(calls)
-'''
+"""
 
 
 def sh(argv: list[str], *, cwd: Path | None = None, env: dict | None = None, check: bool = True) -> str:
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     if check and done.returncode != 0:
-        raise SystemExit(f"FAILED ({done.returncode}): {' '.join(map(str, argv))}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise SystemExit(
+            f"FAILED ({done.returncode}): {' '.join(map(str, argv))}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return done.stdout
 
 
@@ -81,7 +83,9 @@ def ensure_venv() -> None:
     if not (VENV / "bin" / "nbgrader").exists() or not (VENV / "bin" / "otter").exists():
         sh(["python3", "-m", "venv", str(VENV)])
         sh([str(VENV / "bin" / "pip"), "install", "-q", *PACKAGES])
-    versions = sh([str(VENV / "bin" / "python"), "-c", "import nbgrader, otter; print(nbgrader.__version__, otter.__version__)"])
+    versions = sh(
+        [str(VENV / "bin" / "python"), "-c", "import nbgrader, otter; print(nbgrader.__version__, otter.__version__)"]
+    )
     print(f"nbgrader {versions.split()[0]}, otter-grader {versions.split()[1]} in {VENV.relative_to(REPO)}")
 
 
@@ -123,8 +127,10 @@ def check_call(c: dict) -> str:
 
 def learner_cells(path: Path) -> list[dict]:
     nb = json.loads(path.read_text())
-    return [dict(cell, metadata={}, **({"outputs": [], "execution_count": None} if cell["cell_type"] == "code" else {}))
-            for cell in nb["cells"]]
+    return [
+        dict(cell, metadata={}, **({"outputs": [], "execution_count": None} if cell["cell_type"] == "code" else {}))
+        for cell in nb["cells"]
+    ]
 
 
 def notebook(cells: list[dict], like: Path) -> dict:
@@ -146,9 +152,21 @@ def build_nbgrader(root: Path, exercise: Exercise, checks: list[dict], students:
     )
     tests = []
     for c in checks:
-        source = f"# {c['name']} ({c['points']:g} points)\n### BEGIN HIDDEN TESTS\n{HELPER}\nassert {check_call(c)}\n### END HIDDEN TESTS\n"
-        meta = {"nbgrader": {"grade": True, "grade_id": c["name"], "locked": True, "points": c["points"],
-                             "schema_version": 3, "solution": False, "task": False}}
+        source = (
+            f"# {c['name']} ({c['points']:g} points)\n"
+            f"### BEGIN HIDDEN TESTS\n{HELPER}\nassert {check_call(c)}\n### END HIDDEN TESTS\n"
+        )
+        meta = {
+            "nbgrader": {
+                "grade": True,
+                "grade_id": c["name"],
+                "locked": True,
+                "points": c["points"],
+                "schema_version": 3,
+                "solution": False,
+                "task": False,
+            }
+        }
         tests.append({"cell_type": "code", "metadata": meta, "source": source, "outputs": [], "execution_count": None})
     source_nb = notebook(learner_cells(exercise.notebook_path) + tests, exercise.notebook_path)
     (course / "source" / ASSIGNMENT / name).write_text(json.dumps(source_nb, indent=1))
@@ -170,8 +188,10 @@ def nbgrader_cmd(course: Path, student: str) -> list[str]:
 
 
 def nbgrader_score(course: Path, student: str) -> float:
-    code = (f"from nbgrader.api import Gradebook\nwith Gradebook('sqlite:///{course}/gradebook.db') as gb:\n"
-            f"    print(gb.find_submission({ASSIGNMENT!r}, {student!r}).score)")
+    code = (
+        f"from nbgrader.api import Gradebook\nwith Gradebook('sqlite:///{course}/gradebook.db') as gb:\n"
+        f"    print(gb.find_submission({ASSIGNMENT!r}, {student!r}).score)"
+    )
     return float(sh([str(VENV / "bin" / "python"), "-c", code]).split()[-1])
 
 
@@ -181,11 +201,27 @@ def build_otter(root: Path, exercise: Exercise, checks: list[dict], students: di
     (work / "tests").mkdir(parents=True)
     for c in checks:
         case = {"code": f">>> exec({HELPER!r})\n>>> {check_call(c)}\nTrue\n", "hidden": True, "locked": False}
-        test = {"name": c["name"], "points": c["points"],
-                "suites": [{"cases": [case], "scored": True, "setup": "", "teardown": "", "type": "doctest"}]}
+        test = {
+            "name": c["name"],
+            "points": c["points"],
+            "suites": [{"cases": [case], "scored": True, "setup": "", "teardown": "", "type": "doctest"}],
+        }
         (work / "tests" / f"{c['name']}.py").write_text(f"OK_FORMAT = True\n\ntest = {test!r}\n")
-    sh([str(VENV / "bin" / "otter"), "generate", "-t", "tests", "-o", "autograder.zip", "--no-config",
-        "--no-requirements", "--no-environment"], cwd=work, env=kernel_env())
+    sh(
+        [
+            str(VENV / "bin" / "otter"),
+            "generate",
+            "-t",
+            "tests",
+            "-o",
+            "autograder.zip",
+            "--no-config",
+            "--no-requirements",
+            "--no-environment",
+        ],
+        cwd=work,
+        env=kernel_env(),
+    )
     shutil.rmtree(work / "tests")  # only the zip is used from here on
     for student, path in students.items():
         (work / f"{student}.ipynb").write_text(json.dumps(notebook(learner_cells(path), exercise.notebook_path)))
@@ -194,8 +230,16 @@ def build_otter(root: Path, exercise: Exercise, checks: list[dict], students: di
 
 
 def otter_cmd(work: Path, student: str) -> list[str]:
-    return [str(VENV / "bin" / "otter"), "run", "-a", str(work / "autograder.zip"), "-o", str(work / f"out_{student}"),
-            "--no-logo", str(work / f"{student}.ipynb")]
+    return [
+        str(VENV / "bin" / "otter"),
+        "run",
+        "-a",
+        str(work / "autograder.zip"),
+        "-o",
+        str(work / f"out_{student}"),
+        "--no-logo",
+        str(work / f"{student}.ipynb"),
+    ]
 
 
 def otter_score(work: Path, student: str) -> float:
@@ -205,8 +249,16 @@ def otter_score(work: Path, student: str) -> float:
 
 # --- titangrade and the plain executions -------------------------------------------------------------------
 def titangrade_cmd(path: Path, exercise: Exercise) -> list[str]:
-    return [str(REPO / ".venv" / "bin" / "titangrade"), "grade", str(path), "--exercise", exercise.id,
-            "--sandbox", "bwrap", "--json"]
+    return [
+        str(REPO / ".venv" / "bin" / "titangrade"),
+        "grade",
+        str(path),
+        "--exercise",
+        exercise.id,
+        "--sandbox",
+        "bwrap",
+        "--json",
+    ]
 
 
 def titangrade_score(path: Path, exercise: Exercise) -> float:
@@ -245,9 +297,15 @@ def main() -> int:
     for student, path in students.items():
         sh(nbgrader_cmd(course, student), cwd=course, env=env)
         sh(otter_cmd(otter, student), cwd=otter, env=env)
-        scores[student] = (titangrade_score(path, exercise), nbgrader_score(course, student), otter_score(otter, student))
-        print(f"{student:<9} titangrade {scores[student][0]:g}  nbgrader {scores[student][1]:g}  otter {scores[student][2]:g}"
-              f"  (of {full:g})")
+        scores[student] = (
+            titangrade_score(path, exercise),
+            nbgrader_score(course, student),
+            otter_score(otter, student),
+        )
+        print(
+            f"{student:<9} titangrade {scores[student][0]:g}  nbgrader {scores[student][1]:g}"
+            f"  otter {scores[student][2]:g}  (of {full:g})"
+        )
     if any(abs(s - full) > 1e-9 for s in scores["solution"]) or any(abs(s) > 1e-9 for s in scores["template"]):
         raise SystemExit("FAILED: every grader must give the solution full marks and the template zero; not timing")
 
@@ -256,12 +314,28 @@ def main() -> int:
         "titangrade grade (bwrap)": (titangrade_cmd(exercise.solution_path, exercise), REPO),
         "nbgrader autograde": (nbgrader_cmd(course, "solution"), course),
         "otter run": (otter_cmd(otter, "solution"), otter),
-        "jupyter nbconvert --execute": ([str(VENV / "bin" / "jupyter"), "nbconvert", "--execute", "--to", "notebook",
-                                         "--output", str(executed), str(exercise.solution_path)], root),
+        "jupyter nbconvert --execute": (
+            [
+                str(VENV / "bin" / "jupyter"),
+                "nbconvert",
+                "--execute",
+                "--to",
+                "notebook",
+                "--output",
+                str(executed),
+                str(exercise.solution_path),
+            ],
+            root,
+        ),
         "jupyter execute": ([str(VENV / "bin" / "jupyter"), "execute", str(exercise.solution_path)], root),
     }
     if args.baseline:
-        argv = [str(REPO / ".venv" / "bin" / "python"), "-m", "service.cli", *titangrade_cmd(exercise.solution_path, exercise)[1:]]
+        argv = [
+            str(REPO / ".venv" / "bin" / "python"),
+            "-m",
+            "service.cli",
+            *titangrade_cmd(exercise.solution_path, exercise)[1:],
+        ]
         runs = {f"titangrade grade, {args.baseline.name}": (argv, args.baseline.resolve()), **runs}
     times: dict[str, list[float]] = {k: [] for k in runs}
     load_before = load()
@@ -276,8 +350,10 @@ def main() -> int:
 
     med = {k: statistics.median(v) for k, v in times.items()}
     ours = med["titangrade grade (bwrap)"]
-    print(f"\n{args.exercise} solution, {args.rounds} interleaved rounds, whole processes; "
-          f"load average before {load_before}, after {load_after}")
+    print(
+        f"\n{args.exercise} solution, {args.rounds} interleaved rounds, whole processes; "
+        f"load average before {load_before}, after {load_after}"
+    )
     print(f"{'command':<30} {'median s':>9} {'min s':>7} {'max s':>7} {'vs titangrade':>14}")
     for label, value in med.items():
         print(f"{label:<30} {value:9.2f} {min(times[label]):7.2f} {max(times[label]):7.2f} {value / ours:13.2f}x")

@@ -75,7 +75,8 @@ def _python(code: str) -> str:
 def test_grade_parser_imports_nothing_of_the_service():
     code = ("import sys\nfrom service.cli import build_grade_parser\n"
             "args = build_grade_parser().parse_args(['grade', 'x.ipynb', '--sandbox', 'unsafe-local'])\n"
-            f"print(args.func.__name__, sorted(m for m in {HEAVY!r} + ('nbformat', 'jupyter_client') if m in sys.modules))")
+            f"print(args.func.__name__, sorted(m for m in {HEAVY!r} + ('nbformat', 'jupyter_client')"
+            " if m in sys.modules))")
     assert _python(code) == "cmd_grade []"
 
 
@@ -117,7 +118,8 @@ def test_real_exercise_graded_in_bwrap_by_the_installed_command(which, score, co
 
 def test_installed_command_exits_with_its_code_and_flushed_output(tmp_path):
     """The script ends with os._exit (service/cli.py): the code and the message must still arrive."""
-    done = subprocess.run([str(Path(sys.executable).parent / "titangrade"), "grade", str(tmp_path / "nope.ipynb"), "--json"],
+    script = str(Path(sys.executable).parent / "titangrade")
+    done = subprocess.run([script, "grade", str(tmp_path / "nope.ipynb"), "--json"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and json.loads(done.stdout)["error"]["code"] == "unreadable_file"
 

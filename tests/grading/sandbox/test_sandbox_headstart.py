@@ -5,12 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from sandbox_helpers import Recording, Runner, needs_bwrap, uid_is_clean, wait_gone
 
 from grading.exercise import Limits
 from grading.sandbox import KernelRequest
 from grading.sandbox.headstart import HeadStart
-
-from sandbox_helpers import Recording, Runner, needs_bwrap, uid_is_clean, wait_gone
 
 pytestmark = [needs_bwrap, pytest.mark.slow]
 REQUEST = KernelRequest(kernel_family="light", limits=Limits(memory_mb=1536, run_timeout_s=30))

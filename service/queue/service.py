@@ -315,8 +315,9 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
     return "failed"
 
 
-def release(session: Session, *, job: ClaimedJob, reason: str) -> bool:
-    """Give a job back unfinished (graceful shutdown): queued again at once, the attempt not counted."""
+def release(session: Session, *, job: ClaimedJob, reason: str, after_s: float = 0.0) -> bool:
+    """Give a job back unfinished (graceful shutdown, or it never started): queued again after `after_s`,
+    the attempt not counted."""
     if not _fence(
         session,
         job,
@@ -325,7 +326,7 @@ def release(session: Session, *, job: ClaimedJob, reason: str) -> bool:
         worker_id=None,
         lease_expires_at=None,
         attempts=Job.attempts - 1,
-        available_at=utcnow(),
+        available_at=utcnow() + dt.timedelta(seconds=after_s),
         last_error=reason[:2000],
     ):
         return False

@@ -46,11 +46,11 @@ def test_hand_over_restarts_the_wall_clock_backstop(bwrap_sandbox):
 def test_an_untaken_kernel_is_closed_and_another_request_starts_cold(bwrap_sandbox):
     inner = Recording(bwrap_sandbox)
     head = HeadStart(inner, REQUEST)
-    other = KernelRequest(kernel_family="light", limits=Limits(memory_mb=1024))
+    other = KernelRequest(kernel_family="light", limits=Limits(memory_mb=2048))  # >= 1 GB: see docs/sandbox.md
     session = head.start(other)  # e.g. the notebook named another exercise than the one peeked
-    assert session.limits.memory_mb == 1024 and len(inner.sessions) == 2
+    assert head._ready.wait(120)
+    assert session.limits.memory_mb == 2048 and len(inner.sessions) == 2
     session.close()
-    head._ready.wait(60)
     unused = head._session
     assert unused is not None
     head.close()  # the refused-notebook path: nothing took it

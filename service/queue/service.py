@@ -46,6 +46,12 @@ class ClaimedJob:
     world_size: int
 
 
+def learner_key(sub: Submission) -> str:
+    """Fair share and the per-learner cap count per identity (issuer + subject), never per display name:
+    two learners called "alice" from two platforms are two learners, and a renamed learner stays one."""
+    return f"identity:{sub.identity_id}"
+
+
 def enqueue(
     session: Session,
     *,
@@ -59,7 +65,7 @@ def enqueue(
 ) -> Job:
     """Add a job for a submission (its learner is looked up when not given: fair share is per learner)."""
     if learner is None:
-        learner = session.get_one(Submission, submission_id).user
+        learner = learner_key(session.get_one(Submission, submission_id))
     job = Job(
         submission_id=submission_id,
         learner=learner,

@@ -11,17 +11,41 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grading.errors import GraderFault, InvalidSubmission
 from grading.exercise import DEFAULT_EXERCISES_ROOT, DEFAULT_REFERENCE_ROOT, Catalogue
 from grading.result import GradeResult, Status
+from grading.sandbox import CPU_ONLY, KernelRequest, Sandbox
+
+if TYPE_CHECKING:
+    from grading.sandbox.headstart import HeadStart
 
 EXIT_CODES = {Status.GRADED: 0, Status.ERROR: 1, Status.NOT_GRADABLE: 3}
 EXIT_INVALID = 2
+# One process, one notebook: compiling nbformat's fastjsonschema validator costs ~0.2 s CPU, more than
+# jsonschema takes to check a notebook under ~100 kB (~0.01 s); above that fastjsonschema wins. The
+# long-lived service compiles it once and keeps it.
+ONE_SHOT_JSONSCHEMA_BYTES = 100_000
+PEEK_MAX_BYTES = 5_000_000  # pipeline.DEFAULT_MAX_BYTES (not imported: the pipeline loads while the kernel boots)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `grade` and `exercises` to the top-level `titangrade` parser."""
+    register_grade(subparsers)
+    exercises = subparsers.add_parser("exercises", help="inspect the exercise catalogue")
+    ex_sub = exercises.add_subparsers(dest="exercises_command", required=True)
+    listing = ex_sub.add_parser("list", help="list exercises")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    _catalogue_args(listing)
+    listing.set_defaults(func=cmd_exercises_list)
+    from grading.authoring.cli import register as register_authoring  # build | validate | new
+
+    register_authoring(ex_sub, _catalogue_args)
+
+
+def register_grade(subparsers: argparse._SubParsersAction) -> None:
+    """Add `grade` alone (service/cli.py's one-shot path: no authoring tools imported)."""
     grade = subparsers.add_parser("grade", help="grade a notebook locally with the same engine as the service")
     grade.add_argument("notebook", type=Path, help="the .ipynb file to grade")
     grade.add_argument("--exercise", help="exercise id (default: metadata.titangrade.exercise_id)")
@@ -34,16 +58,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _catalogue_args(grade)
     grade.set_defaults(func=cmd_grade)
-
-    exercises = subparsers.add_parser("exercises", help="inspect the exercise catalogue")
-    ex_sub = exercises.add_subparsers(dest="exercises_command", required=True)
-    listing = ex_sub.add_parser("list", help="list exercises")
-    listing.add_argument("--json", action="store_true", help="print JSON")
-    _catalogue_args(listing)
-    listing.set_defaults(func=cmd_exercises_list)
-    from grading.authoring.cli import register as register_authoring  # build | validate | new
-
-    register_authoring(ex_sub, _catalogue_args)
 
 
 def _catalogue_args(parser: argparse.ArgumentParser) -> None:
@@ -60,9 +74,7 @@ def _error(args: argparse.Namespace, code: str, message: str) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from grading.pipeline import grade_notebook
-    from grading.sandbox import make_sandbox
-
+    """Launch the kernel first (HeadStart), then import the pipeline and validate while it boots."""
     try:
         source = args.notebook.read_bytes()
     except OSError as exc:
@@ -72,6 +84,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"the exercise catalogue is broken: {exc}", file=sys.stderr)
         return EXIT_CODES[Status.NOT_GRADABLE]
+    from grading.sandbox import make_sandbox
+
     try:
         sandbox = make_sandbox(args.sandbox)
     except ValueError as exc:
@@ -79,12 +93,42 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except GraderFault as exc:
         print(f"not gradable: {exc}", file=sys.stderr)
         return EXIT_CODES[Status.NOT_GRADABLE]
+    head = _head_start(sandbox, catalogue, args.exercise or _peek_exercise_id(source))
+    if len(source) < ONE_SHOT_JSONSCHEMA_BYTES:
+        os.environ.setdefault("NBFORMAT_VALIDATOR", "jsonschema")  # read per call (nbformat/json_compat.py)
     try:
-        result = grade_notebook(source, exercise_id=args.exercise, catalogue=catalogue, lang=args.lang, sandbox=sandbox)
+        from grading.pipeline import grade_notebook  # nbformat, the kernel client: imported while it boots
+
+        result = grade_notebook(
+            source, exercise_id=args.exercise, catalogue=catalogue, lang=args.lang, sandbox=head or sandbox
+        )
     except InvalidSubmission as exc:
         return _error(args, exc.code, exc.message)
+    finally:
+        if head is not None:
+            head.close()
     print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if args.json else render(result))
     return EXIT_CODES[result.status]
+
+
+def _peek_exercise_id(source: bytes) -> str | None:
+    """The notebook's own exercise id if it reads as a small notebook; the pipeline validates for real."""
+    if len(source) > PEEK_MAX_BYTES:
+        return None
+    try:
+        found = json.loads(source)["metadata"]["titangrade"]["exercise_id"]
+    except (ValueError, RecursionError, KeyError, TypeError):
+        return None
+    return found if isinstance(found, str) else None
+
+
+def _head_start(sandbox: Sandbox, catalogue: Catalogue, exercise_id: str | None) -> HeadStart | None:
+    """Start the exercise's kernel now (grading/sandbox/headstart.py); None if the id is not known."""
+    if exercise_id is None or exercise_id not in catalogue:
+        return None
+    from grading.sandbox.headstart import HeadStart
+
+    return HeadStart(sandbox, KernelRequest.for_exercise(catalogue.get(exercise_id).manifest, CPU_ONLY))
 
 
 def render(result: GradeResult) -> str:

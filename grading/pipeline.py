@@ -18,7 +18,7 @@ from grading.errors import GraderFault, InvalidSubmission
 from grading.exercise import Catalogue, Exercise
 from grading.i18n import t
 from grading.result import GradeResult, Status
-from grading.sandbox import DeviceGrant, KernelRequest, Sandbox, make_sandbox
+from grading.sandbox import CPU_ONLY, DeviceGrant, KernelRequest, Sandbox, make_sandbox
 from grading.scoring import decide_status, score_checks, total
 from grading.steps import grader_cells
 from grading.steps.execute import run_notebook
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 5_000_000
 PROGRESS_BURST = 20  # cell events sent at once before throttling starts
 PROGRESS_PER_S = 2.0  # cell events a second after the burst
-CPU_ONLY = DeviceGrant()  # the default grant: no accelerator (DeviceGrant is frozen, so one instance is shared)
 _default_catalogue: Catalogue | None = None
 _default_sandbox: Sandbox | None = None
 
@@ -132,13 +131,7 @@ def grade_notebook(
 
 def kernel_request(exercise: Exercise, *, devices: DeviceGrant = CPU_ONLY) -> KernelRequest:
     """The sandbox request an exercise's grading makes (a pre-warmed kernel must match it exactly)."""
-    manifest = exercise.manifest
-    return KernelRequest(
-        limits=manifest.limits,
-        devices=devices,
-        kernel_family=manifest.kernel_family,
-        hidden_modules=manifest.policy.forbid,
-    )
+    return KernelRequest.for_exercise(exercise.manifest, devices)
 
 
 def _grade(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grading.exercise import Limits
+from grading.exercise import Limits, Manifest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,6 +24,9 @@ class DeviceGrant:
     ids: tuple[int, ...] = ()
 
 
+CPU_ONLY = DeviceGrant()  # the default grant: no accelerator (DeviceGrant is frozen, so one instance is shared)
+
+
 @dataclass(frozen=True, kw_only=True)
 class KernelRequest:
     limits: Limits = field(default_factory=Limits)
@@ -31,6 +34,16 @@ class KernelRequest:
     kernel_family: str = "light"
     env: dict[str, str] = field(default_factory=dict)  # extra variables, already allow-listed by the caller
     hidden_modules: tuple[str, ...] = ()  # the exercise's forbidden modules: absent in the kernel (views.py)
+
+    @classmethod
+    def for_exercise(cls, manifest: Manifest, devices: DeviceGrant) -> KernelRequest:
+        """The kernel an exercise's grade runs in: the pipeline and a head start (headstart.py) must agree."""
+        return cls(
+            limits=manifest.limits,
+            devices=devices,
+            kernel_family=manifest.kernel_family,
+            hidden_modules=manifest.policy.forbid,
+        )
 
 
 class KernelSession(abc.ABC):

@@ -109,3 +109,21 @@ def test_a_malformed_message_is_an_error_of_that_cell_only(toy_catalogue, engine
                           plan=p, sandbox=engine_sandbox, request=KernelRequest(limits=exercise.manifest.limits))
     assert result.fault is None and [c.status for c in result.cells] == ["ok", "error", "ok"]
     assert "cannot read" in result.cells[1].message and result.outputs[2][0]["text"] == "next\n"
+
+
+def test_light_seed_imports_neither_numpy_nor_torch_and_seeds_numpy_at_its_import(toy_catalogue, engine_sandbox):
+    """A light kernel's seed cell defers numpy like torch (issue 18): the first draw after the learner's
+    import equals the seeded sequence, and a notebook that never imports numpy never pays for it."""
+    import numpy
+
+    exercise = toy_catalogue.get("ch05.toy")
+    assert exercise.manifest.kernel_family == "light"
+    p = plan(exercise, reference=exercise.reference())
+    result = run_notebook(
+        _nb("import sys\nanswer_int = int('numpy' in sys.modules) + 10 * int('torch' in sys.modules)",
+            "import numpy as np\nseeded = [int(np.random.randint(0, 10**6)) for _ in range(2)]"),
+        plan=p, sandbox=engine_sandbox, request=KernelRequest(limits=exercise.manifest.limits))
+    answers = result.payloads["answers"]["answers"]
+    assert answers["answer_int"] == 0
+    expected = numpy.random.RandomState(exercise.manifest.seed)
+    assert answers["seeded"] == [int(expected.randint(0, 10**6)) for _ in range(2)]

@@ -48,7 +48,9 @@ def _reference_values(entry: Any, metric: str, ctx: CheckContext) -> list[float]
     ref = entry.get("reference") if isinstance(entry, dict) else entry
     if isinstance(ref, str):  # a named trace file next to the answer file: {metric: [values]}
         if ctx.reference_dir is None:
-            raise GraderFault(f"band for {metric} names trace {ref!r} but no reference directory is known", retryable=False)
+            raise GraderFault(
+                f"band for {metric} names trace {ref!r} but no reference directory is known", retryable=False
+            )
         data = json.loads((ctx.reference_dir / f"{ref}.json").read_text(encoding="utf-8"))
         ref = data[metric]
     return [_as_float(x) for x in decode(ref)]

@@ -108,7 +108,15 @@ def insert_job(
     )
     session.execute(
         insert(ProgressEvent),
-        [{"submission_id": submission_id, "run": run, "event": "queued", "data": {"priority": priority}, "created_at": now}],
+        [
+            {
+                "submission_id": submission_id,
+                "run": run,
+                "event": "queued",
+                "data": {"priority": priority},
+                "created_at": now,
+            }
+        ],
     )
 
 

@@ -38,6 +38,14 @@ PUBLIC_PATHS = {
 }
 
 
+def app_from_environment() -> FastAPI:
+    """The app of one extra API process (`serve --api-workers N`): settings from the same environment
+    `serve` validated (it exports a generated dev secret first, so every process signs alike)."""
+    from service.config import load_settings
+
+    return create_app(load_settings())
+
+
 def create_app(
     settings: Settings,
     *,

@@ -87,8 +87,10 @@ def insert_job(
     max_attempts: int,
     run: int,
 ) -> None:
-    """`enqueue` as two plain INSERTs (no unit of work, no Job object), for the intake's hot path: on
-    SQLite it runs under the writer lock, where every bit of Python work limits the intake rate."""
+    """`enqueue` for the intake's hot path (on SQLite it runs under the writer lock, where every bit of
+    Python work limits the intake rate): the job is a plain INSERT (no unit of work, no Job object). The
+    "queued" event stays an ORM row, flushed at commit, since hooks on flushed progress events (waking
+    workers) must see it; its run is given, so no lookup of the current run."""
     now = utcnow()
     session.execute(
         insert(Job),
@@ -106,17 +108,8 @@ def insert_job(
             }
         ],
     )
-    session.execute(
-        insert(ProgressEvent),
-        [
-            {
-                "submission_id": submission_id,
-                "run": run,
-                "event": "queued",
-                "data": {"priority": priority},
-                "created_at": now,
-            }
-        ],
+    session.add(
+        ProgressEvent(submission_id=submission_id, run=run, event="queued", data={"priority": priority}, created_at=now)
     )
 
 

@@ -202,7 +202,7 @@ def create(
         queue.insert_job(
             session,
             submission_id=sub.id,
-            learner=sub.user,
+            learner=queue.learner_key(sub),
             lane=manifest.lane,
             priority=queue.INTERACTIVE_PRIORITY,
             devices=manifest.resources.devices,

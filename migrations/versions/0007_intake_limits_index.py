@@ -4,15 +4,15 @@ The limit check runs in every intake's write transaction (on SQLite under the si
 this index it read each of the learner's submission rows, whose notebook blobs sit before `created_at` and
 `status` (overflow pages); with it the check reads the index alone.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-30
 """
 
 from alembic import op
 
-revision = "0006"
-down_revision = "0005"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

@@ -13,7 +13,7 @@ from service.auth.authenticators import Authenticator, default_authenticators
 from service.auth.routes import router as auth_router
 from service.config import Settings
 from service.courses.routes import router as courses_router
-from service.db import make_engine, make_sessionmaker
+from service.db import make_engine, make_sessionmaker, read_sessions
 from service.exercises.routes import router as exercises_router
 from service.http_errors import install_error_handlers
 from service.intake.routes import INTAKE_PATH
@@ -52,6 +52,14 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             listener.close()
 
 
+def app_from_environment() -> FastAPI:
+    """The app of one extra API process (`serve --api-workers N`): settings from the same environment
+    `serve` validated (it exports a generated dev secret first, so every process signs alike)."""
+    from service.config import load_settings
+
+    return create_app(load_settings())
+
+
 def create_app(
     settings: Settings,
     *,
@@ -75,6 +83,7 @@ def create_app(
     app.state.settings = settings
     app.state.engine = engine if engine is not None else make_engine(settings.database_url)
     app.state.sessions = make_sessionmaker(app.state.engine)
+    app.state.read_sessions = read_sessions(app.state.engine)  # credential checks: no SQLite writer lock
     app.state.catalogue = catalogue or Catalogue(settings.exercises_root, settings.reference_root)
 
     def max_devices() -> int:

@@ -17,6 +17,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--workers", type=int, default=None, help="local grading slots (0 = API only); default TITANGRADE_WORKER_SLOTS"
     )
+    p.add_argument(
+        "--api-workers",
+        type=int,
+        default=None,
+        help="API processes (PostgreSQL only); grading stays in this one; default TITANGRADE_API_WORKERS (1)",
+    )
     _executor_args(p)
     p.add_argument(
         "--no-deliver",
@@ -169,6 +175,8 @@ def cmd_serve(args) -> int:
 
     _logging()
     overrides = {} if args.workers is None else {"worker_slots": max(args.workers, 1)}
+    if args.api_workers is not None:
+        overrides["api_workers"] = args.api_workers
     settings = _settings(**overrides, **_executor_overrides(args))
     settings, generated = settings.with_dev_secret()
     if settings.mode == "dev":
@@ -197,7 +205,20 @@ def cmd_serve(args) -> int:
         deliverer = start_delivery_loop(settings, engine)
     print(f"titangrade: API on http://{args.host}:{args.port}/api/v1 (docs at /api/v1/docs)", flush=True)
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        if settings.api_workers > 1:  # uvicorn's supervisor here (with the worker pool), the API in N children
+            print(f"titangrade: {settings.api_workers} API processes", flush=True)
+            os.environ["TITANGRADE_SECRET_KEY"] = settings.secret_key  # a generated dev key, shared
+            os.environ["TITANGRADE_API_WORKERS"] = str(settings.api_workers)
+            uvicorn.run(
+                "service.app:app_from_environment",
+                factory=True,
+                workers=settings.api_workers,
+                host=args.host,
+                port=args.port,
+                log_level="warning",
+            )
+        else:
+            uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     finally:
         if deliverer is not None:
             deliverer.stop.set()

@@ -33,6 +33,13 @@ class Settings(BaseSettings):
     exercises_root: Path = DEFAULT_EXERCISES_ROOT
     reference_root: Path = DEFAULT_REFERENCE_ROOT
     migrate_on_start: bool = Field(True, description="`serve` upgrades the schema itself; workers never do")
+    api_workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="API processes `serve` runs (`--api-workers`); more than 1 needs PostgreSQL (SQLite has one "
+        "writer, and its in-process wake-up of the workers would not reach them)",
+    )
 
     # queue and workers
     executor: Literal["local", "ray"] = Field(
@@ -191,6 +198,11 @@ class Settings(BaseSettings):
         if self.short_reserved_slots >= self.worker_slots and self.worker_slots > 1:
             raise ValueError(
                 "TITANGRADE_SHORT_RESERVED_SLOTS must be below TITANGRADE_WORKER_SLOTS so long jobs can run"
+            )
+        if self.api_workers > 1 and self.database_url.startswith("sqlite"):
+            raise ValueError(
+                "TITANGRADE_API_WORKERS (--api-workers) above 1 needs PostgreSQL: SQLite takes one writer at a time, "
+                "so more API processes only queue for its lock; keep 1 or set TITANGRADE_DATABASE_URL=postgresql://..."
             )
         if self.heartbeat_s >= self.lease_s:
             raise ValueError(

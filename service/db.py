@@ -11,6 +11,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+READ_ONLY = "titangrade_read_only"  # execution option: on SQLite, a plain (deferred) BEGIN, no writer lock
 
 
 class Base(DeclarativeBase):
@@ -57,7 +58,9 @@ def make_engine(url: str) -> Engine:
         @event.listens_for(engine, "begin")
         def _sqlite_begin(conn) -> None:
             # Immediate: the writer lock is taken at BEGIN, so read-then-write never hits SQLITE_BUSY mid-way.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # A session made by read_sessions() only reads: WAL gives it a snapshot without the writer lock,
+            # so it never queues behind (or holds up) a write.
+            conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
@@ -69,6 +72,13 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     factory = sessionmaker(engine, expire_on_commit=False)
     signals.install(factory)  # committed progress events wake workers and event streams (service/signals.py)
     return factory
+
+
+def read_sessions(engine: Engine) -> sessionmaker[Session]:
+    """Sessions for lookups that write nothing (the per-request credential check). On SQLite their
+    transactions are deferred: they neither wait for nor hold up the single writer (so they must not write:
+    a deferred transaction that writes can fail with "database is locked")."""
+    return sessionmaker(engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
 
 
 @contextmanager

@@ -52,7 +52,7 @@ class RequestGuard:
         state = scope["app"].state
         if path.startswith(self.api_prefix + "/") and path not in self.public:
             try:
-                principal = await run_in_threadpool(self._authenticate, state.sessions, headers)
+                principal = await run_in_threadpool(self._authenticate, state.read_sessions, headers)
             except CredentialRejected as exc:
                 await self._reject(scope, receive, send, exc.zh if lang == "zh" else exc.message, exc.challenge)
                 return
@@ -77,7 +77,7 @@ class RequestGuard:
             try:
                 return authenticate(session, headers, self.authenticators)
             finally:
-                session.commit()  # end the read transaction (SQLite holds the writer lock until then)
+                session.commit()  # end the read transaction (and its snapshot) before the route runs
 
     @staticmethod
     async def _reject(scope: Scope, receive: Receive, send: Send, message: str, challenge: str) -> None:

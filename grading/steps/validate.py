@@ -4,16 +4,22 @@ id, code-cell count)."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 import nbformat
+from nbformat import reader as nbreader
+from nbformat import validator as nbvalidator
 
 from grading.errors import InvalidSubmission
 from grading.exercise import Catalogue, Exercise
 
 METADATA_KEY = "titangrade"
 MAX_JSON_DEPTH = 64  # nesting of arrays/objects in an uploaded notebook; real notebooks stay under ~12
+FUTURE_MINOR = nbformat.v4.nbformat_minor + 1  # every later 4.x minor gets the same (relaxed) schema
+_compiled: set[int] = set()  # v4 minors whose compiled validator nbformat has cached
+_compile_lock = threading.Lock()
 
 
 def _too_deep() -> InvalidSubmission:
@@ -53,8 +59,9 @@ def load_json(source: bytes | str | dict, *, max_bytes: int) -> dict[str, Any]:
     if isinstance(source, dict):
         if json_depth_exceeds(source, MAX_JSON_DEPTH):
             raise _too_deep()
-        size = len(json.dumps(source).encode("utf-8"))
-        data: Any = source
+        text = json.dumps(source)
+        size = len(text.encode("utf-8"))
+        data: Any = None  # parsed back below: a plain-JSON copy (tuples become lists), as an upload would be
     else:
         raw = source.encode("utf-8") if isinstance(source, str) else bytes(source)
         size = len(raw)
@@ -65,7 +72,9 @@ def load_json(source: bytes | str | dict, *, max_bytes: int) -> dict[str, Any]:
             "clear its outputs (Kernel > Restart & Clear Output) and submit again",
             status_code=413,
         )
-    if not isinstance(source, dict):
+    if isinstance(source, dict):
+        data = json.loads(text)
+    else:
         try:
             data = json.loads(raw.decode("utf-8"))
         except RecursionError:  # json's C parser refuses very deep nesting with RecursionError
@@ -86,10 +95,29 @@ def load_json(source: bytes | str | dict, *, max_bytes: int) -> dict[str, Any]:
 
 
 def to_notebook(data: dict[str, Any]) -> nbformat.NotebookNode:
-    """nbformat's own parse and schema validation (older versions upgraded to 4)."""
+    """nbformat's own parse and schema validation (older versions upgraded to 4), validating once.
+
+    This is `nbformat.reads(json.dumps(data), as_version=4)` followed by `nbformat.validate`, without the
+    second JSON round trip and the schema check `reads` runs (and only logs) before `validate` repeats it.
+    A minor version newer than nbformat knows is checked with the one validator nbformat builds for all
+    of them (the latest schema, relaxed), so a flood of made-up minors cannot compile (~0.1 s each) and
+    cache a validator apiece."""
     try:
-        nb = nbformat.reads(json.dumps(data), as_version=4)
-        nbformat.validate(nb)
+        major, minor = nbreader.get_version(data)
+        if major not in nbformat.versions:
+            raise nbformat.NBFormatError(f"Unsupported nbformat version {major}")
+        try:
+            nb = nbformat.versions[major].to_notebook_json(data, minor=minor)  # copies `data`
+        except AttributeError as e:  # as nbformat.reader.reads words it
+            raise nbformat.ValidationError(f"The notebook is invalid and is missing an expected key: {e}") from None
+        nb = nbformat.convert(nb, 4)
+        major, minor = nbreader.get_version(nb)
+        if isinstance(minor, int) and not isinstance(minor, bool) and major == 4 and minor >= 0:
+            minor = min(minor, FUTURE_MINOR)
+            _compile_once(minor)
+            nbformat.validate(nb, version=major, version_minor=minor)
+        else:
+            nbformat.validate(nb)  # nbformat refuses what it cannot version
     except Exception as exc:  # nbformat raises ValidationError, KeyError, AttributeError... on bad input
         message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         raise InvalidSubmission(
@@ -98,6 +126,16 @@ def to_notebook(data: dict[str, Any]) -> nbformat.NotebookNode:
             "re-save it from Jupyter or start again from the exercise template",
         ) from None
     return nb
+
+
+def _compile_once(minor: int) -> None:
+    """Build nbformat's cached validator for 4.`minor` in one thread: the first requests after a start
+    would otherwise each compile it (~0.1 s of CPU apiece) at the same time."""
+    if minor not in _compiled:
+        with _compile_lock:
+            if minor not in _compiled:
+                nbvalidator.get_validator(4, minor)
+                _compiled.add(minor)
 
 
 def notebook_exercise_id(nb: nbformat.NotebookNode | dict[str, Any]) -> str | None:

@@ -31,7 +31,9 @@ class Authenticator(Protocol):
     name: str
     challenge: str  # the WWW-Authenticate challenge (RFC 9110 11.6.1) offered when nobody authenticated
 
-    def authenticate(self, session: Session, headers: Mapping[str, str]) -> Principal | None: ...
+    def authenticate(self, session: Session, headers: Mapping[str, str]) -> Principal | None:
+        """Read-only: `session` is a read session (service.db.read_sessions), so it must write nothing."""
+        ...
 
 
 class BearerTokenAuthenticator:

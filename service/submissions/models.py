@@ -9,6 +9,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     String,
@@ -40,7 +41,11 @@ def _local_identity(context) -> int:
 
 class Submission(Base):
     __tablename__ = "submissions"
-    __table_args__ = (UniqueConstraint("identity_id", "idempotency_key", name="uq_submission_idempotency"),)
+    __table_args__ = (
+        UniqueConstraint("identity_id", "idempotency_key", name="uq_submission_idempotency"),
+        # covers the intake's rate and attempt limits (service.submissions.service._check_limits)
+        Index("ix_submissions_learner_limits", "identity_id", "exercise_id", "status", "created_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     identity_id: Mapped[int] = mapped_column(ForeignKey(Identity.id), index=True, default=_local_identity)

@@ -84,11 +84,11 @@ def submit(
         )
     raw = notebook.file.read(settings.max_upload_bytes + 1)
     fingerprint = service.request_hash(notebook=raw, exercise_id=exercise_id, course=course)
-    if (
-        idempotency_key
-        and (first := service.replay(session, user=user, key=idempotency_key, fingerprint=fingerprint)) is not None
-    ):
-        return _accepted(first, status=200)
+    if idempotency_key:
+        first = service.replay(session, user=user, key=idempotency_key, fingerprint=fingerprint)
+        session.commit()  # end the lookup: on SQLite it holds the writer lock, which validation must not
+        if first is not None:
+            return _accepted(first, status=200)
     _, exercise = load_submission(
         raw, exercise_id=exercise_id or None, catalogue=catalogue, max_bytes=settings.max_upload_bytes
     )

@@ -34,10 +34,15 @@ def test_environment_is_read_with_the_prefix(monkeypatch):
 @pytest.mark.parametrize("values,needle", [
     ({"heartbeat_s": 30, "lease_s": 10}, "TITANGRADE_HEARTBEAT_S"),
     ({"worker_slots": 2, "short_reserved_slots": 2}, "TITANGRADE_SHORT_RESERVED_SLOTS"),
+    ({"api_workers": 2, "database_url": "sqlite:///x.db"}, "TITANGRADE_API_WORKERS .* needs PostgreSQL"),
 ])
 def test_inconsistent_queue_settings_are_refused(values, needle):
     with pytest.raises(ValidationError, match=needle):
         Settings(**values)
+
+
+def test_several_api_processes_are_allowed_on_postgresql():
+    assert Settings(api_workers=4, database_url="postgresql://u@h/db").api_workers == 4
 
 
 def test_auto_sandbox_resolves_once(monkeypatch):

@@ -81,3 +81,37 @@ def test_fair_share_migration_gives_existing_jobs_their_learner(tmp_path, kind):
         engine.dispose()
         if dropper is not None:
             dropper()
+
+
+def _writer_lock_is_free(path) -> bool:
+    """Whether another connection can take SQLite's writer lock right now (no waiting)."""
+    import sqlite3
+
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError as exc:
+        assert "locked" in str(exc)
+        return False
+    finally:
+        other.close()
+
+
+def test_read_sessions_do_not_take_the_sqlite_writer_lock(tmp_path):
+    """The credential check on every request reads in a deferred transaction: it neither waits for nor
+    holds up an intake write. Ordinary sessions still take the lock at BEGIN (the claim relies on it)."""
+    from service.db import make_sessionmaker, read_sessions, upgrade
+
+    path = tmp_path / "lock.db"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    with read_sessions(engine)() as reader:
+        assert reader.execute(text("SELECT count(*) FROM tokens")).scalar() == 0
+        assert reader.in_transaction() and _writer_lock_is_free(path)
+    with make_sessionmaker(engine)() as writer:
+        writer.execute(text("SELECT count(*) FROM tokens"))
+        assert not _writer_lock_is_free(path)
+    assert _writer_lock_is_free(path)
+    engine.dispose()

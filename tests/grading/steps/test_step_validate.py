@@ -103,3 +103,92 @@ def test_code_cells_over_the_manifest_cap_are_refused_with_the_cap_named(toy_cat
         load(json.dumps(_toy_notebook(301)), toy_catalogue)
     assert err.value.code == "too_many_cells"  # its HTTP status is the service's (service/errors.py)
     assert "301 code cells" in err.value.message and "limit of 300" in err.value.message
+
+
+def _nbformat_reference(data: dict) -> nbformat.NotebookNode:
+    """What to_notebook replaced: nbformat.reads of the JSON text (which validates and only logs), then
+    nbformat.validate. to_notebook must accept and refuse exactly what this does."""
+    nb = nbformat.reads(json.dumps(data), as_version=4)
+    nbformat.validate(nb)
+    return nb
+
+
+def _mutations() -> dict[str, dict]:
+    base = _toy_notebook(2)
+    base["cells"].insert(1, {"cell_type": "markdown", "id": "md", "metadata": {}, "source": ["# a", "b"]})
+    cases: dict[str, dict] = {"valid": base}
+
+    def variant(name, change):
+        nb = json.loads(json.dumps(base))
+        change(nb)
+        cases[name] = nb
+
+    variant("no cells", lambda nb: nb.pop("cells"))
+    variant("cells not a list", lambda nb: nb.update(cells={}))
+    variant("unknown cell type", lambda nb: nb["cells"][0].update(cell_type="lemon"))
+    variant("code cell without outputs", lambda nb: nb["cells"][0].pop("outputs"))
+    variant("code cell without source", lambda nb: nb["cells"][0].pop("source"))
+    variant("source list with a number", lambda nb: nb["cells"][0].update(source=["a", 1]))
+    variant("execution_count a string", lambda nb: nb["cells"][0].update(execution_count="1"))
+    variant("bad output type", lambda nb: nb["cells"][0].update(outputs=[{"output_type": "lemon"}]))
+    variant("stream output without name", lambda nb: nb["cells"][0].update(
+        outputs=[{"output_type": "stream", "text": "x"}]))
+    variant("extra top-level key", lambda nb: nb.update(extra=1))
+    variant("extra cell key", lambda nb: nb["cells"][0].update(extra=1))
+    variant("metadata a list", lambda nb: nb.update(metadata=[]))
+    variant("cell metadata trusted not bool", lambda nb: nb["cells"][0]["metadata"].update(trusted="yes"))
+    variant("missing ids at 4.5", lambda nb: [c.pop("id", None) for c in nb["cells"]])
+    variant("duplicate ids", lambda nb: [c.update(id="same") for c in nb["cells"]])
+    variant("bad id characters", lambda nb: nb["cells"][0].update(id="a b"))
+    variant("ids at 4.4", lambda nb: nb.update(nbformat_minor=4))
+    variant("4.4 without ids", lambda nb: (nb.update(nbformat_minor=4), [c.pop("id") for c in nb["cells"]]))
+    variant("no nbformat_minor", lambda nb: nb.pop("nbformat_minor"))
+    for minor in (0, 6, 7, 99, -1, "5", 5.0, True, None):
+        variant(f"minor {minor!r}", lambda nb, m=minor: nb.update(nbformat_minor=m))
+    for major in (2, 5, "4", None):
+        variant(f"major {major!r}", lambda nb, m=major: nb.update(nbformat=m))
+    cases["nbformat 3"] = {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [
+        {"cell_type": "code", "input": "x = 1", "outputs": [], "language": "python"},
+        {"cell_type": "heading", "level": 2, "source": "T"}]}]}
+    cases["nbformat 3 without worksheets"] = {"nbformat": 3, "nbformat_minor": 0, "metadata": {}}
+    return cases
+
+
+@pytest.mark.filterwarnings("ignore")  # nbformat warns about missing and duplicate cell ids
+@pytest.mark.parametrize("name", sorted(_mutations()))
+def test_to_notebook_accepts_and_refuses_exactly_what_nbformat_does(name):
+    from grading.steps.validate import to_notebook
+
+    data = _mutations()[name]
+    try:
+        expected = _nbformat_reference(json.loads(json.dumps(data)))
+    except Exception:
+        expected = None
+    if expected is None:
+        with pytest.raises(InvalidSubmission) as err:
+            to_notebook(data)
+        assert err.value.code == "nbformat_invalid"
+        return
+    got = to_notebook(data)
+    sent_ids = [c.get("id") for c in data["cells"]] if "cells" in data else [None] * len(got.cells)  # v3: none
+    for nb in (got, expected):  # ids nbformat made up for cells with none or a repeated one are random
+        for cell, sent in zip(nb.cells, sent_ids, strict=False):
+            if sent is None or sent_ids.count(sent) > 1:
+                cell.pop("id", None)
+    assert got == expected
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_minors_from_the_future_share_one_compiled_validator():
+    """Each new nbformat_minor made nbformat compile (~0.1 s) and keep a validator: a learner could send
+    a stream of made-up minors. All minors newer than nbformat's get the same relaxed schema, so one."""
+    from nbformat import validator
+
+    from grading.steps.validate import to_notebook
+
+    before = set(validator.validators)
+    for minor in range(7, 13):
+        nb = _toy_notebook()
+        nb["nbformat_minor"] = minor
+        assert to_notebook(nb).nbformat_minor == minor
+    assert len(set(validator.validators) - before) <= 1

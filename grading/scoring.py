@@ -151,6 +151,8 @@ def _judge(
             return 0.0, t("answer_opaque", ctx.lang, name=check.answer, type=answer.type[:200])
     try:
         outcome = check_kinds.get(check.kind)(answer, spec, ctx)
+    except GraderFault:  # the check found its reference spec broken
+        raise
     except (KeyError, OSError) as exc:  # a field or trace file missing from the reference: our fault
         raise GraderFault(
             f"check {check.name!r} ({check.kind}) failed on its reference spec: {type(exc).__name__}: {exc}",

@@ -165,7 +165,7 @@ def check_consistency(ex: Exercise, master: Master) -> None:
         if answer.name not in names:
             raise AuthoringError(
                 toml,
-                _toml_line(toml, f'"{answer.name}"'),
+                _toml_line(toml, f'name = "{answer.name}"', f'"{answer.name}"'),
                 f"answer {answer.name!r} is never defined by the master's solution",
                 f"define `{answer.name}` in a solution cell of {master.path.name}, or fix the answer's name here",
             )
@@ -225,8 +225,11 @@ def check_consistency(ex: Exercise, master: Master) -> None:
         seen.add(m.name)
 
 
-def _toml_line(path: Path, needle: str) -> int:
-    for i, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
-        if needle in line:
-            return i
+def _toml_line(path: Path, *needles: str) -> int:
+    """The first line holding the first needle found (the declaration before other mentions), else 1."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for needle in needles:
+        for i, line in enumerate(lines, start=1):
+            if needle in line:
+                return i
     return 1

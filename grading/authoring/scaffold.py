@@ -35,6 +35,14 @@ world_size = 1
 devices = 0
 device_kinds = ["cpu", "cuda", "npu"]
 
+[policy]
+# What the learner writes and what they may use (docs/exercise-format.md#policy); `build` turns it into the
+# policy cell the learner reads. Put in `forbid` every module whose code would answer this exercise (e.g.
+# "verl", "exercises.lab.wordle"): the sandbox hides it and a graded function that reaches it scores 0.
+own = ["solve"]
+forbid = []
+allow = []
+
 [[answers]]
 name = "solve"
 kind = "function"

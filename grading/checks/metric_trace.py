@@ -15,6 +15,7 @@ from typing import Any
 from grading.checks import CheckContext, Outcome, register
 from grading.checks.compare import count_close, equal
 from grading.codec import Missing, Opaque, Raised, decode
+from grading.errors import GraderFault
 from grading.i18n import t
 
 PARTS = ("present", "steps", "finite", "equals", "band", "monotone", "bounded", "run", "absent_files", "present_files")
@@ -47,7 +48,7 @@ def _reference_values(entry: Any, metric: str, ctx: CheckContext) -> list[float]
     ref = entry.get("reference") if isinstance(entry, dict) else entry
     if isinstance(ref, str):  # a named trace file next to the answer file: {metric: [values]}
         if ctx.reference_dir is None:
-            raise ValueError(f"band for {metric} names trace {ref!r} but no reference directory is known")
+            raise GraderFault(f"band for {metric} names trace {ref!r} but no reference directory is known", retryable=False)
         data = json.loads((ctx.reference_dir / f"{ref}.json").read_text(encoding="utf-8"))
         ref = data[metric]
     return [_as_float(x) for x in decode(ref)]
@@ -113,6 +114,10 @@ def _check_band(metrics, records, spec, ctx):
             n = len(entry.get("lower", entry.get("upper", [])))
             lower = [_as_float(x) for x in decode(entry.get("lower", [-math.inf] * n))]
             upper = [_as_float(x) for x in decode(entry.get("upper", [math.inf] * n))]
+            if len(lower) != len(upper):  # a broken reference would leave the tail unchecked: refuse it
+                raise GraderFault(
+                    f"band for {m}: lower has {len(lower)} steps but upper has {len(upper)}", retryable=False
+                )
         else:
             ref = _reference_values(entry, m, ctx)
             rel, ab = float(entry.get("rel", 0.1)), float(entry.get("abs", 0.0))
@@ -121,7 +126,7 @@ def _check_band(metrics, records, spec, ctx):
         if len(got) != len(lower):
             problems.append(t("trace_length", ctx.lang, metric=m, got=len(got), expected=len(lower)))
             continue
-        bad = [i for i, (g, lo, hi) in enumerate(zip(got, lower, upper, strict=False)) if not (lo <= g <= hi)]
+        bad = [i for i, (g, lo, hi) in enumerate(zip(got, lower, upper, strict=True)) if not (lo <= g <= hi)]
         if bad:
             problems.append(t("trace_out_of_band", ctx.lang, metric=m, steps=_steps(bad)))
     return problems

@@ -175,5 +175,5 @@ MISTAKES = [{'name': 'actor_seconds_not_per_token',
  {'name': 'anchored_step_line',
   'score': 6.05,
   'fails': {'parse_steps': 'Ray prefix'},
-  'patch': [{'find': 'STEP_LINE = re.compile(r"step:(\d+) - (.*)$")',
-             'replace': 'STEP_LINE = re.compile(r"^step:(\d+) - (.*)$")  # lines that start with step:'}]}]
+  'patch': [{'find': 'STEP_LINE = re.compile(r"step:(\\d+) - (.*)$")',
+             'replace': 'STEP_LINE = re.compile(r"^step:(\\d+) - (.*)$")  # lines that start with step:'}]}]

@@ -46,6 +46,12 @@ class ClaimedJob:
     world_size: int
 
 
+def learner_key(sub: Submission) -> str:
+    """Fair share and the per-learner cap count per identity (issuer + subject), never per display name:
+    two learners called "alice" from two platforms are two learners, and a renamed learner stays one."""
+    return f"identity:{sub.identity_id}"
+
+
 def enqueue(
     session: Session,
     *,
@@ -59,7 +65,7 @@ def enqueue(
 ) -> Job:
     """Add a job for a submission (its learner is looked up when not given: fair share is per learner)."""
     if learner is None:
-        learner = session.get_one(Submission, submission_id).user
+        learner = learner_key(session.get_one(Submission, submission_id))
     job = Job(
         submission_id=submission_id,
         learner=learner,
@@ -315,8 +321,9 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
     return "failed"
 
 
-def release(session: Session, *, job: ClaimedJob, reason: str) -> bool:
-    """Give a job back unfinished (graceful shutdown): queued again at once, the attempt not counted."""
+def release(session: Session, *, job: ClaimedJob, reason: str, after_s: float = 0.0) -> bool:
+    """Give a job back unfinished (graceful shutdown, or it never started): queued again after `after_s`,
+    the attempt not counted."""
     if not _fence(
         session,
         job,
@@ -325,7 +332,7 @@ def release(session: Session, *, job: ClaimedJob, reason: str) -> bool:
         worker_id=None,
         lease_expires_at=None,
         attempts=Job.attempts - 1,
-        available_at=utcnow(),
+        available_at=utcnow() + dt.timedelta(seconds=after_s),
         last_error=reason[:2000],
     ):
         return False

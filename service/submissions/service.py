@@ -209,7 +209,7 @@ def create(
         devices=manifest.resources.devices,
         world_size=manifest.resources.world_size,
         max_attempts=settings.max_attempts,
-        learner=sub.user,
+        learner=queue.learner_key(sub),
     )
     _supersede_earlier(session, sub=sub, exercise=exercise, default=settings.supersede_queued)
     try:

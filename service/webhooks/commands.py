@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -70,28 +71,37 @@ def _fail(exc) -> None:
     sys.exit(f"titangrade: {getattr(exc, 'message', exc)}")
 
 
-def cmd_add(args) -> int:
+@contextlib.contextmanager
+def _writing(*errors: type[Exception]):
+    """One transaction for a command; a ServiceError (or one of `errors`) ends the CLI with its message."""
     from service.db import transaction
     from service.errors import ServiceError
-    from service.webhooks import service
-    from service.webhooks.ssrf import AddressPolicy
 
+    caught: tuple[type[Exception], ...] = (ServiceError, *errors)
     settings, sessions = _sessions()
     try:
         with transaction(sessions) as s:
-            row = service.create(
-                s,
-                course=args.course,
-                url=args.url,
-                policy=AddressPolicy.from_settings(settings),
-                event_types=[e.strip() for e in args.events.split(",") if e.strip()],
-                description=args.description,
-                by="cli",
-            )
-            print(f"endpoint {row.id} for course {row.course}: {row.url} ({', '.join(row.event_types)})")
-            print(f"secret (shown once): {row.secret}")
-    except ServiceError as exc:
+            yield settings, s
+    except caught as exc:
         _fail(exc)
+
+
+def cmd_add(args) -> int:
+    from service.webhooks import service
+    from service.webhooks.ssrf import AddressPolicy
+
+    with _writing() as (settings, s):
+        row = service.create(
+            s,
+            course=args.course,
+            url=args.url,
+            policy=AddressPolicy.from_settings(settings),
+            event_types=[e.strip() for e in args.events.split(",") if e.strip()],
+            description=args.description,
+            by="cli",
+        )
+        print(f"endpoint {row.id} for course {row.course}: {row.url} ({', '.join(row.event_types)})")
+        print(f"secret (shown once): {row.secret}")
     return 0
 
 
@@ -111,33 +121,21 @@ def cmd_list(args) -> int:
 
 
 def cmd_rotate(args) -> int:
-    from service.db import transaction
-    from service.errors import ServiceError
     from service.webhooks import service
 
-    settings, sessions = _sessions()
-    try:
-        with transaction(sessions) as s:
-            row = service.get(s, course=None, endpoint_id=args.id)
-            secret = service.rotate(s, endpoint=row, overlap_s=settings.webhook_rotation_overlap_s)
-    except ServiceError as exc:
-        _fail(exc)
+    with _writing() as (settings, s):
+        row = service.get(s, course=None, endpoint_id=args.id)
+        secret = service.rotate(s, endpoint=row, overlap_s=settings.webhook_rotation_overlap_s)
     print(f"new secret for endpoint {args.id} (shown once): {secret}")
     print(f"the old secret also signs for {settings.webhook_rotation_overlap_s:.0f} s")
     return 0
 
 
 def cmd_remove(args) -> int:
-    from service.db import transaction
-    from service.errors import ServiceError
     from service.webhooks import service
 
-    _, sessions = _sessions()
-    try:
-        with transaction(sessions) as s:
-            service.remove(s, endpoint=service.get(s, course=None, endpoint_id=args.id))
-    except ServiceError as exc:
-        _fail(exc)
+    with _writing() as (_, s):
+        service.remove(s, endpoint=service.get(s, course=None, endpoint_id=args.id))
     print(f"titangrade: endpoint {args.id} removed")
     return 0
 
@@ -145,8 +143,6 @@ def cmd_remove(args) -> int:
 def cmd_replay(args) -> int:
     import datetime as dt
 
-    from service.db import transaction
-    from service.errors import ServiceError
     from service.webhooks import service
 
     def when(text):
@@ -155,18 +151,14 @@ def cmd_replay(args) -> int:
         value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         return value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo else value
 
-    _, sessions = _sessions()
-    try:
-        with transaction(sessions) as s:
-            ids = service.replay(
-                s,
-                endpoint=service.get(s, course=None, endpoint_id=args.id),
-                event_id=args.event,
-                since=when(args.since),
-                until=when(args.until),
-            )
-    except (ServiceError, ValueError) as exc:
-        _fail(exc)
+    with _writing(ValueError) as (_, s):
+        ids = service.replay(
+            s,
+            endpoint=service.get(s, course=None, endpoint_id=args.id),
+            event_id=args.event,
+            since=when(args.since),
+            until=when(args.until),
+        )
     print(f"titangrade: {len(ids)} deliveries queued again")
     return 0
 
@@ -199,18 +191,12 @@ def cmd_deliver(args) -> int:
 
 
 def cmd_intake_add(args) -> int:
-    from service.db import transaction
-    from service.errors import ServiceError
     from service.intake import service
 
-    _, sessions = _sessions()
-    try:
-        with transaction(sessions) as s:
-            row = service.create(s, name=args.name, course=args.course, issuer=args.issuer, by="cli")
-            print(f"integration {row.id}: POST /api/v1/intake/submissions?integration={row.name} (course {row.course})")
-            print(f"secret (shown once): {row.secret}")
-    except ServiceError as exc:
-        _fail(exc)
+    with _writing() as (_, s):
+        row = service.create(s, name=args.name, course=args.course, issuer=args.issuer, by="cli")
+        print(f"integration {row.id}: POST /api/v1/intake/submissions?integration={row.name} (course {row.course})")
+        print(f"secret (shown once): {row.secret}")
     return 0
 
 
@@ -227,34 +213,22 @@ def cmd_intake_list(args) -> int:
 
 
 def cmd_intake_rotate(args) -> int:
-    from service.db import transaction
-    from service.errors import ServiceError
     from service.intake import service
 
-    settings, sessions = _sessions()
-    try:
-        with transaction(sessions) as s:
-            secret = service.rotate(
-                s,
-                integration=service.get(s, course=None, integration_id=args.id),
-                overlap_s=settings.webhook_rotation_overlap_s,
-            )
-    except ServiceError as exc:
-        _fail(exc)
+    with _writing() as (settings, s):
+        secret = service.rotate(
+            s,
+            integration=service.get(s, course=None, integration_id=args.id),
+            overlap_s=settings.webhook_rotation_overlap_s,
+        )
     print(f"new secret for integration {args.id} (shown once): {secret}")
     return 0
 
 
 def cmd_intake_remove(args) -> int:
-    from service.db import transaction
-    from service.errors import ServiceError
     from service.intake import service
 
-    _, sessions = _sessions()
-    try:
-        with transaction(sessions) as s:
-            service.remove(s, integration=service.get(s, course=None, integration_id=args.id))
-    except ServiceError as exc:
-        _fail(exc)
+    with _writing() as (_, s):
+        service.remove(s, integration=service.get(s, course=None, integration_id=args.id))
     print(f"titangrade: integration {args.id} removed")
     return 0

@@ -49,7 +49,15 @@ class Faulted:
     retryable: bool
 
 
-Outcome = Graded | Faulted
+@dataclass(frozen=True, slots=True)
+class NotStarted:
+    """The job never began on its node (the node is gone, or would not reserve what the job needs): the
+    worker hands it back to the queue at once and the attempt does not count, as on a graceful shutdown."""
+
+    reason: str
+
+
+Outcome = Graded | Faulted | NotStarted
 
 
 class ExecutorUnavailable(RuntimeError):
@@ -67,7 +75,7 @@ class Executor(abc.ABC):
 
     @abc.abstractmethod
     def submit(self, ticket: GradingTicket) -> cf.Future:
-        """Start grading; the future yields an `Outcome` (Graded or Faulted)."""
+        """Start grading; the future yields an `Outcome` (Graded, Faulted or NotStarted)."""
 
     @abc.abstractmethod
     def shutdown(self) -> None:

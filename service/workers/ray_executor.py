@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from service.config import Settings
-from service.workers.executor import Executor, ExecutorUnavailable, Faulted, GradingTicket, Outcome
+from service.workers.executor import Executor, ExecutorUnavailable, Faulted, GradingTicket, NotStarted, Outcome
 from service.workers.placement import (
     RAY_RESOURCE,
     Demand,
@@ -203,7 +203,7 @@ class RayExecutor(Executor):
         demand = self._demand(ticket)
         choice = choose_node(self._nodes(), demand)
         if choice is None:  # the cluster changed between the claim and now
-            return _done(Faulted("no Ray node can hold this job now (a node left the cluster?)", retryable=True))
+            return _done(NotStarted("no Ray node can hold this job now (a node left the cluster?)"))
         node_id, kind = choice
         options = self._task_options(demand, kind)
         pg = None
@@ -221,9 +221,8 @@ class RayExecutor(Executor):
                 remove_placement_group(pg)
                 self._cool_down(node_id, self._settings.ray_place_timeout_s)
                 return _done(
-                    Faulted(
-                        f"node {node_id[:12]} did not reserve {bundle} within {self._settings.ray_place_timeout_s} s",
-                        retryable=True,
+                    NotStarted(
+                        f"node {node_id[:12]} did not reserve {bundle} within {self._settings.ray_place_timeout_s} s"
                     )
                 )
             options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=0)
@@ -278,7 +277,7 @@ class RayExecutor(Executor):
         except Exception as exc:
             if running is not None:  # a node that lost a job gets no new one for a while
                 self._cool_down(running.node_id, self._settings.ray_node_cooldown_s)
-            outcome = Faulted(f"Ray task failed: {type(exc).__name__}: {str(exc)[:500]}", retryable=True)
+            outcome = _task_failure(exc, self._ray.exceptions)
         if not future.set_running_or_notify_cancel():
             return
         future.set_result(outcome)
@@ -294,6 +293,17 @@ class RayExecutor(Executor):
             self._ray.shutdown()  # tasks owned by this driver die with it
         except Exception:
             log.exception("ray.shutdown failed")
+
+
+def _task_failure(exc: BaseException, errors) -> Outcome:
+    """What a failed Ray task means for the job. Unschedulable: the task never started, typically because
+    the node it was pinned to died and the cluster still listed it as alive when we chose it (Ray notices
+    a killed node only after its health checks fail, seconds later). That is not an attempt. Anything else
+    (node or worker died mid-run, object lost, ...) may have run learner code: a retryable grader fault."""
+    text = f"{type(exc).__name__}: {str(exc)[:500]}"
+    if isinstance(exc, errors.TaskUnschedulableError):
+        return NotStarted(f"Ray could not start the task: {text}")
+    return Faulted(f"Ray task failed: {text}", retryable=True)
 
 
 def _done(outcome: Outcome) -> cf.Future:

@@ -25,7 +25,7 @@ from service.db import transaction
 from service.grades import service as grades
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
-from service.workers.executor import Executor, Faulted, Graded, GradingTicket, Outcome
+from service.workers.executor import Executor, Faulted, Graded, GradingTicket, NotStarted, Outcome
 
 log = logging.getLogger("titangrade.worker")
 
@@ -199,7 +199,12 @@ class Worker:
                 return self._fault(s, job, error=result.get("message") or "not gradable", retryable=True, final=result)
             case Faulted(reason, retryable):
                 return self._fault(s, job, error=reason, retryable=retryable, final=None)
-        raise TypeError(f"executor returned {outcome!r}; expected Graded or Faulted")
+            case NotStarted(reason):  # nothing ran: not an attempt (the executor keeps off the node a while)
+                released = queue.release(
+                    s, job=job, reason=f"not started: {reason}", after_s=self.settings.retry_backoff_s
+                )
+                return "handed back (not started)" if released else "discarded (lease lost)"
+        raise TypeError(f"executor returned {outcome!r}; expected Graded, Faulted or NotStarted")
 
     def _fault(self, s: Session, job: ClaimedJob, *, error: str, retryable: bool, final: dict | None) -> str:
         """Requeue, or (retries spent) record the submission as not gradable with the engine's result if any."""

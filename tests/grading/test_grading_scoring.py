@@ -142,3 +142,17 @@ def test_repeated_problems_are_counted_and_alike_cells_share_a_line():
                        "output of cell 3 truncated at 64 KB; same note (x3)")
     many = Execution(cells=[CellReport(index=0, status="error", message=f"error {i}: kind {i}") for i in range(30)])
     assert decide_status(many, [])[1].endswith("and 18 more problems")
+
+
+def test_a_check_that_finds_its_reference_broken_is_a_grader_fault_not_the_learners_zero(toy_catalogue, monkeypatch):
+    """A GraderFault raised inside a check passes through scoring (not_gradable, retried by the service);
+    any other exception there is the learner's uncomparable value."""
+    from grading import checks as check_kinds
+    from grading.errors import GraderFault
+
+    def broken_reference(answer, spec, ctx):
+        raise GraderFault("band for loss: lower has 3 steps but upper has 2", retryable=False)
+
+    monkeypatch.setitem(check_kinds.REGISTRY, "metric_trace", broken_reference)
+    with pytest.raises(GraderFault, match="lower has 3 steps"):
+        score_checks(toy_catalogue.get("ch05.toy"), _solution_answers())

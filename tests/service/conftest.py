@@ -43,12 +43,12 @@ def add_submission():
 
 
 def _add_submission(session, *, user="alice", course="c1", exercise_id="ch05.svc_sum", lane="short",
-                   priority=0, devices=0, max_attempts=3, notebook=b"{}", max_score=3.0):
+                   priority=0, devices=0, max_attempts=3, notebook=b"{}", max_score=3.0, issuer="titangrade"):
     from service.auth.service import get_or_create_identity, set_membership
     from service.queue import service as queue
     from service.submissions.models import Submission
 
-    identity = get_or_create_identity(session, issuer="titangrade", subject=user)
+    identity = get_or_create_identity(session, issuer=issuer, subject=user)
     set_membership(session, identity=identity, course=course, role="learner")
     sub = Submission(id=uuid.uuid4().hex, identity_id=identity.id, user=user, course=course,
                      exercise_id=exercise_id, lang="en",

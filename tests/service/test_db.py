@@ -65,9 +65,13 @@ def test_fair_share_migration_gives_existing_jobs_their_learner(tmp_path, kind):
             conn.execute(text("""INSERT INTO jobs (submission_id, status, lane, priority, devices, world_size, attempts,
                                  max_attempts, available_at, last_error, created_at) VALUES ('s1', 'queued', 'long',
                                  0, 0, 1, 0, 3, CURRENT_TIMESTAMP, '', CURRENT_TIMESTAMP)"""))
-        command.upgrade(cfg, "head")
+        command.upgrade(cfg, "0003")
         with engine.connect() as conn:
             assert conn.execute(text("SELECT learner, claimed_at FROM jobs")).one() == ("ann", None)
+        command.upgrade(cfg, "head")  # 0006 re-keys it by the identity 0002 made for ann
+        with engine.connect() as conn:
+            identity = conn.execute(text("SELECT identity_id FROM submissions")).scalar()
+            assert conn.execute(text("SELECT learner FROM jobs")).scalar() == f"identity:{identity}"
         command.downgrade(cfg, "0001")
         with engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM jobs")).scalar() == 1  # no cascade lost the rows

@@ -23,7 +23,13 @@ def test_new_build_validate_a_ch09_exercise(tmp_path: Path, capsys):
         str(tmp_path / "fixtures"),
     ]
     assert main(["exercises", "new", "ch09.squares", *roots]) == 0
+    from grading.exercise import load_manifest
+
+    manifest = load_manifest(tmp_path / "exercises" / "ch09" / "squares" / "exercise.toml")
+    assert manifest.policy.own == ("solve",) and manifest.policy.forbid == ()  # the author starts from a policy
     assert main(["exercises", "build", "ch09.squares", *roots]) == 0
+    template = (tmp_path / "exercises" / "ch09" / "squares" / "squares.ipynb").read_text(encoding="utf-8")
+    assert "Functions you write yourself: `solve`" in template and "this exercise forbids no module" in template
     assert main(["exercises", "validate", "ch09.squares", "--sandbox", SANDBOX, *roots]) == 0
     out = capsys.readouterr().out
     assert "[1/1] validating ch09.squares" in out

@@ -15,9 +15,10 @@ from grading.exercise import Catalogue, Exercise, load_manifest
 def _scaffolded(tmp: Path, policy: str = ""):
     scaffold("ch09.squares", exercises_root=tmp / "exercises", reference_root=tmp / "reference")
     toml = tmp / "exercises/ch09/squares/exercise.toml"
-    if policy:
+    if policy:  # in place of the scaffold's own [policy] section
         text = toml.read_text(encoding="utf-8")
-        head, sep, tail = text.partition("[[answers]]")
+        head, _, rest = text.partition("[policy]")
+        _, sep, tail = rest.partition("[[answers]]")
         toml.write_text(head + policy + "\n\n" + sep + tail, encoding="utf-8")
     return Exercise(load_manifest(toml), toml.parent, tmp / "reference/ch09.squares")
 

@@ -94,3 +94,20 @@ def test_no_run_at_all():
 def test_zh_feedback_names_parts():
     out = judge(run_answer([16.0, 10.24, 6.55], lr=2.0), ctx=CheckContext(lang="zh"))
     assert "未通过的部分" in out.feedback and "bounded" in out.feedback
+
+
+def test_a_band_whose_bounds_disagree_in_length_is_a_reference_fault_not_a_lenient_check():
+    """lower has 3 steps, upper 2: zipping them would leave step 3 unchecked. The grader refuses the spec."""
+    from grading.errors import GraderFault
+
+    spec = {"band": {"loss": {"lower": [15, 10, 6], "upper": [17, 11]}}}
+    with pytest.raises(GraderFault, match="lower has 3 steps but upper has 2") as caught:
+        judge(run_answer([16, 10.5, 99]), spec)
+    assert caught.value.retryable is False
+
+
+def test_a_band_naming_a_trace_without_a_reference_directory_is_a_reference_fault():
+    from grading.errors import GraderFault
+
+    with pytest.raises(GraderFault, match="no reference directory"):
+        judge(run_answer([10.0, 8.0]), {"band": {"loss": {"reference": "ref", "rel": 0.1}}})

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from service.db import transaction
 from service.queue import service as queue
 from service.queue.models import Job
+from service.submissions.models import Submission
 
 
 def _claim(sessions, *, worker="w1", lanes=("short", "long"), policy="fair", cap=0):
@@ -32,8 +33,9 @@ def _finish(sessions, job):
 
 
 def _owner(sessions, job) -> str:
+    """The display name of the job's learner (the queue itself keys learners by identity)."""
     with sessions() as s:
-        return s.get(Job, job.job_id).learner
+        return s.get(Submission, s.get(Job, job.job_id).submission_id).user
 
 
 def _run_one_slot(sessions, policy="fair") -> list[str]:
@@ -123,9 +125,30 @@ def test_concurrent_workers_respect_the_cap_and_never_share_a_job(sessions, add_
             t.join()
         with sessions() as s:
             running = dict(
-                s.execute(select(Job.learner, func.count()).where(Job.status == "running").group_by(Job.learner)).all()
+                s.execute(
+                    select(Submission.user, func.count())
+                    .join(Job, Job.submission_id == Submission.id)
+                    .where(Job.status == "running")
+                    .group_by(Submission.user)
+                ).all()
             )
         assert running == dict.fromkeys(learners, 1), running  # one each: the cap held, nobody starved
         assert len({j.job_id for j in got}) == len(got) == 3
         for job in got:
             _finish(sessions, job)
+
+
+def test_fair_share_counts_identities_not_display_names(sessions, add_submission):
+    """Two learners both called "alice" (one local, one from an LMS) are two learners: the LMS alice's single
+    job goes second, not behind the local alice's burst, and the per-learner cap applies to each."""
+    with transaction(sessions) as s:
+        burst = [add_submission(s, user="alice")[0].id for _ in range(3)]
+        other = add_submission(s, user="alice", issuer="https://lms.example")[0].id
+    order = []
+    while (job := _claim(sessions)) is not None:
+        order.append(job.submission_id)
+        _finish(sessions, job)
+    assert order[1] == other and order[0] == burst[0], order
+    with sessions() as s:
+        keys = set(s.scalars(select(Job.learner)))
+    assert len(keys) == 2 and all(k.startswith("identity:") for k in keys), keys

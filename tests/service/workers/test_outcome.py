@@ -1,5 +1,5 @@
-"""The executor's typed outcome: `Graded(result)` or `Faulted(reason, retryable)`, and how the worker
-stores each (real database; no kernels needed)."""
+"""The executor's typed outcome: `Graded(result)`, `Faulted(reason, retryable)` or `NotStarted(reason)`,
+and how the worker stores each (real database; no kernels needed)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from service.db import transaction
 from service.queue import service as queue
 from service.queue.models import Job
 from service.submissions.models import Submission
-from service.workers.executor import _CHILD, Faulted, Graded, GradingTicket, grade_ticket
+from service.workers.executor import _CHILD, Faulted, Graded, GradingTicket, NotStarted, grade_ticket
 from service.workers.worker import Worker
 
 
@@ -64,6 +64,7 @@ def _state(sessions, sub_id):
         (Graded(_result("not_gradable", None)), ("queued", ("queued", None, "queued"))),
         (Faulted("sandbox failed", retryable=True), ("queued", ("queued", None, "queued"))),
         (Faulted("exercise removed", retryable=False), ("failed", ("not_gradable", None, "failed"))),
+        (NotStarted("node gone"), ("handed back (not started)", ("queued", None, "queued"))),
     ],
 )
 def test_worker_branches_on_the_outcome_type(db_url, sessions, svc, add_submission, outcome, expected):
@@ -75,10 +76,33 @@ def test_worker_branches_on_the_outcome_type(db_url, sessions, svc, add_submissi
     assert worker.stored == (1 if state == "stored" else 0)
 
 
+def test_a_job_that_never_started_is_not_an_attempt(db_url, sessions, svc, add_submission):
+    """A job handed back unstarted (its node vanished) keeps all its attempts, even on its last one, and
+    waits the retry backoff before it can be claimed again."""
+    from service.workers.devices import WorkerDevices
+
+    sub, job = _claimed(sessions, add_submission, max_attempts=1)
+    worker = Worker(
+        settings=svc.settings(db_url, retry_backoff_s=60.0),
+        sessions=sessions,
+        executor=None,  # type: ignore[arg-type]
+        devices=WorkerDevices.from_setting(""),
+    )
+    with transaction(sessions) as s:
+        assert worker._store(s, job, NotStarted("node gone")) == "handed back (not started)"
+    with sessions() as s:
+        row = s.scalar(select(Job).where(Job.submission_id == sub.id))
+        assert (row.status, row.attempts, row.last_error) == ("queued", 0, "not started: node gone")
+    with transaction(sessions) as s:  # not claimable during the backoff
+        assert queue.claim(s, worker_id="w2", lanes=("short",), free_devices=0, max_world_size=1, lease_s=30) is None
+    with transaction(sessions) as s:  # the old lease cannot hand it back twice
+        assert worker._store(s, job, NotStarted("node gone")) == "discarded (lease lost)"
+
+
 def test_an_untyped_outcome_is_refused(db_url, sessions, svc, add_submission):
     _, job = _claimed(sessions, add_submission)
     worker = _worker(sessions, svc, db_url)
-    with pytest.raises(TypeError, match="expected Graded or Faulted"), transaction(sessions) as s:
+    with pytest.raises(TypeError, match="expected Graded, Faulted or NotStarted"), transaction(sessions) as s:
         worker._store(s, job, {"result": _result("graded", 3.0)})
     assert worker.stored == 0
 

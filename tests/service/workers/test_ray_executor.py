@@ -315,6 +315,48 @@ def test_node_killed_mid_job_is_regraded_once_elsewhere(cluster, catalogue_dir, 
 
 
 @_sqlite_only()
+def test_a_node_killed_moments_ago_costs_no_attempt(cluster, catalogue_dir, db_url, sessions, svc, add_submission):
+    """Ray lists a killed node as alive until its health checks fail (seconds). A job pinned to it in that
+    window is unschedulable: it never started, so it goes back to the queue without using an attempt
+    (even a job with a single attempt), and is graded once on a live node."""
+    ghost = cluster.add_node(num_cpus=3, object_store_memory=80 * 2**20, memory=4 * 2**30)  # CPU jobs prefer it
+    cluster.wait_for_nodes()
+    cluster.remove_node(ghost, allow_graceful=False)
+    with transaction(sessions) as s:
+        sub = _add(s, add_submission, svc, catalogue_dir, max_attempts=1)
+    worker = _burst(_settings(svc, db_url, catalogue_dir, cluster), sessions)
+    assert worker.stored == 1
+    with sessions() as s:
+        got = s.get(Submission, sub.id)
+        job = s.scalar(select(Job).where(Job.submission_id == sub.id))
+        reasons = [
+            e.data["reason"]
+            for e in s.scalars(
+                select(ProgressEvent).where(ProgressEvent.submission_id == sub.id, ProgressEvent.event == "requeued")
+            )
+        ]
+        assert (got.status, got.score, job.status, job.attempts) == ("graded", 3.0, "done", 1), reasons
+    # the ghost was chosen (still listed), refused the task, and was avoided afterwards
+    assert len(reasons) == 1 and reasons[0].startswith("not started: Ray could not start the task"), reasons
+    assert "TaskUnschedulableError" in reasons[0]
+    assert [p["node"] for p in _placed(sessions, sub.id)] != [ghost.node_id]
+    assert len(_placed(sessions, sub.id)) == 1
+
+
+def test_a_failed_task_is_classified_by_whether_it_could_have_run():
+    """Only an unschedulable task is known not to have run; a crash or a lost node may have run learner
+    code, so it is a grader fault that uses an attempt."""
+    from service.workers.executor import Faulted, NotStarted
+    from service.workers.ray_executor import _task_failure
+
+    errors = ray.exceptions
+    unschedulable = _task_failure(errors.TaskUnschedulableError("node gone"), errors)
+    crashed = _task_failure(errors.WorkerCrashedError(), errors)
+    assert isinstance(unschedulable, NotStarted) and "TaskUnschedulableError: " in unschedulable.reason
+    assert isinstance(crashed, Faulted) and crashed.retryable and crashed.reason.startswith("Ray task failed")
+
+
+@_sqlite_only()
 def test_worker_killed_with_a_job_on_ray_is_graded_once_after_the_lease(
     cluster, catalogue_dir, db_url, sessions, svc, add_submission, e2e, tmp_path
 ):

@@ -130,6 +130,17 @@ def grade_notebook(
     return result
 
 
+def kernel_request(exercise: Exercise, *, devices: DeviceGrant = CPU_ONLY) -> KernelRequest:
+    """The sandbox request an exercise's grading makes (a pre-warmed kernel must match it exactly)."""
+    manifest = exercise.manifest
+    return KernelRequest(
+        limits=manifest.limits,
+        devices=devices,
+        kernel_family=manifest.kernel_family,
+        hidden_modules=manifest.policy.forbid,
+    )
+
+
 def _grade(
     nb: nbformat.NotebookNode,
     exercise: Exercise,
@@ -145,12 +156,7 @@ def _grade(
     plan = grader_cells.plan(exercise, reference=reference)
     scrub.update(needles=plan.scrub, public=plan.public_text)
     sandbox = sandbox or default_sandbox()
-    request = KernelRequest(
-        limits=manifest.limits,
-        devices=devices,
-        kernel_family=manifest.kernel_family,
-        hidden_modules=manifest.policy.forbid,
-    )
+    request = kernel_request(exercise, devices=devices)
     execution = run_notebook(clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang, progress=emit)
     if execution.fault is not None:
         raise GraderFault(execution.fault)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from grading.exercise import Catalogue
+from service import signals
 from service.auth.authenticators import Authenticator, default_authenticators
 from service.auth.routes import router as auth_router
 from service.config import Settings
@@ -38,6 +40,18 @@ PUBLIC_PATHS = {
 }
 
 
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """On PostgreSQL, relay NOTIFYs of progress events written by other processes (grading processes,
+    other workers) to this process's open event streams; SQLite streams poll (service/signals.py)."""
+    listener = signals.listen_if_postgresql(app.state.settings.database_url, (signals.EVENTS,))
+    try:
+        yield
+    finally:
+        if listener is not None:
+            listener.close()
+
+
 def create_app(
     settings: Settings,
     *,
@@ -56,6 +70,7 @@ def create_app(
         docs_url=API_PREFIX + "/docs",
         redoc_url=None,
         redirect_slashes=False,
+        lifespan=_lifespan,
     )
     app.state.settings = settings
     app.state.engine = engine if engine is not None else make_engine(settings.database_url)

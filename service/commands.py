@@ -202,7 +202,7 @@ def cmd_serve(args) -> int:
         if deliverer is not None:
             deliverer.stop.set()
         if worker is not None:  # drain: finish or hand back running jobs
-            worker.stop.set()
+            worker.request_stop()
             if thread is not None:
                 thread.join(settings.shutdown_grace_s + 10)
     return 0
@@ -216,7 +216,7 @@ def cmd_worker(args) -> int:
     settings = _resolve_sandbox(_settings(**overrides))
     engine = _engine(settings, migrate=False)
     worker = _build_worker(settings, make_sessionmaker(engine))
-    signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: worker.request_stop())
     where = (
         f"Ray cluster {settings.ray_address}"
         if settings.executor == "ray"
@@ -229,7 +229,7 @@ def cmd_worker(args) -> int:
     try:
         worker.run(burst=args.burst)  # drains (finishes or hands back running jobs) before returning
     except KeyboardInterrupt:
-        worker.stop.set()
+        worker.request_stop()
     return 0
 
 

@@ -69,7 +69,16 @@ class Settings(BaseSettings):
         "0 = no quota, concurrent runs share the CPU equally",
     )
     sandbox_prewarm: str = Field(
-        "", description='warm kernels per pool process and kernel family, e.g. "light=1,torch=1"'
+        "auto",
+        description='warm kernels per pool process and kernel family, e.g. "light=1,torch=1"; "" = none; '
+        "auto = light=1 with the bwrap sandbox when the host has PREWARM_MB_PER_SLOT of memory available per "
+        "worker slot (decided once at start-up)",
+    )
+    sandbox_prewarm_keys: int = Field(
+        4,
+        ge=1,
+        description="exercises per pool process that keep warm kernels (a warm kernel fits one exercise's "
+        "limits and hidden modules); auto lowers it so warm kernels leave every slot two sandbox users",
     )
     worker_max_world_size: int = Field(8, ge=1, description="most ranks one job may launch on this host")
     lease_s: float = Field(60.0, gt=0, description="a claimed job is reclaimed this long after its last heartbeat")
@@ -192,8 +201,31 @@ class Settings(BaseSettings):
     @field_validator("sandbox_prewarm")
     @classmethod
     def _prewarm_spec(cls, v: str) -> str:
-        cls.parse_prewarm(v)
-        return v
+        if v.strip() != "auto":
+            cls.parse_prewarm(v)
+        return v.strip()
+
+    def prewarm_sizes(self) -> dict[str, int]:
+        """Warm kernels per pool process and family (see `prewarm_keys` for how many exercises)."""
+        return self.parse_prewarm(self.sandbox_prewarm) if self.sandbox_prewarm != "auto" else self._auto_prewarm()[0]
+
+    def prewarm_keys(self) -> int:
+        """Exercises per pool process that keep warm kernels (least recently used dropped first)."""
+        return self.sandbox_prewarm_keys if self.sandbox_prewarm != "auto" else self._auto_prewarm()[1]
+
+    def _auto_prewarm(self) -> tuple[dict[str, int], int]:
+        """light=1 where the sandbox is bwrap (its PID namespace dies with the pool process, so a warm kernel
+        never outlives it; unsafe-local kernels would), the host has PREWARM_MB_PER_SLOT available per slot,
+        and the sandbox users (one per live kernel, host-wide) leave each slot one for its running kernel and
+        one for a refill; else none."""
+        if self.sandbox != "bwrap" or available_mb() < PREWARM_MB_PER_SLOT * self.worker_slots:
+            return {}, 0
+        from grading.sandbox.users import installed_sandbox_users
+
+        keys = min(
+            self.sandbox_prewarm_keys, (len(installed_sandbox_users()) - 2 * self.worker_slots) // self.worker_slots
+        )
+        return ({"light": 1}, keys) if keys >= 1 else ({}, 0)
 
     @staticmethod
     def parse_prewarm(spec: str) -> dict[str, int]:
@@ -210,6 +242,12 @@ class Settings(BaseSettings):
         return out
 
     def resolve_sandbox(self) -> tuple[Settings, str]:
+        """Decide the sandbox once (below), then what "auto" pre-warming means with it on this host."""
+        settings, warning = self._resolve_isolation()
+        settings, note = settings._resolve_prewarm()
+        return settings, "; ".join(filter(None, (warning, note)))
+
+    def _resolve_isolation(self) -> tuple[Settings, str]:
         """Decide the sandbox once: auto means bwrap, and an unusable bwrap is refused in every mode.
 
         Learner kernels run unisolated only when a deployer opts in explicitly with
@@ -251,6 +289,21 @@ class Settings(BaseSettings):
             f"WARNING: sandbox runs get no whole-run memory/process/CPU caps (development only): {found.reason}"
         )
 
+    def _resolve_prewarm(self) -> tuple[Settings, str]:
+        """Pin "auto" to what it means on this host, once, so the log and every pool process agree."""
+        if self.sandbox_prewarm != "auto":
+            return self, ""
+        sizes, keys = self._auto_prewarm()
+        spec = ",".join(f"{family}={count}" for family, count in sizes.items())
+        note = ""
+        if not sizes and self.sandbox == "bwrap":
+            note = (
+                f"note: no pre-warmed kernels: auto wants {PREWARM_MB_PER_SLOT} MB available ({available_mb()} MB "
+                "here) and 3 sandbox users (tgsbxN) per worker slot; add users with TITANGRADE_SANDBOX_USERS=N "
+                "scripts/install-system-deps.sh, or force with TITANGRADE_SANDBOX_PREWARM=light=1"
+            )
+        return self.model_copy(update={"sandbox_prewarm": spec, "sandbox_prewarm_keys": max(keys, 1)}), note
+
     def sandbox_options(self) -> dict:
         """What the grading processes pass to make_sandbox (after resolve_sandbox)."""
         if self.sandbox != "bwrap":
@@ -262,6 +315,20 @@ class Settings(BaseSettings):
         if self.secret_key or self.mode != "dev":
             return self, False
         return self.model_copy(update={"secret_key": secrets.token_urlsafe(48)}), True
+
+
+PREWARM_MB_PER_SLOT = 1024  # auto pre-warming needs this much available memory per worker slot
+
+
+def available_mb() -> int:
+    """MemAvailable of this host in MB (0 where /proc/meminfo cannot be read: no auto pre-warming)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def load_settings(**overrides) -> Settings:

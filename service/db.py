@@ -64,7 +64,11 @@ def make_engine(url: str) -> Engine:
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(engine, expire_on_commit=False)
+    from service import signals
+
+    factory = sessionmaker(engine, expire_on_commit=False)
+    signals.install(factory)  # committed progress events wake workers and event streams (service/signals.py)
+    return factory
 
 
 @contextmanager

@@ -85,12 +85,15 @@ class Sandbox(abc.ABC):
         """Start a fresh kernel for one submission. Raises GraderFault if it cannot."""
 
 
-def make_sandbox(mode: str = "auto", *, prewarm: dict[str, int] | None = None, **options: Any) -> Sandbox:
+def make_sandbox(
+    mode: str = "auto", *, prewarm: dict[str, int] | None = None, prewarm_keys: int = 4, **options: Any
+) -> Sandbox:
     """Pick the sandbox backend once at start-up: "bwrap", "unsafe-local", or "auto".
 
     "auto" means bwrap, and refuses (GraderFault) where `probe()` says bwrap cannot run: unisolated
     execution must be asked for by name ("unsafe-local"), never fallen into. `prewarm` = kernels to keep
-    started per kernel family, e.g. {"light": 2, "torch": 1} (see grading/sandbox/pool.py).
+    started per kernel family, e.g. {"light": 2, "torch": 1}, for each of the last `prewarm_keys` kernel
+    shapes requested (see grading/sandbox/pool.py).
     """
     from grading.errors import GraderFault
 
@@ -115,7 +118,7 @@ def make_sandbox(mode: str = "auto", *, prewarm: dict[str, int] | None = None, *
     if prewarm:
         from grading.sandbox.pool import PrewarmedSandbox
 
-        sandbox = PrewarmedSandbox(sandbox, sizes=prewarm)
+        sandbox = PrewarmedSandbox(sandbox, sizes=prewarm, max_keys=prewarm_keys)
     return sandbox
 
 

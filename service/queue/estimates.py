@@ -169,7 +169,9 @@ def for_submission(
         if at is not None
     }
     order = claim_order(queued, policy=policy, running=running, last_grant=last_grant)
-    position = next(i for i, j in enumerate(order) if j.id == own.id)
+    position = next((i for i, j in enumerate(order) if j.id == own.id), None)
+    if position is None:  # claimed between the two reads (PostgreSQL, READ COMMITTED): not waiting any more
+        return None
     medians = median_grading_s(
         session,
         exercise_ids={j.exercise_id for j in order[: position + 1]} | {r.exercise_id for r in running_rows},

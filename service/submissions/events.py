@@ -10,6 +10,7 @@ Last-Event-ID.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import time
@@ -20,6 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+from service import signals
 from service.submissions.models import ProgressEvent, Submission
 
 KEEPALIVE_S = 15.0
@@ -112,31 +114,47 @@ async def stream(
     estimate: Callable[[], dict | None] | None = None,
 ) -> AsyncIterator[str]:
     """Yield the run's SSE frames until its `done` (or `max_s`); comment lines keep idle connections open.
-    With `estimate`, an `estimate` frame (no id: it is not replayed) reports the waiting time while queued."""
+    With `estimate`, an `estimate` frame (no id: it is not replayed) reports the waiting time while queued.
+
+    A committed event of this submission wakes the stream at once (written in this process, or NOTIFY on
+    PostgreSQL: service/signals.py); `poll_s` is the fallback, e.g. for events another process wrote to SQLite.
+    """
     deadline = time.monotonic() + max_s
     after_id, quiet_since = start.after_id, time.monotonic()
     last_estimate, estimated_at = None, float("-inf")
-    yield f"retry: {RETRY_MS}\n\n"
-    while True:
-        rows = await run_in_threadpool(_fetch, factory, submission_id, start.run, after_id)
-        for event_id, event, data in rows:
-            after_id = event_id
-            yield format_sse(event_id, event, {**data, "run": start.run})
-            if event == "done":
+    loop, new_event = asyncio.get_running_loop(), asyncio.Event()
+
+    def wake(key: str) -> None:
+        if key == submission_id:
+            loop.call_soon_threadsafe(new_event.set)
+
+    unsubscribe = signals.subscribe(signals.EVENTS, wake)
+    try:
+        yield f"retry: {RETRY_MS}\n\n"
+        while True:
+            new_event.clear()  # before the fetch: an event committed after it sets this again
+            rows = await run_in_threadpool(_fetch, factory, submission_id, start.run, after_id)
+            for event_id, event, data in rows:
+                after_id = event_id
+                yield format_sse(event_id, event, {**data, "run": start.run})
+                if event == "done":
+                    return
+            now = time.monotonic()
+            if estimate is not None and now - estimated_at >= ESTIMATE_S:
+                estimated_at = now
+                found = await run_in_threadpool(estimate)
+                if found is not None and _worth_sending(found, last_estimate):
+                    last_estimate, quiet_since = found, now
+                    yield f"event: estimate\ndata: {json.dumps({'event': 'estimate', **found})}\n\n"
+            if rows:
+                quiet_since = now
+            elif now - quiet_since >= KEEPALIVE_S:
+                quiet_since = now
+                yield ": keep-alive\n\n"
+            if now >= deadline:
+                yield ": stream time limit reached; reconnect with Last-Event-ID\n\n"
                 return
-        now = time.monotonic()
-        if estimate is not None and now - estimated_at >= ESTIMATE_S:
-            estimated_at = now
-            found = await run_in_threadpool(estimate)
-            if found is not None and _worth_sending(found, last_estimate):
-                last_estimate, quiet_since = found, now
-                yield f"event: estimate\ndata: {json.dumps({'event': 'estimate', **found})}\n\n"
-        if rows:
-            quiet_since = now
-        elif now - quiet_since >= KEEPALIVE_S:
-            quiet_since = now
-            yield ": keep-alive\n\n"
-        if now >= deadline:
-            yield ": stream time limit reached; reconnect with Last-Event-ID\n\n"
-            return
-        await asyncio.sleep(poll_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(new_event.wait(), poll_s)
+    finally:
+        unsubscribe()

@@ -107,15 +107,56 @@ def _init_child(
     reference_root: str,
     prewarm: dict[str, int],
     sandbox_options: dict | None = None,
+    prewarm_keys: int = 4,
+    events_relay: str | None = None,
 ) -> None:
     _die_with_parent(parent_pid)
     from grading.exercise import Catalogue
     from grading.sandbox import make_sandbox
+    from service import signals
     from service.db import make_engine, make_sessionmaker
+
+    if events_relay is not None:  # progress committed here wakes the worker process's event streams (serve)
+        signals.forward_to_relay(events_relay, signals.EVENTS)
 
     _CHILD["sessions"] = make_sessionmaker(make_engine(database_url))
     _CHILD["catalogue"] = Catalogue(Path(exercises_root), Path(reference_root))
-    _CHILD["sandbox"] = make_sandbox(sandbox_mode, prewarm=prewarm or None, **(sandbox_options or {}))
+    _CHILD["sandbox"] = make_sandbox(
+        sandbox_mode, prewarm=prewarm or None, prewarm_keys=prewarm_keys, **(sandbox_options or {})
+    )
+    if prewarm:
+        _prepare_recent(
+            _CHILD["sandbox"], _CHILD["catalogue"], _CHILD["sessions"], families=set(prewarm), limit=prewarm_keys
+        )
+
+
+PREPARE_RECENT = 2  # at most this many exercises' kernels a new pool process warms before its first job
+
+
+def _prepare_recent(sandbox, catalogue, sessions, *, families: set[str], limit: int) -> None:
+    """Warm kernels for the exercises submitted most recently (a kernel is keyed by its exercise's limits
+    and hidden modules), so the first job after a (re)start need not wait for a cold one. Others warm
+    after their first job in this process."""
+    from sqlalchemy import select
+
+    from grading.pipeline import kernel_request
+    from service.submissions.models import Submission
+
+    try:
+        with sessions() as session:
+            recent = session.scalars(select(Submission.exercise_id).order_by(Submission.created_at.desc()).limit(200))
+            ids = list(dict.fromkeys(recent))
+            session.commit()
+    except Exception:  # an empty or unreachable database: nothing to guess from
+        return
+    picked = [catalogue.get(i) for i in ids if i in catalogue]
+    for exercise in [e for e in picked if e.manifest.kernel_family in families][: min(limit, PREPARE_RECENT)]:
+        sandbox.prepare(kernel_request(exercise))
+
+
+def _ready() -> int:
+    """A no-op job: submitting one per slot starts the pool processes (and their warm kernels) at once."""
+    return os.getpid()
 
 
 def grade_ticket(ticket: GradingTicket) -> Outcome:
@@ -174,17 +215,25 @@ class LocalExecutor(Executor):
     name = "local"
 
     def __init__(self, *, settings: Settings, processes: int) -> None:
+        from service import signals
+
+        self._relay = signals.DatagramRelay(signals.EVENTS)
         self._initargs = (
             os.getpid(),
             settings.database_url,
             settings.sandbox,
             str(settings.exercises_root),
             str(settings.reference_root),
-            Settings.parse_prewarm(settings.sandbox_prewarm),
+            settings.prewarm_sizes(),
             settings.sandbox_options(),
+            settings.prewarm_keys(),
+            self._relay.address,
         )
         self._processes = processes
         self._pool = self._new_pool()
+        if self._initargs[5]:  # pre-warming: start the pool processes now, not at the first submissions
+            for _ in range(processes):
+                self._pool.submit(_ready)
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         # spawn, not fork: the worker has threads (heartbeat) and DB connections that must not be copied.
@@ -209,6 +258,7 @@ class LocalExecutor(Executor):
         for proc in processes:  # a running grading would otherwise keep the process alive until it ends
             if proc.is_alive():
                 proc.terminate()
+        self._relay.close()
 
 
 def make_executor(settings: Settings, *, processes: int) -> Executor:

@@ -47,6 +47,7 @@ class NodeConfig:
     exercises_root: str
     reference_root: str
     prewarm: tuple[tuple[str, int], ...] = ()
+    prewarm_keys: int = 4
     sandbox_options: tuple[tuple[str, object], ...] = ()  # cgroups etc., as resolved where the worker started
 
 
@@ -101,7 +102,12 @@ def _init_node(config: NodeConfig) -> None:
     executor._CHILD.update(
         sessions=make_sessionmaker(make_engine(config.database_url)),
         catalogue=Catalogue(Path(config.exercises_root), Path(config.reference_root)),
-        sandbox=make_sandbox(config.sandbox, prewarm=dict(config.prewarm) or None, **dict(config.sandbox_options)),
+        sandbox=make_sandbox(
+            config.sandbox,
+            prewarm=dict(config.prewarm) or None,
+            prewarm_keys=config.prewarm_keys,
+            **dict(config.sandbox_options),
+        ),
         config=config,
     )
 
@@ -155,7 +161,8 @@ class RayExecutor(Executor):
             sandbox=settings.sandbox,
             exercises_root=str(settings.exercises_root),
             reference_root=str(settings.reference_root),
-            prewarm=tuple(sorted(Settings.parse_prewarm(settings.sandbox_prewarm).items())),
+            prewarm=tuple(sorted(settings.prewarm_sizes().items())),
+            prewarm_keys=settings.prewarm_keys(),
             sandbox_options=tuple(sorted(settings.sandbox_options().items())),
         )
         self._remote = ray.remote(max_retries=0)(grade_on_node)  # the DB queue retries, not Ray

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session, sessionmaker
 
 from grading.sandbox import DeviceGrant
+from service import signals
 from service.config import Settings
 from service.db import transaction
 from service.grades import service as grades
@@ -28,6 +29,7 @@ from service.queue.service import ClaimedJob
 from service.workers.executor import Executor, Faulted, Graded, GradingTicket, NotStarted, Outcome
 
 log = logging.getLogger("titangrade.worker")
+_WAKE = -1  # put on the done-queue by a wake-up: not a job id, "look at the queue now"
 
 
 @dataclass(slots=True)
@@ -67,16 +69,34 @@ class Worker:
         self._beat()
         beater = threading.Thread(target=self._heartbeat_loop, name="tg-heartbeat", daemon=True)
         beater.start()
+        # New work wakes the loop at once: a commit in this process (serve: API and worker together), or
+        # NOTIFY from another process on PostgreSQL; poll_s is only the fallback (SQLite across processes).
+        unsubscribe = signals.subscribe(signals.JOBS, lambda _key: self.wake())
+        listener = signals.listen_if_postgresql(self.settings.database_url, (signals.JOBS,))
         try:
             while not self.stop.is_set():
                 self._reap()
                 claimed = self._fill_slots()
-                self._collect(timeout=0 if claimed else self.settings.poll_s)
+                # idle: a wake-up ends the wait; the heartbeat bound keeps lease reaping on time whatever poll_s
+                self._collect(timeout=0 if claimed else min(self.settings.poll_s, self.settings.heartbeat_s))
                 if burst and not claimed and not self._inflight and self._queue_empty():
                     break
         finally:
+            unsubscribe()
+            if listener is not None:
+                listener.close()
             self.stop.set()
             self._drain()
+
+    def request_stop(self) -> None:
+        """Stop after the current step; safe in a signal handler (the wake-up is put from a new thread, so
+        it never waits on a queue lock the interrupted main thread holds). Running jobs drain as on SIGTERM."""
+        self.stop.set()
+        threading.Thread(target=self.wake, name="tg-stop", daemon=True).start()
+
+    def wake(self) -> None:
+        """Look at the queue now instead of at the next poll (thread-safe; called from commit hooks)."""
+        self._done.put(_WAKE)
 
     def _drain(self) -> None:
         """On a graceful stop: give running jobs `shutdown_grace_s` to finish, then hand the rest back to
@@ -164,7 +184,8 @@ class Worker:
         except stdlib_queue.Empty:
             return
         while True:
-            self._finish(job_id)
+            if job_id != _WAKE:
+                self._finish(job_id)
             try:
                 job_id = self._done.get_nowait()
             except stdlib_queue.Empty:
@@ -203,15 +224,28 @@ class Worker:
                 released = queue.release(
                     s, job=job, reason=f"not started: {reason}", after_s=self.settings.retry_backoff_s
                 )
+                if released:
+                    self._wake_after(self.settings.retry_backoff_s)
                 return "handed back (not started)" if released else "discarded (lease lost)"
         raise TypeError(f"executor returned {outcome!r}; expected Graded, Faulted or NotStarted")
 
     def _fault(self, s: Session, job: ClaimedJob, *, error: str, retryable: bool, final: dict | None) -> str:
         """Requeue, or (retries spent) record the submission as not gradable with the engine's result if any."""
-        state = queue.fault(s, job=job, error=error, retryable=retryable, backoff_s=self.settings.retry_backoff_s)
+        backoff_s = self.settings.retry_backoff_s
+        state = queue.fault(s, job=job, error=error, retryable=retryable, backoff_s=backoff_s)
         if state == "failed":
             grades.record_grade(s, submission_id=job.submission_id, result=final, fault=error)
+        elif state == "queued":
+            self._wake_after(backoff_s)
         return state
+
+    def _wake_after(self, delay_s: float) -> None:
+        """A job requeued with a backoff becomes claimable later: wake then, not a poll later (the commit's
+        own wake-up covers a zero delay)."""
+        if delay_s > 0:
+            timer = threading.Timer(delay_s, self.wake)
+            timer.daemon = True
+            timer.start()
 
     def _queue_empty(self) -> bool:
         with transaction(self.sessions) as s:

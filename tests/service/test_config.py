@@ -83,3 +83,26 @@ def test_prewarm_spec_is_parsed_and_checked():
     assert Settings.parse_prewarm("light=2, torch=1") == {"light": 2, "torch": 1}
     with pytest.raises(ValidationError, match="light=1"):
         Settings(sandbox_prewarm="gpu=3")
+
+
+def test_prewarm_auto_is_decided_once_from_the_sandbox_memory_and_sandbox_users(monkeypatch):
+    from grading.sandbox.probe import Probe
+
+    monkeypatch.setattr("grading.sandbox.probe", lambda: Probe(True, "ok"))
+    monkeypatch.setattr("grading.sandbox.cgroups.probe", lambda: Probe(True, "cgroup v2"))
+    monkeypatch.setattr("service.config.available_mb", lambda: 24_000)
+    users = tuple(f"tgsbx{i}" for i in range(8))
+    monkeypatch.setattr("grading.sandbox.users.installed_sandbox_users", lambda: users)
+    assert Settings().sandbox_prewarm == "auto"
+    settings, note = Settings(worker_slots=2).resolve_sandbox()
+    assert (settings.sandbox_prewarm, settings.sandbox_prewarm_keys, note) == ("light=1", 2, "")
+    assert settings.prewarm_sizes() == {"light": 1}  # pinned: every pool process gets the same answer
+    unsafe, _ = Settings(sandbox="unsafe-local").resolve_sandbox()  # its kernels would outlive their pool process
+    assert unsafe.sandbox_prewarm == "" and unsafe.prewarm_sizes() == {}
+    crowded, note = Settings(worker_slots=4).resolve_sandbox()  # 8 users: none left for warm kernels
+    assert crowded.prewarm_sizes() == {} and "TITANGRADE_SANDBOX_USERS" in note
+    monkeypatch.setattr("service.config.available_mb", lambda: 1_500)
+    small, note = Settings(worker_slots=2).resolve_sandbox()
+    assert small.prewarm_sizes() == {} and "1500 MB here" in note
+    forced, _ = Settings(worker_slots=2, sandbox_prewarm="light=1,torch=1").resolve_sandbox()
+    assert forced.prewarm_sizes() == {"light": 1, "torch": 1} and forced.prewarm_keys() == 4

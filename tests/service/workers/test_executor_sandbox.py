@@ -30,3 +30,34 @@ def test_pool_processes_get_the_resolved_cgroup_setting(tmp_path, cgroups_settin
     finally:
         executor.shutdown()
     assert got == ("bwrap", enabled, 1.5)
+
+
+def warm_kernel_ready(exercise_id: str, exercises_root: str, reference_root: str) -> tuple[bool, int]:
+    """Runs inside a pool process: is a warm kernel waiting for this exercise's request?"""
+    from pathlib import Path
+
+    from grading.exercise import Catalogue
+    from grading.pipeline import kernel_request
+    from service.workers.executor import _CHILD
+
+    exercise = Catalogue(Path(exercises_root), Path(reference_root)).get(exercise_id)
+    sandbox = _CHILD["sandbox"]
+    return sandbox.wait_ready(kernel_request(exercise), timeout_s=120), sandbox.max_keys
+
+
+def test_a_new_pool_process_warms_a_kernel_for_the_latest_exercise(db_url, sessions, add_submission, svc):
+    """SANDBOX_PREWARM=auto with bwrap: the pool starts at once and warms the recent exercise's kernel."""
+    from service.db import transaction
+
+    with transaction(sessions) as s:
+        add_submission(s, exercise_id="ch05.svc_sum")
+    settings, _ = svc.settings(db_url, sandbox="bwrap", sandbox_prewarm="auto").resolve_sandbox()
+    assert settings.sandbox_prewarm == "light=1" and settings.sandbox_prewarm_keys >= 1, "this host cannot warm"
+    executor = LocalExecutor(settings=settings, processes=1)
+    try:
+        ready, keys = executor._pool.submit(
+            warm_kernel_ready, "ch05.svc_sum", str(settings.exercises_root), str(settings.reference_root)
+        ).result(timeout=180)
+    finally:
+        executor.shutdown()
+    assert ready and keys == settings.sandbox_prewarm_keys

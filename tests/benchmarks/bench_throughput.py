@@ -21,6 +21,7 @@ share one machine state. Print `uptime` with the figures: the machine is shared.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -227,11 +228,14 @@ def run_row(code: Path, label: str, args: argparse.Namespace, sandbox: str, pg: 
     if pg:
         cmd += ["--pg", pg]
     env = dict(os.environ, PYTHONPATH=str(code))
-    proc = subprocess.run(cmd, env=env, cwd=str(code), capture_output=True, text=True, timeout=3600)
-    for line in proc.stdout.splitlines():
+    proc = subprocess.Popen(cmd, env=env, cwd=str(code), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = proc.communicate(timeout=3600)
+    with contextlib.suppress(OSError):  # the row's cpuacct group, once its last sandbox process is gone
+        (CPUACCT / f"tgbench-{proc.pid}").rmdir()
+    for line in stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
-    raise SystemExit(f"row {label}/{sandbox} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    raise SystemExit(f"row {label}/{sandbox} failed:\n{stdout[-3000:]}\n{stderr[-3000:]}")
 
 
 def main() -> int:

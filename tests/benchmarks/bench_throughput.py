@@ -230,8 +230,12 @@ def run_row(code: Path, label: str, args: argparse.Namespace, sandbox: str, pg: 
     env = dict(os.environ, PYTHONPATH=str(code))
     proc = subprocess.Popen(cmd, env=env, cwd=str(code), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = proc.communicate(timeout=3600)
-    with contextlib.suppress(OSError):  # the row's cpuacct group, once its last sandbox process is gone
-        (CPUACCT / f"tgbench-{proc.pid}").rmdir()
+    for _ in range(100):  # the row's cpuacct group, once its last sandbox process is gone
+        with contextlib.suppress(OSError):
+            (CPUACCT / f"tgbench-{proc.pid}").rmdir()
+        if not (CPUACCT / f"tgbench-{proc.pid}").exists():
+            break
+        time.sleep(0.1)
     for line in stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])

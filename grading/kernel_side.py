@@ -18,6 +18,7 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
     import random
     import signal
     import sys
+    import time
 
     from IPython.display import publish_display_data
 
@@ -34,6 +35,7 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
     _isfinite = math.isfinite
     _signal, _setitimer, _SIGALRM, _ITIMER_REAL = signal.signal, signal.setitimer, signal.SIGALRM, signal.ITIMER_REAL
     _main = sys.modules["__main__"]
+    _monotonic = time.monotonic
     mime = "application/vnd.titangrade.answers+json"
 
     random.seed(seed)
@@ -241,8 +243,24 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
                 break
         return encode({"metrics": metrics, "run": run, "files": _sorted(files)[:2000]})
 
-    def extract(nonce, answers, calls, call_timeout_s=10.0):
-        """answers: {name: kind}; calls: {check: {"answer": name, "calls": [{"args", "kwargs"}]}}."""
+    def publish(payload):
+        publish_display_data({mime: _loads(_dumps(payload, allow_nan=False))})
+
+    def each_call(nonce, check, fn, specs, timeout_s):
+        """One payload per call, published as it ends: the grader's clock restarts for the next call on its
+        arrival. A call the grader interrupted (or that outlived its time) ends the cell; the grader
+        re-runs the calls after it in a new cell."""
+        for c in specs:
+            started = _monotonic()
+            result = call_guarded(fn, c.get("args", []), c.get("kwargs", {}), timeout_s)
+            kind = (result.get("__raised__") or {}).get("type") if _isinstance(result, _dict) else None
+            if kind == "KeyboardInterrupt" or _monotonic() - started > timeout_s + 1.0:
+                raise KeyboardInterrupt("the grader interrupted this call")
+            publish({"nonce": nonce, "answers": {}, "calls": {check: [result]}})
+
+    def extract(nonce, answers, calls, call_timeout_s=10.0, each=False):
+        """answers: {name: kind}; calls: {check: {"answer": name, "calls": [{"args", "kwargs"}]}}; `each`:
+        one check whose calls are published one by one (each_call)."""
         g = _main.__dict__
         out_answers: dict[str, object] = {}  # local annotations are never evaluated in the kernel
         out_calls: dict[str, object] = {}
@@ -262,10 +280,12 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
             if fn is None or not _b.callable(fn):
                 out_calls[check] = {"__missing__": True}
                 continue
+            if each and spec["calls"]:
+                each_call(nonce, check, fn, spec["calls"], call_timeout_s)
+                return
             out_calls[check] = [
                 call_guarded(fn, c.get("args", []), c.get("kwargs", {}), call_timeout_s) for c in spec["calls"]
             ]
-        payload = {"nonce": nonce, "answers": out_answers, "calls": out_calls}
-        publish_display_data({mime: _loads(_dumps(payload, allow_nan=False))})
+        publish({"nonce": nonce, "answers": out_answers, "calls": out_calls})
 
     return extract

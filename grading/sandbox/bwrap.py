@@ -26,7 +26,7 @@ from jupyter_client.kernelspec import KernelSpec
 
 from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT, Limits
-from grading.sandbox import KernelRequest, KernelSession, Sandbox, views
+from grading.sandbox import KernelRequest, KernelSession, Sandbox, reap_kernel, views
 from grading.sandbox.cgroups import NO_GROUP, RunGroup, run_groups
 from grading.sandbox.devices import device_env, device_nodes
 from grading.sandbox.users import UidPool, installed_sandbox_users, kill_uid
@@ -75,6 +75,9 @@ class BwrapConfig:
     bwrap: str = "bwrap"
     cgroups: str = "auto"  # whole-run memory/pids/CPU caps (cgroups.py): auto | require | off
     cpus_per_run: float = 0.0  # CPU quota of one run in cores; 0 = none, runs share the CPU equally
+    always_hidden: tuple[str, ...] = ("debugpy",)  # hidden from every kernel, whatever the exercise: ipykernel
+    # imports its debugger (pydevd) at start when it can, a quarter of a kernel start's CPU, and grading never
+    # debugs; without it ipykernel starts without the debugger
 
 
 def rlimits(limits: Limits, *, accelerator: bool) -> dict[str, tuple[int, int]]:
@@ -238,6 +241,7 @@ class BwrapSession(KernelSession):
                 self.watcher.stop()
             try:
                 self.kill()
+                reap_kernel(self.km)
                 if self.km.has_kernel:
                     self.km.shutdown_kernel(now=True)
             except Exception:
@@ -461,7 +465,9 @@ class BwrapSandbox(Sandbox):
         for path in dict.fromkeys((*cfg.ro_paths, cfg.exercises)):
             args += [*_parents(path, made), "--ro-bind", path, path]
         args += views.bwrap_args(
-            request.hidden_modules, (*cfg.ro_paths, cfg.exercises), [cfg.pythonpath, *sys.path[1:]]
+            (*request.hidden_modules, *cfg.always_hidden),
+            (*cfg.ro_paths, cfg.exercises),
+            [cfg.pythonpath, *sys.path[1:]],
         )
         args += [*_parents(INNER_LAUNCHER, made), "--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
         kernel_dir = str(runtime / KERNEL_DIR)

@@ -20,7 +20,7 @@ from grading.exercise import Limits
 from grading.i18n import t
 from grading.result import CellReport
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
-from grading.steps.grader_cells import ANSWERS_MIME, GraderCell, GraderPlan, read_payload
+from grading.steps.grader_cells import ANSWERS_MIME, GraderCell, GraderPlan, payload_of, read_payload
 from grading.steps.kernel_io import RUN_TRAFFIC_BYTES, CellRun, KernelIO
 from grading.steps.limit_output import OutputCollector
 
@@ -197,6 +197,7 @@ def _grader_collector() -> OutputCollector:
 
 def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) -> CellRun:
     left = run.grader_left_s()
+    nonce = run.plan.nonce
     done = io.execute(
         cell.source,
         limit_s=max(min(cell.budget_s, left), 0.0),
@@ -204,6 +205,9 @@ def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) 
         store_history=False,
         iopub_s=min(GRADER_IOPUB_S, max(left, 1.0)),
         run_cap=False,
+        step=(lambda out: payload_of(out, nonce=nonce) is not None) if cell.call_indices else None,
+        steps=max(len(cell.call_indices), 1),
+        cap_s=max(left, 0.0),
     )
     if fatal and done.status != "ok":
         detail = f"{done.reply.get('ename', done.status)}: {done.reply.get('evalue', '')}"
@@ -296,20 +300,52 @@ def _run_extractions(io: KernelIO, *, run: _Run) -> None:
             gone = _run_extraction(io, cell, run=run)
 
 
-def _run_extraction(io: KernelIO, cell: GraderCell, *, run: _Run) -> str | None:
-    """Run one extraction cell and keep its payload; returns why the kernel is gone, if it is."""
+def _run_extraction(io: KernelIO, cell: GraderCell | None, *, run: _Run) -> str | None:
+    """Run one extraction cell (and, for calls, the rest of them after an interrupted one); keep its
+    payload; returns why the kernel is gone, if it is."""
+    while cell is not None:
+        gone, cell = _run_extraction_once(io, cell, run=run)
+        if gone is not None:
+            return gone
+    return None
+
+
+def _call_results(cell: GraderCell, done: CellRun, *, nonce: str) -> tuple[dict[str, Any] | None, int]:
+    """A cell of calls: its results in time as one payload, and how many calls that covers. A call without a
+    result in time (interrupted, or the cell ended early) scores as a timeout and the caller re-runs the
+    calls after it; with the kernel dead, or a result lost or unreadable, there is no payload (as when one
+    cell made one call)."""
+    payloads = [p for p in (payload_of(out, nonce=nonce) for out in done.steps) if p is not None]
+    wires = [p["calls"].get(cell.check) if isinstance(p.get("calls"), dict) else None for p in payloads]
+    if len(wires) == 1 and wires[0] == {"__missing__": True}:
+        return payloads[0], len(cell.call_indices)
+    results = [w[0] for w in wires if isinstance(w, list) and len(w) == 1]
+    complete = len(results) == len(cell.call_indices)
+    lost = done.status == "dead" or done.truncated or done.flooded or bool(done.malformed)
+    if len(results) != len(wires) or (not complete and lost):
+        return None, len(cell.call_indices)
+    if not complete:
+        results.append({"__raised__": {"type": "__timeout__", "message": f"exceeded {cell.budget_s:g} s"}})
+    return {"nonce": nonce, "answers": {}, "calls": {cell.check: results}}, len(results)
+
+
+def _run_extraction_once(io: KernelIO, cell: GraderCell, *, run: _Run) -> tuple[str | None, GraderCell | None]:
+    """One extraction cell: (why the kernel is gone, if it is; the cell of calls still to make, if any)."""
     result, lang = run.result, run.lang
     if run.grader_left_s() <= 0:
         result.hit(TIME)
         result.extract_failures[cell.label] = t("checking_timeout", lang, where=cell.label)
-        return result.extract_failures[cell.label]
+        return result.extract_failures[cell.label], None
     done = _run_grader_cell(io, cell, run=run, fatal=False)
-    payload = read_payload(done.outputs, nonce=run.plan.nonce)
+    rest, covered = None, 0
+    if cell.call_indices:
+        payload, covered = _call_results(cell, done, nonce=run.plan.nonce)
+        alive = done.status in ("ok", "error", "timeout")
+        rest = run.plan.rest_of(cell, covered) if payload is not None and alive else None
+    else:
+        payload = read_payload(done.outputs, nonce=run.plan.nonce)
     if done.status in ("timeout", "hung"):
         result.hit(TIME)
-        if cell.check is not None and cell.call_indices:  # the grader's clock decides, whatever the kernel
-            timeout = {"__raised__": {"type": "__timeout__", "message": f"exceeded {cell.budget_s:g} s"}}
-            payload = {"calls": {cell.check: [timeout] * len(cell.call_indices)}}
     gone = {
         "dead": t("kernel_died_checking", lang, where=cell.label),
         "hung": t("checking_timeout", lang, where=cell.label),
@@ -319,19 +355,17 @@ def _run_extraction(io: KernelIO, cell: GraderCell, *, run: _Run) -> str | None:
         result.hit("answer limit")
         result.payloads.pop(cell.label, None)
         result.extract_failures[cell.label] = t("answers_too_large", lang, limit_mb=MAX_ANSWER_BYTES // 2**20)
-        return gone
+        return gone, None
     if payload is not None:
         _merge_payload(result, cell.label, payload)
-    gone = {
-        "dead": t("kernel_died_checking", lang, where=cell.label),
-        "hung": t("checking_timeout", lang, where=cell.label),
-    }.get(done.status)
     if payload is None:  # one call without a result fails the whole check, as one cell per check did
         result.payloads.pop(cell.label, None)
         result.extract_failures[cell.label] = gone or t(
             "checking_timeout" if done.status == "timeout" else "answers_unreadable", lang, where=cell.label
         )
-    return gone
+    elif gone is not None and cell.call_indices and covered < len(cell.call_indices):
+        result.extract_failures.setdefault(cell.label, gone)  # the calls after it never ran
+    return gone, rest
 
 
 def _merge_payload(result: Execution, label: str, payload: dict[str, Any]) -> None:

@@ -38,6 +38,10 @@ class GraderCell:
     budget_s: float
     check: str | None = None  # function checks: the check whose calls this cell makes
     call_indices: tuple[int, ...] = ()  # ...and which of the reference's calls, in reference order
+    answer: str = ""  # ...the learner's function they call
+    calls: tuple[dict[str, Any], ...] = ()  # ...their inputs, one per call index
+    # A cell of calls runs them one after the other, each under its own clock (`budget_s` per call, from
+    # the previous call's result), and publishes each result as it ends (kernel_side.each_call).
 
 
 @dataclass(kw_only=True)
@@ -51,6 +55,22 @@ class GraderPlan:
     public_text: str = ""  # what the learner may see anyway: fragments found here are not scrubbed
 
     payload_bytes: int = 0  # answers payload admitted so far this run (see admit_payload)
+
+    def rest_of(self, cell: GraderCell, done: int) -> GraderCell | None:
+        """The cell for `cell`'s calls after its first `done` (None when none are left): a call the grader
+        interrupted ends its cell, and the calls after it still run."""
+        if done >= len(cell.call_indices):
+            return None
+        return call_cell(
+            cell.label,
+            check=cell.check or "",
+            answer=cell.answer,
+            calls=cell.calls[done:],
+            indices=cell.call_indices[done:],
+            handle=self.handle,
+            nonce=self.nonce,
+            timeout_s=cell.budget_s - CALL_SLACK_S,
+        )
 
     def parts_of(self, check: str) -> list[tuple[str, tuple[int, ...]]]:
         """(label, call indices) of the payloads holding `check`'s call results, public part first; cells
@@ -127,24 +147,22 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         if hidden:
             parts.append((f"check {check.name}, hidden cases", hidden, hidden_cells))
         for label, indices, into in parts:
-            # one cell per call: the grader's clock (budget_s) then bounds each call, whatever the kernel does
-            # to its own alarm; cells sharing a label have their results merged (see parts_of)
-            one_per_call: list[tuple[int, ...]] = [(i,) for i in indices]
-            for one in one_per_call or [()]:
-                sent = [{"args": calls[i].get("args", []), "kwargs": calls[i].get("kwargs", {})} for i in one]
-                payload = {check.name: {"answer": check.answer, "calls": sent}}
-                into.append(
-                    GraderCell(
-                        label=label,
-                        check=check.name,
-                        call_indices=one,
-                        source=(
-                            f"import json as _tg_json\n{handle}({nonce!r}, {{}}, "
-                            f"_tg_json.loads({json.dumps(payload)!r}), {timeout!r})\ndel _tg_json\n"
-                        ),
-                        budget_s=timeout + CALL_SLACK_S,
-                    )
+            # one cell per part, one clock per call: the grader's clock (budget_s) bounds each call, whatever
+            # the kernel does to its own alarm (kernel_io's timed steps); a round trip per call cost more than
+            # most calls themselves
+            sent = tuple({"args": calls[i].get("args", []), "kwargs": calls[i].get("kwargs", {})} for i in indices)
+            into.append(
+                call_cell(
+                    label,
+                    check=check.name,
+                    answer=check.answer,
+                    calls=sent,
+                    indices=indices,
+                    handle=handle,
+                    nonce=nonce,
+                    timeout_s=timeout,
                 )
+            )
     hidden_strings = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
     public_text = _public_text(exercise, checks)
     scrub = (nonce, handle, *(h for h in hidden_strings if len(h) >= MIN_SCRUB_CHARS and h not in public_text))
@@ -164,6 +182,33 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         hidden_inputs=hidden_strings,
         scrub=scrub,
         public_text=public_text,
+    )
+
+
+def call_cell(
+    label: str,
+    *,
+    check: str,
+    answer: str,
+    calls: tuple[dict[str, Any], ...],
+    indices: tuple[int, ...],
+    handle: str,
+    nonce: str,
+    timeout_s: float,
+) -> GraderCell:
+    """The cell making `calls` of a function check, results published one by one."""
+    payload = {check: {"answer": answer, "calls": list(calls)}}
+    return GraderCell(
+        label=label,
+        check=check,
+        call_indices=indices,
+        answer=answer,
+        calls=calls,
+        source=(
+            f"import json as _tg_json\n{handle}({nonce!r}, {{}}, "
+            f"_tg_json.loads({json.dumps(payload)!r}), {timeout_s!r}, True)\ndel _tg_json\n"
+        ),
+        budget_s=timeout_s + CALL_SLACK_S,
     )
 
 
@@ -230,16 +275,24 @@ def as_cell(cell: GraderCell) -> nbformat.NotebookNode:
 def read_payload(outputs: list[dict[str, Any]], *, nonce: str) -> dict[str, Any] | None:
     """The answers payload from one extraction cell's outputs, or None if absent or forged."""
     for out in outputs:
-        if out.get("output_type") not in ("display_data", "execute_result"):
-            continue
-        data = out.get("data", {}).get(ANSWERS_MIME)
-        if isinstance(data, str):
-            if len(data) > MAX_ANSWER_BYTES * 2:
-                continue
-            try:
-                data = json.loads(data)
-            except (ValueError, RecursionError):  # a forged, deeply nested string is just not a payload
-                continue
-        if isinstance(data, dict) and secrets.compare_digest(str(data.get("nonce", "")), nonce):
+        data = payload_of(out, nonce=nonce)
+        if data is not None:
             return data
+    return None
+
+
+def payload_of(out: dict[str, Any], *, nonce: str) -> dict[str, Any] | None:
+    """One output's answers payload, or None if it holds none or a forged one."""
+    if out.get("output_type") not in ("display_data", "execute_result"):
+        return None
+    data = out.get("data", {}).get(ANSWERS_MIME)
+    if isinstance(data, str):
+        if len(data) > MAX_ANSWER_BYTES * 2:
+            return None
+        try:
+            data = json.loads(data)
+        except (ValueError, RecursionError):  # a forged, deeply nested string is just not a payload
+            return None
+    if isinstance(data, dict) and secrets.compare_digest(str(data.get("nonce", "")), nonce):
+        return data
     return None

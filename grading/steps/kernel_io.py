@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ class CellRun:
     flooded: bool = False  # traffic passed a cap (cell, run, message size, grader memory)
     malformed: list[str] = field(default_factory=list)  # why messages with our parent were unreadable
     charged: int = 0
+    steps: list[dict[str, Any]] = field(default_factory=list)  # kept step outputs that arrived in time, in order
 
 
 class KernelIO:
@@ -128,9 +130,16 @@ class KernelIO:
         iopub_s: float,
         flood_bytes: int = CELL_FLOOD_BYTES,
         run_cap: bool = True,
+        step: Callable[[dict[str, Any]], bool] | None = None,
+        steps: int = 1,
+        cap_s: float | None = None,
     ) -> CellRun:
         """Run `code`; keep its outputs in `collector`. Never raises for anything the kernel sends.
-        `run_cap=False` for the grader's own cells: past the run's traffic cap they still read answers."""
+        `run_cap=False` for the grader's own cells: past the run's traffic cap they still read answers.
+        A cell of several timed steps (one function call each) passes `step`, which says whether a kept
+        output is one step's result: each of the first `steps` such outputs restarts the `limit_s` clock
+        (never past `cap_s` from the start) and is listed in `CellRun.steps`; one arriving after the
+        interrupt is not listed."""
         msg = self.session.msg(
             "execute_request",
             {
@@ -151,7 +160,8 @@ class KernelIO:
         except zmq.Again:  # no kernel on the other end any more
             return CellRun(status="dead" if not self.is_alive() else "hung")
         start = time.monotonic()
-        deadline = start + limit_s
+        hard = start + (cap_s if cap_s is not None else limit_s * steps)
+        deadline = min(start + limit_s, hard)
         rss0 = rss_bytes()
         interrupted_at: float | None = None
         timed_out = False
@@ -205,7 +215,12 @@ class KernelIO:
                         run.malformed.append("an unreadable execute_reply")
                     reply_at = time.monotonic()
                 elif sock is self.iopub:
+                    kept = len(collector.outputs)
                     idle = self._on_iopub(m, collector, run) or idle
+                    grew = len(collector.outputs) > kept and interrupted_at is None and len(run.steps) < steps
+                    if step is not None and grew and step(collector.outputs[-1]):
+                        run.steps.append(collector.outputs[-1])  # one step's result, in time: next clock
+                        deadline = min(time.monotonic() + limit_s, hard)
         run.reply = reply or {}
         status = run.reply.get("status")
         if timed_out:

@@ -67,3 +67,21 @@ def test_pool_key_separates_views():
     from grading.sandbox.pool import request_key
 
     assert request_key(KernelRequest(hidden_modules=("verl",))) != request_key(KernelRequest())
+
+
+@needs_bwrap
+def test_every_kernel_starts_without_the_debugger(bwrap_sandbox):
+    """debugpy is hidden from every bwrap kernel (BwrapConfig.always_hidden): ipykernel then starts without
+    pydevd, which saves about a quarter of a kernel start's CPU; the kernel works and says it has no debugger."""
+    session = bwrap_sandbox.start(KernelRequest(limits=Limits()))
+    run = Runner(session)
+    try:
+        reply = run.kc.kernel_info(reply=True, timeout=30)
+        assert "debugger" not in reply["content"].get("supported_features", []), reply["content"]
+        status, out = run("import sys\nprint(sorted(m for m in sys.modules if 'pydevd' in m or 'debugpy.' in m))")
+        assert status == "ok" and out.strip() == "[]", out  # (the empty mount point itself imports as nothing)
+        status, out = run("from debugpy.server import api")
+        assert status == "error" and "ModuleNotFoundError" in out, out
+    finally:
+        run.close()
+        session.close()

@@ -127,3 +127,36 @@ def test_light_seed_imports_neither_numpy_nor_torch_and_seeds_numpy_at_its_impor
     assert answers["answer_int"] == 0
     expected = numpy.random.RandomState(exercise.manifest.seed)
     assert answers["seeded"] == [int(expected.randint(0, 10**6)) for _ in range(2)]
+
+
+def test_each_call_keeps_its_own_clock_in_one_cell_and_the_calls_after_an_interrupted_one_still_run(
+    toy_catalogue, engine_sandbox
+):
+    """A check part's calls run in one cell with the grader's clock (timeout_s 2 + 1.5 s) restarting at each
+    result: three 1.5 s calls (4.5 s together) all count. A call that cancels its alarm and swallows the
+    grader's interrupt to return the right value late scores a timeout, and the calls after it run anyway."""
+    exercise = toy_catalogue.get("ch05.toy")
+    p = plan(exercise, reference=exercise.reference())
+    learner = (
+        "import signal, time\n"
+        "def partial_reward(greens, yellows):\n"
+        "    if greens == 5:\n"
+        "        signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "        try:\n"
+        "            time.sleep(8)\n"
+        "        except KeyboardInterrupt:\n"
+        "            return 1.0\n"
+        "    if greens != 2 and greens != 0:\n"
+        "        time.sleep(1.5)\n"
+        "    if greens < 0:\n"
+        "        raise ValueError('counts must lie in 0..5')\n"
+        "    return 0.2 * greens + 0.1 * yellows\n"
+    )
+    result = run_notebook(_nb(learner), plan=p, sandbox=engine_sandbox,
+                          request=KernelRequest(limits=exercise.manifest.limits))
+    hidden = result.payloads["check reward_function, hidden cases"]["calls"]["reward_function"]
+    assert hidden[0] == {"__raised__": {"type": "__timeout__", "message": "exceeded 3.5 s"}}, hidden
+    assert hidden[1:3] == [0.8, 0.5], hidden  # 3 * 1.5 s in the cell after the interrupted call
+    assert hidden[3]["__raised__"]["type"] == "ValueError", hidden
+    assert result.payloads["check reward_function"]["calls"]["reward_function"] == [0.5, 0.0]
+    assert "time limit" in result.limits_hit and "check reward_function, hidden cases" not in result.extract_failures

@@ -26,7 +26,11 @@ def test_no_expected_value_enters_a_grader_cell(toy_catalogue):
     assert p.handle in p.seed.source and "1234" in p.seed.source
     labels = ["answers", "check reward_function", "provenance", "check reward_function, hidden cases"]
     assert list(dict.fromkeys(c.label for c in p.extract)) == labels  # the toy's function is `own`
-    assert [c.call_indices for c in p.extract if c.check] == [(0,), (1,), (2,), (3,), (4,), (5,)]  # one cell per call
+    assert [c.call_indices for c in p.extract if c.check] == [(0, 1), (2, 3, 4, 5)]  # one cell per part, public first
+    rest = p.rest_of(p.extract[-1], 1)  # an interrupted call ends its cell; the calls after it run in a new one
+    assert rest is not None and rest.call_indices == (3, 4, 5) and rest.label == p.extract[-1].label
+    assert rest.calls == p.extract[-1].calls[1:] and rest.budget_s == p.extract[-1].budget_s
+    assert p.rest_of(p.extract[-1], 4) is None
     assert p.parts_of("reward_function") == [("check reward_function", (0, 1)),
                                              ("check reward_function, hidden cases", (2, 3, 4, 5))]
 

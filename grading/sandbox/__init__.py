@@ -73,23 +73,6 @@ class KernelSession(abc.ABC):
         self.close()
 
 
-def reap_kernel(km: Any, timeout_s: float = 5.0) -> None:
-    """Kill the kernel's own process, wait for it here and let its provisioner forget it: shutdown_kernel
-    then only cleans up, instead of polling every 100 ms for the death and sending the dead kernel an
-    interrupt whose socket lingers 100 ms (together a sixth of a light grading)."""
-    import contextlib
-
-    from jupyter_core.utils import run_sync
-
-    proc = getattr(km.provisioner, "process", None)
-    if proc is None:
-        return
-    with contextlib.suppress(Exception):
-        proc.kill()
-        proc.wait(timeout=timeout_s)
-        run_sync(km.provisioner.wait)()  # returns at once now, and clears the process
-
-
 class Sandbox(abc.ABC):
     mode: str = "abstract"
 

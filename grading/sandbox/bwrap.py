@@ -26,7 +26,7 @@ from jupyter_client.kernelspec import KernelSpec
 
 from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT, Limits
-from grading.sandbox import KernelRequest, KernelSession, Sandbox, reap_kernel, views
+from grading.sandbox import KernelRequest, KernelSession, Sandbox, views
 from grading.sandbox.cgroups import NO_GROUP, RunGroup, run_groups
 from grading.sandbox.devices import device_env, device_nodes
 from grading.sandbox.users import UidPool, installed_sandbox_users, kill_uid
@@ -241,7 +241,6 @@ class BwrapSession(KernelSession):
                 self.watcher.stop()
             try:
                 self.kill()
-                reap_kernel(self.km)
                 if self.km.has_kernel:
                     self.km.shutdown_kernel(now=True)
             except Exception:

@@ -15,7 +15,7 @@ from jupyter_client import KernelManager
 
 from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT
-from grading.sandbox import KernelRequest, KernelSession, Sandbox, reap_kernel
+from grading.sandbox import KernelRequest, KernelSession, Sandbox
 
 ENV_ALLOW = (
     "PATH",
@@ -38,7 +38,6 @@ class _LocalSession(KernelSession):
 
     def close(self) -> list[str]:
         try:
-            reap_kernel(self.km)  # killed and reaped here: shutdown_kernel would poll every 100 ms
             if self.km.has_kernel:
                 self.km.shutdown_kernel(now=True)
         finally:

@@ -22,7 +22,6 @@ import multiprocessing as mp
 import os
 import shlex
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,10 +30,11 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+from benchkit import FreshDatabase, start_serve  # noqa: E402
+
 LEARNERS = 64
 COURSE = "bench"
 BOUNDARY = "tgbenchboundary7d1c"
@@ -56,24 +56,12 @@ def multipart(nb: bytes, exercise_id: str) -> bytes:
     ).encode() + nb + f"\r\n--{BOUNDARY}--\r\n".encode()
 
 
-class Database:
-    """A fresh SQLite file or PostgreSQL schema, migrated, with learner tokens; dropped afterwards."""
+class Database(FreshDatabase):
+    """A fresh SQLite file or PostgreSQL schema, migrated by the `serve` under test, with learner tokens."""
 
     def __init__(self, kind: str, workdir: Path, pg_url: str | None) -> None:
-        from sqlalchemy import create_engine, text
-
-        from service.db import make_engine
-
-        self.kind, self.schema, self.pg_url = kind, None, pg_url
-        if kind == "sqlite":
-            self.url = f"sqlite:///{workdir / f'intake-{uuid.uuid4().hex[:6]}.db'}"
-        else:
-            assert pg_url
-            self.schema = f"tgintake_{uuid.uuid4().hex[:8]}"
-            with create_engine(pg_url).begin() as conn:
-                conn.execute(text(f'CREATE SCHEMA "{self.schema}"'))
-            self.url = f"{pg_url}?options={quote(f'-csearch_path={self.schema}')}"
-        self.engine = make_engine(self.url)
+        super().__init__(pg_url=None if kind == "sqlite" else pg_url, workdir=workdir, prefix="intake", migrate=False)
+        self.kind = kind
         self.tokens: list[str] = []
 
     def add_tokens(self) -> None:
@@ -113,25 +101,8 @@ class Database:
         bad = sum(1 for jobs, queued in found.values() if jobs != 1 or queued != 1)
         return "ok" if not missing and not bad else f"FAIL: {missing} missing, {bad} without exactly one job/event"
 
-    def drop(self) -> None:
-        from sqlalchemy import create_engine, text
-
-        self.engine.dispose()
-        if self.schema and self.pg_url:
-            with create_engine(self.pg_url).begin() as conn:
-                conn.execute(text(f'DROP SCHEMA "{self.schema}" CASCADE'))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def start_server(repo: Path, db: Database, workers: int, workdir: Path, serve_args: str):
-    import httpx
-
-    port = free_port()
     env = dict(
         os.environ,
         PYTHONPATH=str(repo),
@@ -141,24 +112,9 @@ def start_server(repo: Path, db: Database, workers: int, workdir: Path, serve_ar
         TITANGRADE_EXERCISES_ROOT=str(REPO / "exercises"),
         TITANGRADE_REFERENCE_ROOT=str(REPO / "reference"),
     )
-    log = workdir / f"server-{db.kind}-{workers}-{port}.log"
-    cmd = [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--workers", str(workers)]
-    with log.open("wb") as out:  # the child keeps its own copy of the descriptor
-        proc = subprocess.Popen(
-            cmd + shlex.split(serve_args), env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-        if proc.poll() is not None:
-            break
-    proc.kill()
-    raise SystemExit(f"server did not start; see {log}")
+    log = workdir / f"server-{db.kind}-{workers}-{uuid.uuid4().hex[:6]}.log"
+    args = ["--workers", str(workers), *shlex.split(serve_args)]
+    return start_serve(args=args, env=env, workdir=workdir, log=log, ready="/healthz", new_session=True)
 
 
 def stop_server(proc) -> None:

@@ -19,82 +19,48 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import httpx
 import psutil
-from sqlalchemy import create_engine, text
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+from benchkit import FreshDatabase, start_serve  # noqa: E402
+
 NOTEBOOK = REPO / "reference" / "ch07.wordle_reward" / "solution.ipynb"
 EXERCISE = "ch07.wordle_reward"
 
 
-class Database:
+class Database(FreshDatabase):
     """A fresh SQLite file or PostgreSQL schema, migrated; a PostgreSQL schema is dropped afterwards."""
 
     def __init__(self, pg_url: str | None, workdir: Path) -> None:
-        from service.db import make_engine, upgrade
-
-        self.pg_url, self.schema = pg_url, None
-        if pg_url is None:
-            self.kind, self.url = "sqlite", f"sqlite:///{workdir / 'bench.db'}"
-        else:
-            self.kind, self.schema = "postgresql", f"tglat_{uuid.uuid4().hex[:8]}"
-            with create_engine(pg_url).begin() as conn:
-                conn.execute(text(f'CREATE SCHEMA "{self.schema}"'))
-            self.url = f"{pg_url}?options={quote(f'-csearch_path={self.schema}')}"
-        engine = make_engine(self.url)
-        upgrade(engine)
-        engine.dispose()
-
-    def token(self) -> str:
-        from service.auth.service import create_token
-        from service.db import make_engine, make_sessionmaker, transaction
-
-        engine = make_engine(self.url)
-        with transaction(make_sessionmaker(engine)) as s:
-            token = create_token(s, user="bench", role="instructor", course="bench")  # staff: no rate limit
-        engine.dispose()
-        return token
+        super().__init__(pg_url=pg_url, workdir=workdir, prefix="lat")
 
     def timeline(self, submission_id: str) -> list[tuple[str, float]]:
         """(event, seconds after the submission row was written) for every progress event of its run."""
         from sqlalchemy import select
 
-        from service.db import make_engine, make_sessionmaker
+        from service.db import make_sessionmaker
         from service.submissions.models import ProgressEvent, Submission
 
-        engine = make_engine(self.url)
-        with make_sessionmaker(engine)() as s:
+        with make_sessionmaker(self.engine)() as s:
             created = s.get(Submission, submission_id).created_at
             rows = s.execute(
                 select(ProgressEvent.event, ProgressEvent.created_at)
                 .where(ProgressEvent.submission_id == submission_id)
                 .order_by(ProgressEvent.id)
             ).all()
-        engine.dispose()
         return [(event, (at - created).total_seconds()) for event, at in rows]
-
-    def drop(self) -> None:
-        if self.schema:
-            with create_engine(self.pg_url).begin() as conn:
-                conn.execute(text(f'DROP SCHEMA "{self.schema}" CASCADE'))
 
 
 def start_server(db: Database, workdir: Path, sandbox: str) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     env = dict(
         os.environ,
         PYTHONPATH=str(REPO),
@@ -102,21 +68,7 @@ def start_server(db: Database, workdir: Path, sandbox: str) -> tuple[subprocess.
         TITANGRADE_SANDBOX=sandbox,
         TITANGRADE_SECRET_KEY="b" * 40,
     )
-    cmd = [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--no-deliver"]
-    with open(workdir / "server.log", "wb") as log:  # the child keeps its own copy of the descriptor
-        proc = subprocess.Popen(cmd, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit(f"server did not start; see {workdir / 'server.log'}")
+    return start_serve(args=["--no-deliver"], env=env, workdir=workdir, log=workdir / "server.log")
 
 
 def submit_and_follow(client: httpx.Client, nb: bytes) -> tuple[str, float, float]:

@@ -14,20 +14,17 @@ import concurrent.futures as cf
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import httpx
-from sqlalchemy import create_engine, text
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+from benchkit import FreshDatabase, start_serve  # noqa: E402
+
 PG_URL = os.environ.get("TITANGRADE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 TEST_CATALOGUE = REPO / "tests" / "fixtures" / "service_catalogue"
 
@@ -46,58 +43,19 @@ def pick_exercise():
             "NOTE: ch07.wordle_reward missing; measured the test catalogue's ch05.svc_sum instead")
 
 
-class Database:
+class Database(FreshDatabase):
     """A fresh SQLite file or PostgreSQL schema, migrated, dropped afterwards."""
 
     def __init__(self, kind: str, workdir: Path) -> None:
-        from service.db import make_engine, upgrade
-
-        self.kind, self.schema = kind, None
-        if kind == "sqlite":
-            self.url = f"sqlite:///{workdir / f'bench-{uuid.uuid4().hex[:6]}.db'}"
-        else:
-            self.schema = f"tgbench_{uuid.uuid4().hex[:8]}"
-            with create_engine(PG_URL).begin() as conn:
-                conn.execute(text(f'CREATE SCHEMA "{self.schema}"'))
-            self.url = f"{PG_URL}?options={quote(f'-csearch_path={self.schema}')}"
-        engine = make_engine(self.url)
-        upgrade(engine)
-        engine.dispose()
-
-    def token(self) -> str:
-        from service.auth.service import create_token
-        from service.db import make_engine, make_sessionmaker, transaction
-
-        engine = make_engine(self.url)
-        with transaction(make_sessionmaker(engine)) as s:
-            token = create_token(s, user="bench", role="instructor", course="bench")  # staff: no rate limit
-        engine.dispose()
-        return token
-
-    def drop(self) -> None:
-        if self.schema:
-            with create_engine(PG_URL).begin() as conn:
-                conn.execute(text(f'DROP SCHEMA "{self.schema}" CASCADE'))
+        super().__init__(pg_url=None if kind == "sqlite" else PG_URL, workdir=workdir, prefix="bench")
+        self.kind = kind
 
 
 def start_server(db: Database, env_extra: dict, workers: int, workdir: Path, sandbox: str):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     env = dict(os.environ, PYTHONPATH=str(REPO), TITANGRADE_DATABASE_URL=db.url, TITANGRADE_SANDBOX=sandbox,
                TITANGRADE_SECRET_KEY="b" * 40, TITANGRADE_POLL_S="0.1", **env_extra)
-    log = open(workdir / f"server-{db.kind}-{workers}.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--workers",
-                             str(workers)], env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit(f"server did not start; see {log.name}")
+    log = workdir / f"server-{db.kind}-{workers}.log"
+    return start_serve(args=["--workers", str(workers)], env=env, workdir=workdir, log=log, ready="/healthz")
 
 
 def submit(client: httpx.Client, nb: bytes, exercise_id: str) -> str:

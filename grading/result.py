@@ -21,40 +21,49 @@ SCRUB_FRAGMENT = 6  # characters: shorter fragments of a secret are too common t
 _GRADER_NAMES = re.compile(r"_tg_[0-9a-f]{4,}|[0-9a-f]{16,}")
 
 
-def _fragments(needles, public: str) -> dict[int, set[str]]:
-    """{length: fragments} to scrub: each needle's windows of SCRUB_FRAGMENT chars (or the whole needle
-    when shorter) that do not occur in the public text."""
-    grams: dict[int, set[str]] = {}
-    for n in needles:
-        if not n:
-            continue
-        k = min(SCRUB_FRAGMENT, len(n))
-        for i in range(len(n) - k + 1):
-            g = n[i : i + k]
-            if g not in public:
-                grams.setdefault(k, set()).add(g)
-    return grams
+class _Scrubber:
+    """Replaces every needle, and every SCRUB_FRAGMENT-character window of one (the whole needle when shorter)
+    that does not occur in the public text, by one `replacement` per covered run.
 
+    Windows are looked up in sets, and a window is tested against the public text only once it is found in
+    a string being scrubbed (memoised): feedback strings are short, while hidden inputs and the public text
+    can be long, so testing every window of every needle up front cost seconds (`window in public` is a
+    scan of the public text)."""
 
-def _scrub_text(text: str, grams: dict[int, set[str]], replacement: str) -> str:
-    """`text` with every run covered by a fragment replaced by one `replacement`."""
-    covered = bytearray(len(text))
-    for k, found in grams.items():
-        for i in range(len(text) - k + 1):
-            if text[i : i + k] in found:
-                covered[i : i + k] = b"\x01" * k
-    if not any(covered):
-        return text
-    out, i = [], 0
-    while i < len(text):
-        if covered[i]:
-            while i < len(text) and covered[i]:
+    def __init__(self, needles, public: str, replacement: str) -> None:
+        self.windows: dict[int, set[str]] = {}
+        for n in needles:
+            if n:
+                k = min(SCRUB_FRAGMENT, len(n))
+                self.windows.setdefault(k, set()).update(n[i : i + k] for i in range(len(n) - k + 1))
+        self.public, self.replacement = public, replacement
+        self._secret: dict[str, bool] = {}
+
+    def _is_secret(self, window: str) -> bool:
+        known = self._secret.get(window)
+        if known is None:
+            known = self._secret[window] = window not in self.public
+        return known
+
+    def __call__(self, text: str) -> str:
+        covered = bytearray(len(text))
+        for k, found in self.windows.items():
+            for i in range(len(text) - k + 1):
+                w = text[i : i + k]
+                if w in found and self._is_secret(w):
+                    covered[i : i + k] = b"\x01" * k
+        if not any(covered):
+            return text
+        out, i = [], 0
+        while i < len(text):
+            if covered[i]:
+                while i < len(text) and covered[i]:
+                    i += 1
+                out.append(self.replacement)
+            else:
+                out.append(text[i])
                 i += 1
-            out.append(replacement)
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+        return "".join(out)
 
 
 class Status(str, enum.Enum):  # noqa: UP042  (StrEnum would change str(Status.X) from 'Status.X' to its value)
@@ -111,10 +120,10 @@ class GradeResult:
     def scrub(self, needles: tuple[str, ...] | list[str], replacement: str, *, public: str = "") -> None:
         """Remove every needle, and every fragment of one that is SCRUB_FRAGMENT characters or longer and
         not in `public`, from every string of this result, in place (a cut-off echo leaks its fragments)."""
-        grams = _fragments(needles, public)
+        scrub = _Scrubber(needles, public, replacement)
 
         def clean(text: str) -> str:
-            return _GRADER_NAMES.sub(replacement, _scrub_text(text, grams, replacement))
+            return _GRADER_NAMES.sub(replacement, scrub(text))
 
         self.message = clean(self.message)
         self.limits_hit = [clean(x) for x in self.limits_hit]

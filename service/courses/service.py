@@ -95,7 +95,7 @@ def supersede_policy(session: Session, *, course: str, default: str) -> str:
 def supersede_policies(session: Session, *, courses: Iterable[str], default: str) -> dict[str, str]:
     """`supersede_policy` of several courses in one query (the intake's group commit)."""
     wanted = set(courses)
-    rows = session.execute(
+    rows = session.connection().execute(
         select(CourseSettings.course, CourseSettings.supersede).where(CourseSettings.course.in_(sorted(wanted)))
     )
     chosen = {course: policy for course, policy in rows if policy is not None}

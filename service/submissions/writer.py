@@ -74,7 +74,8 @@ class IntakeWriter:
         self.sessions = sessions
         self.settings = settings  # read per batch: the app's current settings
         self.max_batch = max_batch
-        self.batches = 0  # transactions committed (tests read it)
+        self.batches = 0  # transactions committed, and the uploads they held (tests and logs read them)
+        self.stored = 0
         self._queue: deque[_Waiting] = deque()
         self._cond = threading.Condition()
         self._closed = False
@@ -106,6 +107,7 @@ class IntakeWriter:
             thread = self._thread
         if thread is not None:
             thread.join(timeout=timeout_s)
+            log.info("intake writer stopped: %d uploads stored in %d transactions", self.stored, self.batches)
 
     def _run(self) -> None:
         while True:
@@ -117,6 +119,8 @@ class IntakeWriter:
                 taken = [self._queue.popleft() for _ in range(min(self.max_batch, len(self._queue)))]
             try:
                 outcomes: Sequence[batch.Outcome | BaseException] = self.store([w.item for w in taken])
+                if len(outcomes) != len(taken):
+                    raise RuntimeError(f"{len(outcomes)} outcomes for {len(taken)} uploads")
             except BaseException as exc:  # a bug: each request gets a 500 (logged there); the writer lives on
                 log.exception("intake writer failed on a batch of %d", len(taken))
                 outcomes = [exc] * len(taken)
@@ -147,6 +151,7 @@ class IntakeWriter:
                 session.rollback()
                 raise
         self.batches += 1
+        self.stored += len(items)
         return outcomes
 
 

@@ -111,8 +111,9 @@ def principal_for_token(session: Session, *, token: str) -> Principal | None:
     """The caller a bearer token stands for, or None if it is unknown, revoked or expired.
 
     One round trip (token, identity and memberships joined), selecting columns rather than loading
-    objects: every API request pays for this lookup."""
-    rows = session.execute(
+    objects, run as plain Core on the session's connection (no ORM statement processing): every API
+    request pays for this lookup."""
+    rows = session.connection().execute(
         select(
             Token.id,
             Token.course,

@@ -16,6 +16,7 @@ database refuses fails alone, and an unreachable database answers each request 5
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -125,7 +126,9 @@ class IntakeWriter:
                 log.exception("intake writer failed on a batch of %d", len(taken))
                 outcomes = [exc] * len(taken)
             for waiting, outcome in zip(taken, outcomes, strict=True):
-                waiting.loop.call_soon_threadsafe(_resolve, waiting.future, outcome)
+                # RuntimeError: that request's event loop is closed, nobody is waiting any more
+                with contextlib.suppress(RuntimeError):
+                    waiting.loop.call_soon_threadsafe(_resolve, waiting.future, outcome)
 
     def store(self, items: list[batch.Intake]) -> list[batch.Outcome]:
         """One transaction for all of `items`; after a database error, one transaction per item."""

@@ -48,7 +48,7 @@ def _submit_together(writer: IntakeWriter, items) -> list:
             tasks = [asyncio.ensure_future(writer.submit(i)) for i in items]
             for _ in range(3):
                 await asyncio.sleep(0)
-        return await asyncio.gather(*tasks, return_exceptions=True)
+        return await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)  # a dead writer fails
 
     return asyncio.run(main())
 
@@ -193,3 +193,21 @@ def test_the_endpoint_answers_503_when_the_database_fails(api, svc):
     assert api.get(URL, headers=svc.auth(api.tokens["alice"])).json()["items"] == []
     assert api.post(URL, files={"notebook": ("s.ipynb", svc.notebook())},
                     headers=svc.auth(api.tokens["alice"])).status_code == 202
+
+
+def test_an_upload_whose_client_went_away_is_stored_and_the_writer_lives_on(sessions, svc, db_url, people,
+                                                                              test_catalogue):
+    """The request is cancelled and its event loop closed before the writer answers: the row is stored
+    all the same (it was handed over), and the writer goes on serving the next upload."""
+    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+
+    async def hand_over_and_leave():
+        asyncio.ensure_future(writer.submit(_item(people, test_catalogue)))
+        await asyncio.sleep(0)  # handed over; asyncio.run then cancels the request and closes its loop
+
+    with writer._cond:
+        asyncio.run(hand_over_and_leave())
+    (second,) = _submit_together(writer, [_item(people, test_catalogue)])
+    writer.close()
+    assert isinstance(second, batch.Accepted) and second.attempt == 2
+    assert _counts(sessions) == (2, 2, 2)

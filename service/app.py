@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -25,6 +26,7 @@ from service.openapi import build_openapi
 from service.ops import router as ops_router
 from service.queue import service as queue
 from service.submissions.routes import router as submissions_router
+from service.submissions.writer import IntakeWriter
 from service.web.routes import UPLOAD_PATH as WEB_UPLOAD_PATH
 from service.web.routes import install as install_web_pages
 from service.webhooks.routes import router as webhooks_router
@@ -43,13 +45,21 @@ PUBLIC_PATHS = {
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """On PostgreSQL, relay NOTIFYs of progress events written by other processes (grading processes,
-    other workers) to this process's open event streams; SQLite streams poll (service/signals.py)."""
+    other workers) to this process's open event streams; SQLite streams poll (service/signals.py).
+    At shutdown the intake writer stores the uploads already handed to it and refuses new ones (503)."""
     listener = signals.listen_if_postgresql(app.state.settings.database_url, (signals.EVENTS,))
+    if app.state.intake.closed:  # the app is started again (tests): a fresh writer
+        app.state.intake = _intake_writer(app)
     try:
         yield
     finally:
+        await asyncio.to_thread(app.state.intake.close)
         if listener is not None:
             listener.close()
+
+
+def _intake_writer(app: FastAPI) -> IntakeWriter:
+    return IntakeWriter(app.state.sessions, lambda: app.state.settings)
 
 
 def app_from_environment() -> FastAPI:
@@ -84,6 +94,7 @@ def create_app(
     app.state.engine = engine if engine is not None else make_engine(settings.database_url)
     app.state.sessions = make_sessionmaker(app.state.engine)
     app.state.read_sessions = read_sessions(app.state.engine)  # credential checks: no SQLite writer lock
+    app.state.intake = _intake_writer(app)  # uploads: group commit per process
     app.state.catalogue = catalogue or Catalogue(settings.exercises_root, settings.reference_root)
 
     def max_devices() -> int:

@@ -21,6 +21,7 @@ DESCRIPTIONS = {
     413: "body too large",
     422: "invalid request",
     429: "too many requests (see Retry-After)",
+    503: "could not be stored now, nothing was kept; retry (see Retry-After)",
 }
 
 

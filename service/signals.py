@@ -70,6 +70,13 @@ def _after_flush(session: Session, _context) -> None:
             found.add((EVENTS, obj.submission_id))
             if obj.event in ("queued", "requeued"):
                 found.add((JOBS, ""))
+    written(session, found)
+
+
+def written(session: Session, found: set[tuple[str, str]]) -> None:
+    """Signal (channel, key) pairs after `session`'s transaction commits: what the flush hook does for ORM
+    progress events, for rows inserted with plain INSERTs (the intake's group commit). On PostgreSQL the
+    NOTIFY is sent now, in the transaction, so it is delivered at commit and never for a rollback."""
     if not found:
         return
     session.info.setdefault(_PENDING, set()).update(found)

@@ -6,7 +6,7 @@ import datetime as dt
 import hashlib
 import secrets
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from service.auth.models import LOCAL_ISSUER, Identity, Membership, Token
@@ -107,29 +107,33 @@ def issue_token(
     return token, row, identity
 
 
+_TOKEN_LOOKUP = (  # built once: the statement is the same for every request, only the hash changes
+    select(
+        Token.id,
+        Token.course,
+        Token.revoked_at,
+        Token.expires_at,
+        Identity.id,
+        Identity.issuer,
+        Identity.subject,
+        Identity.name,
+        Identity.global_role,
+        Membership.course,
+        Membership.role,
+    )
+    .join(Identity, Identity.id == Token.identity_id)
+    .outerjoin(Membership, Membership.identity_id == Identity.id)
+    .where(Token.token_hash == bindparam("token_hash"))
+)
+
+
 def principal_for_token(session: Session, *, token: str) -> Principal | None:
     """The caller a bearer token stands for, or None if it is unknown, revoked or expired.
 
     One round trip (token, identity and memberships joined), selecting columns rather than loading
-    objects: every API request pays for this lookup."""
-    rows = session.execute(
-        select(
-            Token.id,
-            Token.course,
-            Token.revoked_at,
-            Token.expires_at,
-            Identity.id,
-            Identity.issuer,
-            Identity.subject,
-            Identity.name,
-            Identity.global_role,
-            Membership.course,
-            Membership.role,
-        )
-        .join(Identity, Identity.id == Token.identity_id)
-        .outerjoin(Membership, Membership.identity_id == Identity.id)
-        .where(Token.token_hash == hash_token(token))
-    ).all()
+    objects, run as plain Core on the session's connection (no ORM statement processing): every API
+    request pays for this lookup."""
+    rows = session.connection().execute(_TOKEN_LOOKUP, {"token_hash": hash_token(token)}).all()
     if not rows:
         return None
     tok_id, tok_course, revoked_at, expires_at, identity_id, issuer, subject, name, global_role = rows[0][:9]

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Header, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
+from grading.exercise import Exercise
 from service.deps import CatalogueDep, CurrentUser, LangDep, SessionDep, SettingsDep, StaffUser
 from service.errors import ServiceError
 from service.openapi import errors
 from service.queue.service import SINGLE_REGRADE_PRIORITY
 from service.submissions import events, service
+from service.submissions.batch import Accepted, Intake
 from service.submissions.schemas import (
     OverrideCreate,
     OverridePublic,
@@ -36,6 +40,7 @@ SSE_EVENT = {  # one server-sent event; `data` is a JSON object whose `event` re
         "retry": {"type": "integer"},
     },
 }
+INLINE_VALIDATION_BYTES = 64 * 1024  # larger notebooks are validated in a thread, off the event loop
 IDEMPOTENCY_KEY = Header(
     max_length=200,
     pattern=r"^[\x21-\x7e]+$",
@@ -53,13 +58,12 @@ IDEMPOTENCY_KEY = Header(
             "model": SubmissionAccepted,
             "description": "Idempotency-Key seen before with this request: the original submission",
         },
-        **errors(403, 404, 413, 422, 429),
+        **errors(403, 404, 413, 422, 429, 503),
     },
 )
-def submit(
+async def submit(
     request: Request,
     user: CurrentUser,
-    session: SessionDep,
     settings: SettingsDep,
     catalogue: CatalogueDep,
     lang: LangDep,
@@ -72,9 +76,11 @@ def submit(
     ] = None,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None,
 ):
-    """Validate the notebook now (4xx on bad input), then store it and its job; grading happens on a worker."""
-    from grading.pipeline import load_submission
+    """Validate the notebook now (4xx on bad input), then store it and its job; grading happens on a worker.
 
+    Async: the validation of a small notebook runs on the event loop (a thread hop costs more), and the
+    rows are stored by the process's IntakeWriter, many uploads per transaction (service/submissions/writer.py).
+    """
     if notebook is None:
         raise ServiceError(
             "the multipart field `notebook` (the .ipynb file) is missing; send it with -F notebook=@file.ipynb",
@@ -82,22 +88,27 @@ def submit(
             status_code=422,
             zh="缺少 multipart 字段 `notebook`（.ipynb 文件）；请用 -F notebook=@file.ipynb 发送",
         )
-    raw = notebook.file.read(settings.max_upload_bytes + 1)
+    raw = await notebook.read(settings.max_upload_bytes + 1)
     fingerprint = service.request_hash(notebook=raw, exercise_id=exercise_id, course=course)
-    if idempotency_key:
-        first = service.replay(session, user=user, key=idempotency_key, fingerprint=fingerprint)
-        session.commit()  # end the lookup: on SQLite it holds the writer lock, which validation must not
+    state = request.app.state
+    if idempotency_key:  # a replay is answered without validating again; the writer re-checks in its transaction
+        first = await run_in_threadpool(_replayed, state.read_sessions, user, idempotency_key, fingerprint)
         if first is not None:
             return _accepted(first, status=200)
-    _, exercise = load_submission(
-        raw, exercise_id=exercise_id or None, catalogue=catalogue, max_bytes=settings.max_upload_bytes
-    )
+    load = functools.partial(_load, raw, exercise_id, catalogue, settings.max_upload_bytes)
+    exercise = load() if len(raw) <= INLINE_VALIDATION_BYTES else await run_in_threadpool(load)
     chosen = service.choose_course(user, course or None)
-    service.check_capacity(
-        exercise=exercise, max_devices=request.app.state.max_devices, max_world_size=settings.worker_max_world_size
+    capacity = functools.partial(
+        service.check_capacity,
+        exercise=exercise,
+        max_devices=state.max_devices,
+        max_world_size=settings.worker_max_world_size,
     )
-    sub, created = service.create(
-        session,
+    if exercise.manifest.resources.devices:  # asks the database which workers there are
+        await run_in_threadpool(capacity)
+    else:
+        capacity()
+    item = Intake(
         user=user,
         exercise=exercise,
         course=chosen,
@@ -105,9 +116,23 @@ def submit(
         lang=lang,
         idempotency_key=idempotency_key,
         fingerprint=fingerprint,
-        settings=settings,
     )
-    return _accepted(sub, status=202 if created else 200)
+    stored = await state.intake.submit(item)
+    return _accepted(stored, status=202 if stored.created else 200)
+
+
+def _replayed(read_sessions, user, key: str, fingerprint: str) -> Accepted | None:
+    with read_sessions() as session:
+        first = service.replay(session, user=user, key=key, fingerprint=fingerprint)
+        found = service.accepted(first) if first is not None else None
+        session.commit()
+    return found
+
+
+def _load(raw: bytes, exercise_id: str | None, catalogue, max_bytes: int) -> Exercise:
+    from grading.pipeline import load_submission
+
+    return load_submission(raw, exercise_id=exercise_id or None, catalogue=catalogue, max_bytes=max_bytes)[1]
 
 
 def _accepted(sub, *, status: int) -> JSONResponse:

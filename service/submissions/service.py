@@ -6,13 +6,11 @@ course scope); instructors read and act on their courses' submissions; admins on
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import re
-import uuid
 from collections.abc import Callable
 
-from sqlalchemy import and_, func, insert, or_, select, true
+from sqlalchemy import and_, or_, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -21,12 +19,13 @@ from service.auth.principal import Principal
 from service.config import Settings
 from service.courses import service as courses
 from service.db import utcnow
-from service.errors import Forbidden, NotFound, ServiceError, TooMany, Unsatisfiable, clip
+from service.errors import Forbidden, NotFound, ServiceError, Unsatisfiable, clip
 from service.grades.models import OutboxEvent, ScoreOverride
 from service.queue import estimates
 from service.queue import service as queue
 from service.queue.models import Job
-from service.submissions.models import ProgressEvent, Submission
+from service.submissions import batch
+from service.submissions.models import Submission
 from service.submissions.schemas import CheckPublic, RegradeSkipped, SubmissionPublic
 from service.timefmt import rfc3339
 
@@ -76,13 +75,7 @@ def replay(session: Session, *, user: Principal, key: str, fingerprint: str) -> 
         select(Submission).where(Submission.identity_id == user.identity_id, Submission.idempotency_key == key)
     )
     if sub is not None and sub.request_hash is not None and sub.request_hash != fingerprint:
-        raise ServiceError(
-            f"Idempotency-Key {clip(key)!r} was already used for a different request (submission {sub.id}); "
-            "send a new key for a new submission, or repeat the original request exactly",
-            code="idempotency_key_reused",
-            status_code=422,
-            zh=f"Idempotency-Key {clip(key)!r} 已用于另一个不同的请求（提交 {sub.id}）；新的提交请使用新的键",
-        )
+        raise batch.key_reused(key, sub.id)
     return sub
 
 
@@ -129,39 +122,6 @@ def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_wo
         )
 
 
-def _check_limits(session: Session, *, user: Principal, exercise_id: str, settings: Settings) -> int:
-    """Enforce the per-learner rate and attempt limits; return the next attempt number."""
-    now = utcnow()
-    since = now - dt.timedelta(seconds=60)
-    this_exercise = Submission.exercise_id == exercise_id
-    # One query over the learner's own rows (ix_submissions_identity_id): it runs in the intake's write
-    # transaction, which on SQLite holds the single writer lock, so every round trip saved there counts.
-    recent, oldest, done, superseded = session.execute(
-        select(
-            func.count().filter(Submission.created_at >= since),
-            func.min(Submission.created_at).filter(Submission.created_at >= since),
-            func.count().filter(this_exercise),
-            func.count().filter(this_exercise, Submission.status == "superseded"),
-        ).where(Submission.identity_id == user.identity_id)
-    ).one()
-    if recent >= settings.submissions_per_minute and not user.is_staff:
-        wait_s = 60 - (now - oldest).total_seconds() if oldest else 60
-        raise TooMany(
-            f"more than {settings.submissions_per_minute} submissions in the last minute; "
-            f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again",
-            retry_after_s=int(wait_s) + 1,
-            zh=f"一分钟内提交超过 {settings.submissions_per_minute} 次；请等待 {max(1, round(wait_s))} 秒后再提交",
-        )
-    limit = settings.max_attempts_per_exercise
-    if limit and done - superseded >= limit and not user.is_staff:  # a superseded attempt was never graded
-        raise Forbidden(
-            f"you have used all {limit} attempts for {exercise_id}; ask an instructor if you need more",
-            code="attempt_limit",
-            zh=f"{exercise_id} 的 {limit} 次提交机会已用完；如需更多请联系教师",
-        )
-    return done + 1
-
-
 def create(
     session: Session,
     *,
@@ -173,58 +133,37 @@ def create(
     idempotency_key: str | None,
     fingerprint: str,
     settings: Settings,
-) -> tuple[Submission, bool]:
-    """Store the submission and its job together; a repeated Idempotency-Key returns the first one.
-
-    The rows are written with plain INSERTs (no unit of work) and everything is computed before the first
-    query: on SQLite that query takes the single writer lock, which is held until the commit, so the
-    Python work done inside the transaction bounds the intake rate of the whole service."""
-    manifest = exercise.manifest
-    sub = Submission(  # transient: returned to the caller; the row itself is inserted below
-        id=uuid.uuid4().hex,
-        identity_id=user.identity_id,
-        user=user.name,
+) -> tuple[batch.Accepted, bool]:
+    """Store the submission and its job together in `session` (committed); a repeated Idempotency-Key returns
+    the first one. The API's uploads go through the process's IntakeWriter instead (service/submissions/
+    writer.py), which stores many at once with the same `batch.write`."""
+    item = batch.Intake(
+        user=user,
+        exercise=exercise,
         course=course,
-        exercise_id=exercise.id,
+        notebook=notebook,
         lang=lang,
         idempotency_key=idempotency_key,
-        request_hash=fingerprint if idempotency_key else None,
-        run=1,
-        notebook=notebook,
-        status="queued",
-        max_score=manifest.max_score,
-        message="",
-        created_at=utcnow(),
+        fingerprint=fingerprint,
     )
-    sub.attempt = _check_limits(session, user=user, exercise_id=exercise.id, settings=settings)
     try:
-        session.execute(insert(Submission), [{c: getattr(sub, c) for c in _SUBMISSION_COLUMNS}])
-        queue.insert_job(
-            session,
-            submission_id=sub.id,
-            learner=queue.learner_key(sub),
-            lane=manifest.lane,
-            priority=queue.INTERACTIVE_PRIORITY,
-            devices=manifest.resources.devices,
-            world_size=manifest.resources.world_size,
-            max_attempts=settings.max_attempts,
-            run=1,
-        )
-        _supersede_earlier(session, sub=sub, exercise=exercise, default=settings.supersede_queued)
-        session.commit()
+        (outcome,) = batch.write(session, [item], settings=settings)
     except IntegrityError:  # the same key raced in from a second request
         session.rollback()
         existing = replay(session, user=user, key=idempotency_key or "", fingerprint=fingerprint)
         if existing is None:
             raise
-        return existing, False
-    return sub, True
+        return accepted(existing), False
+    if isinstance(outcome, ServiceError):
+        raise outcome
+    return outcome, outcome.created
 
 
-_SUBMISSION_COLUMNS = (
-    "id", "identity_id", "user", "course", "exercise_id", "lang", "attempt", "idempotency_key", "request_hash",
-    "run", "notebook", "status", "max_score", "message", "created_at",
-)  # fmt: skip
+def accepted(sub: Submission) -> batch.Accepted:
+    """A stored submission as the upload's response describes it (an Idempotency-Key replay)."""
+    return batch.Accepted(
+        id=sub.id, status=sub.status, exercise_id=sub.exercise_id, course=sub.course, attempt=sub.attempt, created=False
+    )
 
 
 def _not_found(submission_id: str) -> NotFound:
@@ -249,42 +188,22 @@ def wait_estimate(session: Session, *, sub: Submission, settings: Settings) -> d
     return found.public() if found is not None else None
 
 
-def supersedes(policy: str, exercise: Exercise) -> bool:
-    """Whether a new attempt at `exercise` supersedes queued ones under a course's policy (off|training|all);
-    training means the long-lane exercises, whose grading holds the scarce accelerator slots."""
-    return policy == "all" or (policy == "training" and exercise.manifest.lane == "long")
+supersedes = batch.supersedes
 
 
 def _supersede_earlier(session: Session, *, sub: Submission, exercise: Exercise, default: str) -> list[str]:
-    """Mark the learner's still-queued attempts at this exercise superseded by `sub` (in its transaction).
-    Only jobs not yet claimed are cancelled (the queue re-checks that on the locked row), so a running
-    attempt is never dropped, and `sub` itself, the latest, is always graded."""
+    """Mark the learner's still-queued attempts at this exercise superseded by `sub` when its course's
+    policy says so (the intake does this in `batch.write`; kept for callers that store one row themselves)."""
     if not supersedes(courses.supersede_policy(session, course=sub.course, default=default), exercise):
         return []
-    earlier = session.scalars(
-        select(Submission.id).where(
-            Submission.identity_id == sub.identity_id,
-            Submission.course == sub.course,
-            Submission.exercise_id == sub.exercise_id,
-            Submission.status == "queued",
-            Submission.id != sub.id,
-        )
-    ).all()
-    cancelled = queue.cancel_queued(session, submission_ids=earlier, reason=f"superseded by {sub.id}")
-    for old in session.scalars(select(Submission).where(Submission.id.in_(cancelled))):
-        old.status, old.superseded_by = "superseded", sub.id
-        old.message = (
-            f"superseded by your attempt {sub.attempt} ({sub.id}) before it started: only the "
-            "latest queued attempt at this exercise is graded, so your waiting time stays short"
-        )
-        session.add(
-            ProgressEvent(
-                submission_id=old.id,
-                event="done",
-                data={"status": "superseded", "score": None, "superseded_by": sub.id},
-            )
-        )
-    return cancelled
+    return batch.supersede_queued(
+        session,
+        by_id=sub.id,
+        attempt=sub.attempt,
+        identity_id=sub.identity_id,
+        course=sub.course,
+        exercise_id=sub.exercise_id,
+    )
 
 
 def get(session: Session, *, user: Principal, submission_id: str) -> Submission:

@@ -1,0 +1,371 @@
+"""The intake's write: validated uploads stored together, in one transaction (group commit).
+
+Whatever needs no lock (authentication, parsing, notebook validation, course choice, capacity) is done by
+the request before; `write` does only what must see the database inside the transaction that stores the
+rows: Idempotency-Keys, the rate and attempt limits and supersede, then every row with one executemany
+INSERT per table and one commit. On SQLite that transaction holds the single writer lock, so its queries
+and Python work are paid once per batch, not once per request.
+
+Items are taken in order, each seeing the ones before it as if they had committed one at a time: two
+uploads of one learner count against each other's limits, a repeated key returns the first submission,
+and a later attempt supersedes an earlier queued one. One item's refusal (429, 403, 422) is its own; the
+others are stored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+from sqlalchemy import Row, Table, func, insert, select
+from sqlalchemy.orm import Session
+
+from grading.exercise import Exercise
+from service import signals
+from service.auth.principal import Principal
+from service.config import Settings
+from service.courses import service as courses
+from service.db import utcnow
+from service.errors import Forbidden, ServiceError, TooMany, clip
+from service.queue import service as queue
+from service.queue.models import Job
+from service.submissions.models import ProgressEvent, Submission
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Intake:
+    """One validated upload, ready to be stored."""
+
+    user: Principal
+    exercise: Exercise
+    course: str
+    notebook: bytes
+    lang: str
+    idempotency_key: str | None
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Accepted:
+    """What the response tells about a stored submission; `created` is False for an Idempotency-Key replay."""
+
+    id: str
+    status: str
+    exercise_id: str
+    course: str
+    attempt: int
+    created: bool = True
+
+
+Outcome = Accepted | ServiceError
+
+
+def key_reused(key: str, submission_id: str) -> ServiceError:
+    return ServiceError(
+        f"Idempotency-Key {clip(key)!r} was already used for a different request (submission {submission_id}); "
+        "send a new key for a new submission, or repeat the original request exactly",
+        code="idempotency_key_reused",
+        status_code=422,
+        zh=f"Idempotency-Key {clip(key)!r} 已用于另一个不同的请求（提交 {submission_id}）；新的提交请使用新的键",
+    )
+
+
+def supersedes(policy: str, exercise: Exercise) -> bool:
+    """Whether a new attempt at `exercise` supersedes queued ones under a course's policy (off|training|all);
+    training means the long-lane exercises, whose grading holds the scarce accelerator slots."""
+    return policy == "all" or (policy == "training" and exercise.manifest.lane == "long")
+
+
+def superseded_message(*, attempt: int, by_id: str) -> str:
+    return (
+        f"superseded by your attempt {attempt} ({by_id}) before it started: only the "
+        "latest queued attempt at this exercise is graded, so your waiting time stays short"
+    )
+
+
+def supersede_queued(
+    session: Session, *, by_id: str, attempt: int, identity_id: int, course: str, exercise_id: str
+) -> list[str]:
+    """Mark the learner's stored, still-queued attempts at this exercise superseded by `by_id` (in its
+    transaction). Only jobs not yet claimed are cancelled (the queue re-checks that on the locked row), so a
+    running attempt is never dropped, and the latest attempt is always graded."""
+    earlier = session.scalars(
+        select(Submission.id).where(
+            Submission.identity_id == identity_id,
+            Submission.course == course,
+            Submission.exercise_id == exercise_id,
+            Submission.status == "queued",
+            Submission.id != by_id,
+        )
+    ).all()
+    cancelled = queue.cancel_queued(session, submission_ids=earlier, reason=f"superseded by {by_id}")
+    for old in session.scalars(select(Submission).where(Submission.id.in_(cancelled))):
+        old.status, old.superseded_by = "superseded", by_id
+        old.message = superseded_message(attempt=attempt, by_id=by_id)
+        session.add(
+            ProgressEvent(
+                submission_id=old.id,
+                event="done",
+                data={"status": "superseded", "score": None, "superseded_by": by_id},
+            )
+        )
+    return cancelled
+
+
+@dataclass(slots=True)
+class _Counts:
+    """The limit counters of the batch's learners, from the database and then from the batch itself."""
+
+    recent: Counter[int] = field(default_factory=Counter)  # identity -> submissions in the last minute
+    oldest: dict[int, dt.datetime] = field(default_factory=dict)  # identity -> oldest of those
+    done: Counter[tuple[int, str]] = field(default_factory=Counter)  # (identity, exercise) -> attempts
+    superseded: Counter[tuple[int, str]] = field(default_factory=Counter)
+
+
+@dataclass(slots=True)
+class _New:
+    row: dict
+    created: bool = True
+
+
+def write(session: Session, items: Sequence[Intake], *, settings: Settings) -> list[Outcome]:
+    """Store what may be stored of `items`, in order, and commit; one outcome per item. A database error
+    propagates (the caller rolls back): then nothing of the batch was written."""
+    earlier = _earlier_keys(session, items)
+    counts = _limit_counts(session, items)
+    policies = courses.supersede_policies(session, courses={i.course for i in items}, default=settings.supersede_queued)
+    results: list[ServiceError | Accepted | _New] = []
+    rows: list[dict] = []
+    by_key: dict[tuple[int, str], _New] = {}
+    latest: dict[tuple[int, str, str], dict] = {}  # (identity, course, exercise) -> the batch's latest queued row
+    for item in items:
+        uid = item.user.identity_id
+        key = (uid, item.idempotency_key) if item.idempotency_key else None
+        if key is not None and (first := by_key.get(key)) is not None:  # the same key earlier in this batch
+            same = first.row["request_hash"] == item.fingerprint
+            results.append(_New(first.row, created=False) if same else key_reused(key[1], first.row["id"]))
+            continue
+        if key is not None and (stored := earlier.get(key)) is not None:
+            same = stored.request_hash is None or stored.request_hash == item.fingerprint
+            results.append(_accepted_row(stored) if same else key_reused(key[1], stored.id))
+            continue
+        now = utcnow()
+        try:
+            attempt = _admit(item, counts, now=now, settings=settings)
+        except ServiceError as exc:
+            results.append(exc)
+            continue
+        row = _row(item, attempt=attempt, now=now)
+        rows.append(row)
+        new = _New(row)
+        results.append(new)
+        if key is not None:
+            by_key[key] = new
+        if supersedes(policies[item.course], item.exercise):
+            _supersede(session, row, latest, counts)
+    if rows:
+        _insert(session, rows, settings=settings)
+    session.commit()
+    return [_accepted(r) if isinstance(r, _New) else r for r in results]
+
+
+def _earlier_keys(session: Session, items: Sequence[Intake]) -> dict[tuple[int, str], Row]:
+    """The stored submissions the batch's Idempotency-Keys already made."""
+    keys = {(i.user.identity_id, i.idempotency_key) for i in items if i.idempotency_key}
+    if not keys:
+        return {}
+    found = session.connection().execute(
+        select(
+            Submission.id,
+            Submission.identity_id,
+            Submission.idempotency_key,
+            Submission.request_hash,
+            Submission.status,
+            Submission.exercise_id,
+            Submission.course,
+            Submission.attempt,
+        ).where(
+            Submission.identity_id.in_(sorted({uid for uid, _ in keys})),
+            Submission.idempotency_key.in_(sorted({k for _, k in keys})),
+        )
+    )
+    return {(r.identity_id, r.idempotency_key): r for r in found if (r.identity_id, r.idempotency_key) in keys}
+
+
+def _limit_counts(session: Session, items: Sequence[Intake]) -> _Counts:
+    """One query for every learner of the batch (it reads ix_submissions_learner_limits only)."""
+    since = utcnow() - dt.timedelta(seconds=60)
+    counts = _Counts()
+    recent = Submission.created_at >= since
+    rows = session.connection().execute(
+        select(
+            Submission.identity_id,
+            Submission.exercise_id,
+            func.count().filter(recent),
+            func.min(Submission.created_at).filter(recent),
+            func.count(),
+            func.count().filter(Submission.status == "superseded"),
+        )
+        .where(Submission.identity_id.in_(sorted({i.user.identity_id for i in items})))
+        .group_by(Submission.identity_id, Submission.exercise_id)
+    )
+    for uid, exercise_id, n_recent, oldest, done, superseded in rows:
+        counts.recent[uid] += n_recent
+        if oldest is not None and (uid not in counts.oldest or oldest < counts.oldest[uid]):
+            counts.oldest[uid] = oldest
+        counts.done[(uid, exercise_id)] = done
+        counts.superseded[(uid, exercise_id)] = superseded
+    return counts
+
+
+def _admit(item: Intake, counts: _Counts, *, now: dt.datetime, settings: Settings) -> int:
+    """Enforce the per-learner rate and attempt limits, count the item in; return its attempt number."""
+    user, uid = item.user, item.user.identity_id
+    if counts.recent[uid] >= settings.submissions_per_minute and not user.is_staff:
+        oldest = counts.oldest.get(uid)
+        wait_s = 60 - (now - oldest).total_seconds() if oldest else 60
+        raise TooMany(
+            f"more than {settings.submissions_per_minute} submissions in the last minute; "
+            f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again",
+            retry_after_s=int(wait_s) + 1,
+            zh=f"一分钟内提交超过 {settings.submissions_per_minute} 次；请等待 {max(1, round(wait_s))} 秒后再提交",
+        )
+    key = (uid, item.exercise.id)
+    done, limit = counts.done[key], settings.max_attempts_per_exercise
+    if limit and done - counts.superseded[key] >= limit and not user.is_staff:  # superseded: never graded
+        raise Forbidden(
+            f"you have used all {limit} attempts for {item.exercise.id}; ask an instructor if you need more",
+            code="attempt_limit",
+            zh=f"{item.exercise.id} 的 {limit} 次提交机会已用完；如需更多请联系教师",
+        )
+    counts.recent[uid] += 1
+    counts.oldest.setdefault(uid, now)
+    counts.done[key] += 1
+    return done + 1
+
+
+def _row(item: Intake, *, attempt: int, now: dt.datetime) -> dict:
+    manifest = item.exercise.manifest
+    return {
+        "id": uuid.uuid4().hex,
+        "identity_id": item.user.identity_id,
+        "user": item.user.name,
+        "course": item.course,
+        "exercise_id": item.exercise.id,
+        "lang": item.lang,
+        "attempt": attempt,
+        "idempotency_key": item.idempotency_key,
+        "request_hash": item.fingerprint if item.idempotency_key else None,
+        "run": 1,
+        "notebook": item.notebook,
+        "status": "queued",
+        "max_score": manifest.max_score,
+        "message": "",
+        "created_at": now,
+        "superseded_by": None,
+        # not columns of submissions: the job's
+        "_lane": manifest.lane,
+        "_devices": manifest.resources.devices,
+        "_world_size": manifest.resources.world_size,
+    }
+
+
+def _supersede(session: Session, row: dict, latest: dict[tuple[int, str, str], dict], counts: _Counts) -> None:
+    """`row` supersedes the learner's queued attempts at its exercise: the stored ones (for the group's first
+    row in the batch), or the batch's previous row of the group (whose job is then stored cancelled)."""
+    group = (row["identity_id"], row["course"], row["exercise_id"])
+    previous = latest.get(group)
+    if previous is None:
+        cancelled = supersede_queued(
+            session,
+            by_id=row["id"],
+            attempt=row["attempt"],
+            identity_id=group[0],
+            course=group[1],
+            exercise_id=group[2],
+        )
+        counts.superseded[(group[0], group[2])] += len(cancelled)
+    else:
+        previous["status"], previous["superseded_by"] = "superseded", row["id"]
+        previous["message"] = superseded_message(attempt=row["attempt"], by_id=row["id"])
+        counts.superseded[(group[0], group[2])] += 1
+    latest[group] = row
+
+
+_COLUMNS = (
+    "id", "identity_id", "user", "course", "exercise_id", "lang", "attempt", "idempotency_key", "request_hash",
+    "run", "notebook", "status", "max_score", "message", "created_at", "superseded_by",
+)  # fmt: skip
+
+
+def _insert(session: Session, rows: list[dict], *, settings: Settings) -> None:
+    """The submissions, their jobs and their events: one executemany INSERT per table, in this transaction."""
+    now = utcnow()
+    priority = queue.INTERACTIVE_PRIORITY
+    conn = session.connection()  # Core, not the ORM's bulk insert: no unit of work, no per-row bookkeeping
+    conn.execute(insert(_table(Submission)), [{c: r[c] for c in _COLUMNS} for r in rows])
+    jobs, events = [], []
+    for r in rows:
+        cancelled = r["status"] == "superseded"
+        jobs.append(
+            {
+                "submission_id": r["id"],
+                "status": "cancelled" if cancelled else "queued",
+                "learner": f"identity:{r['identity_id']}",  # queue.learner_key
+                "lane": r["_lane"],
+                "priority": priority,
+                "devices": r["_devices"],
+                "world_size": r["_world_size"],
+                "max_attempts": settings.max_attempts,
+                "available_at": now,
+                "created_at": now,
+                "finished_at": now if cancelled else None,
+                "last_error": f"superseded by {r['superseded_by']}" if cancelled else "",
+            }
+        )
+        events.append(_event(r["id"], "queued", {"priority": priority}, now))
+        if cancelled:
+            events.append(
+                _event(
+                    r["id"], "done", {"status": "superseded", "score": None, "superseded_by": r["superseded_by"]}, now
+                )
+            )
+    conn.execute(insert(_table(Job)), jobs)
+    conn.execute(insert(_table(ProgressEvent)), events)
+    # the flush hook sees only ORM rows: these wake workers and event streams at commit all the same
+    signals.written(session, {(signals.EVENTS, r["id"]) for r in rows} | {(signals.JOBS, "")})
+
+
+def _table(model: type) -> Table:
+    return cast(Table, model.__table__)  # type: ignore[attr-defined]
+
+
+def _event(submission_id: str, event: str, data: dict, now: dt.datetime) -> dict:
+    return {"submission_id": submission_id, "run": 1, "event": event, "data": data, "created_at": now}
+
+
+def _accepted(new: _New) -> Accepted:
+    r = new.row
+    return Accepted(
+        id=r["id"],
+        status=r["status"],
+        exercise_id=r["exercise_id"],
+        course=r["course"],
+        attempt=r["attempt"],
+        created=new.created,
+    )
+
+
+def _accepted_row(row: Row) -> Accepted:
+    return Accepted(
+        id=row.id,
+        status=row.status,
+        exercise_id=row.exercise_id,
+        course=row.course,
+        attempt=row.attempt,
+        created=False,
+    )

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import abc
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +82,9 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def shutdown(self) -> None:
         """Stop now: cancel queued work and stop running work (its results would be fenced off anyway)."""
+
+    def wait_ready(self, timeout_s: float) -> None:  # noqa: B027  (optional hook)
+        """Block until the backend can start jobs at once (the worker claims nothing before); no-op by default."""
 
 
 # ---- executing side (runs in a pool process) -------------------------------------------------------
@@ -231,9 +236,10 @@ class LocalExecutor(Executor):
         )
         self._processes = processes
         self._pool = self._new_pool()
-        if self._initargs[5]:  # pre-warming: start the pool processes now, not at the first submissions
-            for _ in range(processes):
-                self._pool.submit(_ready)
+        # start the pool processes now, not at the first submissions: a process's imports and sandbox set-up
+        # take a second or two, which would otherwise fall inside the first jobs' leases (and warm kernels
+        # start filling at once)
+        self._starting = [self._pool.submit(_ready) for _ in range(processes)]
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         # spawn, not fork: the worker has threads (heartbeat) and DB connections that must not be copied.
@@ -243,6 +249,26 @@ class LocalExecutor(Executor):
             initializer=_init_child,
             initargs=self._initargs,
         )
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Until every pool process has run its initializer (each answers with its pid), or `timeout_s`;
+        a pool that broke meanwhile is rebuilt by the next submit."""
+        deadline = time.monotonic() + timeout_s
+        pids: set[int] = set()
+        pending = self._starting
+        while pending:
+            done, _ = cf.wait(pending, timeout=max(deadline - time.monotonic(), 0))
+            for future in done:
+                with contextlib.suppress(Exception):
+                    pids.add(future.result())
+            if len(pids) >= self._processes or time.monotonic() > deadline or len(done) < len(pending):
+                break
+            time.sleep(0.02)  # a ready process took every probe while another still imports: ask again
+            try:
+                pending = [self._pool.submit(_ready) for _ in range(self._processes - len(pids))]
+            except cf.process.BrokenProcessPool:
+                break
+        self._starting = []
 
     def submit(self, ticket: GradingTicket) -> cf.Future:
         try:

@@ -299,7 +299,10 @@ class BwrapSession(KernelSession):
                 self._reap()
             except Exception:
                 pass  # the processes are dead either way; the uid sweep below proves it
-            clean = kill_uid(self.user.pw_uid) & self.group.destroy()
+            # the group first: it kills the run's processes from its own list, so the uid sweep (a scan of
+            # every /proc entry) usually finds nothing at its first look and need not wait and look again
+            clean = self.group.destroy()
+            clean = kill_uid(self.user.pw_uid) and clean
             shutil.rmtree(self.runtime, ignore_errors=True)
             if clean:
                 self._uids.release(self.user)  # a uid with survivors stays out of circulation

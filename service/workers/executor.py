@@ -169,10 +169,9 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
     from grading.errors import GraderFault, InvalidSubmission
     from grading.pipeline import grade_notebook
     from grading.sandbox import DeviceGrant
-    from service.db import transaction
     from service.queue.models import Job
-    from service.submissions import events
     from service.submissions.models import Submission
+    from service.workers.progress import ProgressWriter
 
     sessions = _CHILD["sessions"]
     with sessions() as session:
@@ -183,14 +182,11 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
         notebook, exercise_id, lang = sub.notebook, sub.exercise_id, sub.lang
         session.commit()
 
+    writer = ProgressWriter(sessions, submission_id=ticket.submission_id)
+
     def progress(event: dict) -> None:
-        if event.get("event") == "done":
-            return  # the worker writes 'done' with the stored grade, in the same transaction
-        try:
-            with transaction(sessions) as s:
-                events.add(s, submission_id=ticket.submission_id, event=event)
-        except Exception:  # progress is best effort; grading goes on
-            pass
+        if event.get("event") != "done":  # the worker writes 'done' with the stored grade, in the same transaction
+            writer(event)
 
     try:
         result = grade_notebook(
@@ -208,6 +204,8 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
         return Faulted(f"{exc.code}: {exc.message}", retryable=False)
     except Exception as exc:  # an engine bug is our fault: retry, then not_gradable
         return Faulted(f"{type(exc).__name__}: {exc}", retryable=True)
+    finally:
+        writer.close()
     return Graded(result.to_dict())
 
 

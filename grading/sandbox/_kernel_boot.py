@@ -11,6 +11,7 @@ read-only at /opt/titangrade/kernel_boot.py and run as the sandbox user (see bwr
 
 import importlib
 import importlib.util
+import os
 import sys
 
 LIGHT_NAMES = {"BlockingKernelClient": "jupyter_client.blocking"}  # ConnectionFileMixin's blocking_class default
@@ -44,7 +45,8 @@ def lazy_jupyter_client() -> None:
 
 
 if __name__ == "__main__":
-    del sys.path[0]  # this file's directory; IPython puts the working directory first (as ipykernel_launcher)
+    if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]  # this file's directory; IPython puts the working directory first (as ipykernel_launcher)
     lazy_jupyter_client()
     from ipykernel import kernelapp
 

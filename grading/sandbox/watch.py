@@ -150,6 +150,12 @@ class LimitWatcher(threading.Thread):
             self._kill()
 
     def run(self) -> None:
+        try:
+            self._watch()
+        finally:
+            os.close(self._wake_r)  # stop() closes the other end once this thread is gone
+
+    def _watch(self) -> None:
         # Raw, bounded sockets in a private context (channels.py); messages are read frame by frame.
         ctx = zmq.Context()
         iopub = bounded_socket(ctx, zmq.SUB, self.urls["iopub"])
@@ -184,7 +190,6 @@ class LimitWatcher(threading.Thread):
             iopub.close(linger=0)
             control.close(linger=0)
             ctx.term()
-            os.close(self._wake_r)
 
     def _account(self, interrupt: Callable[[], Any], size: int) -> None:
         with self._lock:

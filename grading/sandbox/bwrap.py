@@ -18,22 +18,28 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import zmq
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.session import Session
 
 from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT, Limits
 from grading.sandbox import KernelRequest, KernelSession, Sandbox, views
 from grading.sandbox.cgroups import NO_GROUP, RunGroup, run_groups
+from grading.sandbox.channels import bounded_socket, recv_bounded
 from grading.sandbox.devices import device_env, device_nodes
 from grading.sandbox.users import UidPool, installed_sandbox_users, kill_uid
 from grading.sandbox.watch import CPU, DISK, FILE_SIZE, MEMORY, LimitWatcher
 
 LAUNCHER = Path(__file__).with_name("_launcher.py")
 INNER_LAUNCHER = "/opt/titangrade/launcher.py"
+KERNEL_BOOT = Path(__file__).with_name("_kernel_boot.py")  # the kernel's entry point (ipykernel, lighter start)
+INNER_KERNEL_BOOT = "/opt/titangrade/kernel_boot.py"
 SCRATCH, WORKDIR, TMPDIR, SHM = "/scratch", "/scratch/work", "/tmp", "/dev/shm"
 WRITABLE = (SCRATCH, TMPDIR, SHM)  # every path the sandbox can write: tmpfs with byte and inode limits
 KERNEL_DIR, LINKS = "kernel", "links"  # in the root-only runtime dir: the kernel's bound dir, our links
@@ -103,6 +109,46 @@ def _parents(path: str, made: set[str]) -> list[str]:
             made.add(str(parent))
             args += ["--perms", "0755", "--dir", str(parent)]
     return args
+
+
+def await_kernel_info(url: str, session: Session, *, timeout_s: float, is_alive: Callable[[], bool]) -> None:
+    """Return once the kernel answers kernel_info on its shell `url`; raises TimeoutError or RuntimeError.
+    A bounded DEALER that retries its connect every 10 ms (the kernel binds a moment after it starts),
+    instead of jupyter_client's wait_for_ready: a client thread, and a fixed 0.2 s flush of iopub."""
+    ctx = zmq.Context()
+    sock = bounded_socket(ctx, zmq.DEALER, url, reconnect_ms=10)
+    try:
+        now = time.monotonic()
+        deadline, next_alive, next_send = now + timeout_s, now + 0.1, now
+        while True:
+            now = time.monotonic()
+            if now > deadline:
+                raise TimeoutError(f"no kernel_info reply within {timeout_s:g} s")
+            if now >= next_alive:
+                next_alive = now + 0.1
+                if not is_alive():
+                    raise RuntimeError("the kernel died before replying to kernel_info")
+            if now >= next_send:  # queued until the connect succeeds; sent again in case one was lost
+                next_send = now + 1.0
+                with contextlib.suppress(zmq.Again):
+                    session.send(sock, "kernel_info_request", {})
+            if not sock.poll(20):
+                continue
+            got = recv_bounded(sock)
+            if got.endless:
+                raise RuntimeError("the kernel sent an endless message before it was ready")
+            if got.frames is None:
+                continue
+            try:
+                _, parts = session.feed_identities(got.frames, copy=True)
+                msg = session.deserialize(parts, content=False, copy=True)
+            except Exception:
+                continue
+            if msg.get("msg_type") == "kernel_info_reply":
+                return
+    finally:
+        sock.close(linger=0)
+        ctx.term()
 
 
 def seal_kernel_dir(runtime: Path, uid: int, info: dict) -> None:
@@ -200,6 +246,15 @@ class BwrapSession(KernelSession):
         with contextlib.suppress(OSError, TypeError):
             os.kill(self.pid, signal.SIGKILL)
 
+    def _reap(self) -> None:
+        """Wait for the SIGKILLed bwrap itself (no polling), then free the kernel manager's files and
+        sockets. Not km.shutdown_kernel: after a kill it sends an interrupt to the dead kernel and polls
+        every 0.1 s for an exit that has already happened (0.1-0.2 s of every grade)."""
+        proc = getattr(self.km.provisioner, "process", None)
+        if proc is not None:
+            proc.wait(timeout=5)
+        self.km.cleanup_resources()
+
     def _scratch_full(self) -> bool:
         """Any writable tmpfs out of bytes or inodes (mount points only the sandbox's root may replace)."""
         inner = self._inner_pid()
@@ -241,11 +296,13 @@ class BwrapSession(KernelSession):
                 self.watcher.stop()
             try:
                 self.kill()
-                if self.km.has_kernel:
-                    self.km.shutdown_kernel(now=True)
+                self._reap()
             except Exception:
                 pass  # the processes are dead either way; the uid sweep below proves it
-            clean = kill_uid(self.user.pw_uid) & self.group.destroy()
+            # the group first: it kills the run's processes from its own list, so the uid sweep (a scan of
+            # every /proc entry) usually finds nothing at its first look and need not wait and look again
+            clean = self.group.destroy()
+            clean = kill_uid(self.user.pw_uid) and clean
             shutil.rmtree(self.runtime, ignore_errors=True)
             if clean:
                 self._uids.release(self.user)  # a uid with survivors stays out of circulation
@@ -314,20 +371,21 @@ class BwrapSandbox(Sandbox):
         return session
 
     def _wait_ready(self, session: BwrapSession) -> None:
-        """kernel_info through a plain client while only ipykernel runs (no learner code yet), then seal
-        the kernel's dir and link its sockets; the kernel manager's own control socket is closed (never read)."""
-        kc = session.km.client()
-        kc.start_channels(stdin=False, hb=False)
+        """kernel_info on the shell channel while only ipykernel runs (no learner code yet), then seal the
+        kernel's dir and link its sockets. The engine then makes its own iopub handshake (kernel_io.py)."""
         try:
-            kc.wait_for_ready(timeout=self.config.startup_timeout_s)
+            await_kernel_info(
+                session.km._make_url("shell"),
+                session.km.session,
+                timeout_s=self.config.startup_timeout_s,
+                is_alive=session.km.is_alive,
+            )
             seal_kernel_dir(session.runtime, session.user.pw_uid, session.km.get_connection_info())
-            session.km._close_control_socket()
+            session.km._close_control_socket()  # start_kernel opened it; never read (the engine has its own)
         except Exception as exc:
             log = (session.runtime / "launch.log").read_text(errors="replace")[-2000:]
             session.close()
             raise GraderFault(f"sandboxed kernel did not become ready: {exc}; bwrap said: {log}") from exc
-        finally:
-            kc.stop_channels()
 
     @staticmethod
     def _host_env() -> dict[str, str]:
@@ -342,7 +400,7 @@ class BwrapSandbox(Sandbox):
             transport="ipc", ip=str(kernel_dir / "sock"), connection_file=str(kernel_dir / "kernel.json")
         )
         km._kernel_spec = KernelSpec(
-            argv=[self.config.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            argv=[self.config.python, INNER_KERNEL_BOOT, "-f", "{connection_file}"],
             display_name="titangrade sandbox",
             language="python",
             interrupt_mode="message",
@@ -469,6 +527,7 @@ class BwrapSandbox(Sandbox):
             [cfg.pythonpath, *sys.path[1:]],
         )
         args += [*_parents(INNER_LAUNCHER, made), "--ro-bind", str(LAUNCHER), INNER_LAUNCHER]
+        args += ["--ro-bind", str(KERNEL_BOOT), INNER_KERNEL_BOOT]
         kernel_dir = str(runtime / KERNEL_DIR)
         args += [*_parents(kernel_dir, made), "--bind", kernel_dir, kernel_dir]
         for node in device_nodes(request.devices):

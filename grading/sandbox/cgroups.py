@@ -266,6 +266,7 @@ NO_GROUP = RunGroup(None, "")  # where control groups are off: joins nothing, re
 
 def _remove(layout: Layout, dirs: Iterable[Path], timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
+    pause_s = 0.002  # killed processes usually leave the group within a few ms
     left = [d for d in dirs if d.exists()]
     while left:
         for d in left:
@@ -283,7 +284,8 @@ def _remove(layout: Layout, dirs: Iterable[Path], timeout_s: float) -> bool:
             if time.monotonic() > deadline:
                 log.warning("cgroup(s) %s still hold processes after %.0f s", left, timeout_s)
                 return False
-            time.sleep(0.02)
+            time.sleep(pause_s)
+            pause_s = min(pause_s * 2, 0.02)
     return True
 
 

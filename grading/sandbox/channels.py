@@ -42,14 +42,15 @@ class Received:
         return self.frames is None
 
 
-def bounded_socket(ctx: zmq.Context, kind: int, url: str) -> zmq.Socket:
-    """A socket of `kind` connected once to `url` with every bound set before it connects."""
+def bounded_socket(ctx: zmq.Context, kind: int, url: str, *, reconnect_ms: int = -1) -> zmq.Socket:
+    """A socket of `kind` connected once to `url` with every bound set before it connects. `reconnect_ms`
+    only for the start-up handshake (bwrap.py), whose socket may connect before the kernel has bound."""
     sock = ctx.socket(kind)
     sock.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)
     sock.setsockopt(zmq.RCVHWM, RCV_HWM)
     sock.setsockopt(zmq.SNDHWM, SND_HWM)
     sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.RECONNECT_IVL, -1)  # a dropped connection stays dropped: no second path lookup
+    sock.setsockopt(zmq.RECONNECT_IVL, reconnect_ms)  # -1: a dropped connection stays dropped (no second lookup)
     sock.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)  # a DEALER with no peer left would block forever
     sock.setsockopt(zmq.RCVBUF, 256 * 1024)
     if kind == zmq.SUB:

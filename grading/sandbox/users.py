@@ -97,6 +97,7 @@ def uid_processes(uid: int) -> list[int]:
 def kill_uid(uid: int, timeout_s: float = 5.0) -> bool:
     """SIGKILL every process of `uid` until none is left; False if some survive `timeout_s`."""
     deadline = time.monotonic() + timeout_s
+    pause_s = 0.002  # a killed kernel is usually gone (reaped with its pid namespace) within a few ms
     while True:
         pids = uid_processes(uid)
         if not pids:
@@ -106,7 +107,8 @@ def kill_uid(uid: int, timeout_s: float = 5.0) -> bool:
         for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        time.sleep(0.05)
+        time.sleep(pause_s)
+        pause_s = min(pause_s * 2, 0.05)
 
 
 def installed_sandbox_users() -> tuple[str, ...]:

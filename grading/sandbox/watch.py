@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import threading
 import time
@@ -102,6 +103,7 @@ class LimitWatcher(threading.Thread):
         self.deadline = deadline
         self._kill = kill
         self._halt = threading.Event()
+        self._wake_r, self._wake_w = os.pipe()  # stop() wakes the loop at once instead of after its poll
         self._ready = threading.Event()
         self._lock = threading.Lock()
         self._hits: set[str] = set()
@@ -126,7 +128,12 @@ class LimitWatcher(threading.Thread):
 
     def stop(self) -> None:
         self._halt.set()
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
         self.join(timeout=5)
+        if not self.is_alive():  # the loop closed its end on the way out
+            with contextlib.suppress(OSError):
+                os.close(self._wake_w)
 
     def wait_subscribed(self, timeout: float = 10) -> bool:
         return self._ready.wait(timeout)
@@ -143,10 +150,19 @@ class LimitWatcher(threading.Thread):
             self._kill()
 
     def run(self) -> None:
+        try:
+            self._watch()
+        finally:
+            os.close(self._wake_r)  # stop() closes the other end once this thread is gone
+
+    def _watch(self) -> None:
         # Raw, bounded sockets in a private context (channels.py); messages are read frame by frame.
         ctx = zmq.Context()
         iopub = bounded_socket(ctx, zmq.SUB, self.urls["iopub"])
         control = bounded_socket(ctx, zmq.DEALER, self.urls["control"])
+        poller = zmq.Poller()
+        poller.register(iopub, zmq.POLLIN)
+        poller.register(self._wake_r, zmq.POLLIN)
         self._rss0 = rss_bytes()
         self._ready.set()
         next_rss = 0.0
@@ -161,7 +177,7 @@ class LimitWatcher(threading.Thread):
                         self._kill_once(OUTPUT)
                 if control.poll(0):
                     recv_bounded(control)  # interrupt replies (or anything else): read, never kept
-                if not iopub.poll(50):
+                if iopub not in dict(poller.poll(50)):
                     continue
                 got = recv_bounded(iopub)
                 if got.endless:

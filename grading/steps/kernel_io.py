@@ -30,6 +30,7 @@ RSS_GUARD_BYTES = 100 * MiB  # grader memory growth during one cell that no sock
 _POLL_MS = 50
 _ALIVE_EVERY_S = 0.25
 _RSS_EVERY_S = 0.02
+_HANDSHAKE_RESEND_S = 0.1
 
 
 @dataclass(kw_only=True)
@@ -108,7 +109,9 @@ class KernelIO:
             if not self.is_alive():
                 raise RuntimeError("the kernel died before replying to kernel_info")
             self.session.send(self.shell, "kernel_info_request", {})
-            until = time.monotonic() + 0.5
+            # the kernel is up (the sandbox saw its kernel_info reply): a missing iopub message means our
+            # subscription was not there yet when it published, so ask again soon rather than wait
+            until = time.monotonic() + _HANDSHAKE_RESEND_S
             while time.monotonic() < until and not (shell_ok and iopub_ok):
                 for sock, _ in self.poller.poll(_POLL_MS):
                     _, msg, _ = self._read(sock)

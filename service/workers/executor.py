@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import abc
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +82,9 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def shutdown(self) -> None:
         """Stop now: cancel queued work and stop running work (its results would be fenced off anyway)."""
+
+    def wait_ready(self, timeout_s: float) -> None:  # noqa: B027  (optional hook)
+        """Block until the backend can start jobs at once (the worker claims nothing before); no-op by default."""
 
 
 # ---- executing side (runs in a pool process) -------------------------------------------------------
@@ -164,10 +169,9 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
     from grading.errors import GraderFault, InvalidSubmission
     from grading.pipeline import grade_notebook
     from grading.sandbox import DeviceGrant
-    from service.db import transaction
     from service.queue.models import Job
-    from service.submissions import events
     from service.submissions.models import Submission
+    from service.workers.progress import ProgressWriter
 
     sessions = _CHILD["sessions"]
     with sessions() as session:
@@ -178,14 +182,11 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
         notebook, exercise_id, lang = sub.notebook, sub.exercise_id, sub.lang
         session.commit()
 
+    writer = ProgressWriter(sessions, submission_id=ticket.submission_id)
+
     def progress(event: dict) -> None:
-        if event.get("event") == "done":
-            return  # the worker writes 'done' with the stored grade, in the same transaction
-        try:
-            with transaction(sessions) as s:
-                events.add(s, submission_id=ticket.submission_id, event=event)
-        except Exception:  # progress is best effort; grading goes on
-            pass
+        if event.get("event") != "done":  # the worker writes 'done' with the stored grade, in the same transaction
+            writer(event)
 
     try:
         result = grade_notebook(
@@ -203,6 +204,8 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
         return Faulted(f"{exc.code}: {exc.message}", retryable=False)
     except Exception as exc:  # an engine bug is our fault: retry, then not_gradable
         return Faulted(f"{type(exc).__name__}: {exc}", retryable=True)
+    finally:
+        writer.close()
     return Graded(result.to_dict())
 
 
@@ -231,9 +234,10 @@ class LocalExecutor(Executor):
         )
         self._processes = processes
         self._pool = self._new_pool()
-        if self._initargs[5]:  # pre-warming: start the pool processes now, not at the first submissions
-            for _ in range(processes):
-                self._pool.submit(_ready)
+        # start the pool processes now, not at the first submissions: a process's imports and sandbox set-up
+        # take a second or two, which would otherwise fall inside the first jobs' leases (and warm kernels
+        # start filling at once)
+        self._starting = [self._pool.submit(_ready) for _ in range(processes)]
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         # spawn, not fork: the worker has threads (heartbeat) and DB connections that must not be copied.
@@ -243,6 +247,26 @@ class LocalExecutor(Executor):
             initializer=_init_child,
             initargs=self._initargs,
         )
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Until every pool process has run its initializer (each answers with its pid), or `timeout_s`;
+        a pool that broke meanwhile is rebuilt by the next submit."""
+        deadline = time.monotonic() + timeout_s
+        pids: set[int] = set()
+        pending = self._starting
+        while pending:
+            done, _ = cf.wait(pending, timeout=max(deadline - time.monotonic(), 0))
+            for future in done:
+                with contextlib.suppress(Exception):
+                    pids.add(future.result())
+            if len(pids) >= self._processes or time.monotonic() > deadline or len(done) < len(pending):
+                break
+            time.sleep(0.02)  # a ready process took every probe while another still imports: ask again
+            try:
+                pending = [self._pool.submit(_ready) for _ in range(self._processes - len(pids))]
+            except cf.process.BrokenProcessPool:
+                break
+        self._starting = []
 
     def submit(self, ticket: GradingTicket) -> cf.Future:
         try:

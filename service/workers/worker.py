@@ -30,6 +30,7 @@ from service.workers.executor import Executor, Faulted, Graded, GradingTicket, N
 
 log = logging.getLogger("titangrade.worker")
 _WAKE = -1  # put on the done-queue by a wake-up: not a job id, "look at the queue now"
+READY_TIMEOUT_S = 60.0  # the most a starting worker waits for its executor before claiming anyway
 
 
 @dataclass(slots=True)
@@ -67,6 +68,7 @@ class Worker:
     # -- lifecycle ---------------------------------------------------------------------------------
     def run(self, *, burst: bool = False) -> None:
         self._beat()
+        self.executor.wait_ready(timeout_s=READY_TIMEOUT_S)  # no lease is taken before grading can start
         beater = threading.Thread(target=self._heartbeat_loop, name="tg-heartbeat", daemon=True)
         beater.start()
         # New work wakes the loop at once: a commit in this process (serve: API and worker together), or

@@ -1,0 +1,53 @@
+"""The sandboxed kernel's entry point (what `python -m ipykernel_launcher` does, with a lighter start).
+
+ipykernel imports `jupyter_client` for its Session and connection-file helpers, and the package's
+`__init__` also imports every client and manager class (asyncio clients, kernel managers, provisioners
+and their entry points): about a sixth of a kernel start's CPU, for classes a kernel never uses. Here
+`jupyter_client` is registered as a lazy package first: its submodules import as usual, and the names
+ipykernel asks of the package itself come from the submodule that defines them; any other name loads
+the whole package as before, so learner code sees the same `jupyter_client`. Stdlib only; bound
+read-only at /opt/titangrade/kernel_boot.py and run as the sandbox user (see bwrap.py).
+"""
+
+import importlib
+import importlib.util
+import os
+import sys
+
+LIGHT_NAMES = {"BlockingKernelClient": "jupyter_client.blocking"}  # ConnectionFileMixin's blocking_class default
+
+
+def lazy_jupyter_client() -> None:
+    spec = importlib.util.find_spec("jupyter_client")
+    if spec is None or spec.loader is None or "jupyter_client" in sys.modules:
+        return
+    loader = spec.loader
+    package = importlib.util.module_from_spec(spec)
+    whole: list[bool] = []
+
+    def __getattr__(name: str):
+        if not whole and not (name.startswith("__") and name != "__version__"):
+            version = importlib.import_module("jupyter_client._version")
+            if hasattr(version, name):
+                return getattr(version, name)
+            connect = importlib.import_module("jupyter_client.connect")
+            if name in connect.__all__:
+                return getattr(connect, name)
+            if name in LIGHT_NAMES:
+                return getattr(importlib.import_module(LIGHT_NAMES[name]), name)
+            whole.append(True)
+            loader.exec_module(package)  # anything else: the package as `import jupyter_client` makes it
+            return getattr(package, name)
+        raise AttributeError(f"module 'jupyter_client' has no attribute {name!r}")
+
+    package.__getattr__ = __getattr__  # type: ignore[method-assign]
+    sys.modules["jupyter_client"] = package
+
+
+if __name__ == "__main__":
+    if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]  # this file's directory; IPython puts the working directory first (as ipykernel_launcher)
+    lazy_jupyter_client()
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance()

@@ -360,7 +360,7 @@ SPINNERS = ("import multiprocessing as mp, os, time\n"
 @needs_bwrap
 @needs_cgroups
 @pytest.mark.slow
-def test_two_cpu_hogs_keep_a_light_grading_within_2x_of_idle(sandbox):
+def test_two_cpu_hogs_keep_a_light_grading_within_3x_of_idle(sandbox):
     """Idle and loaded are measured in the same test, interleaved, so the shared machine's own load is in
     both; each hog runs 4 busy processes in sessions of their own, which without groups (the kernel's
     autogroups then share the CPU per session) would take 8/9 of it from the light run."""
@@ -394,7 +394,10 @@ def test_two_cpu_hogs_keep_a_light_grading_within_2x_of_idle(sandbox):
     ratio = statistics.median(loaded) / statistics.median(idle)
     print(f"light grading: idle {statistics.median(idle):.2f} s, with two 4-process CPU hogs "
           f"{statistics.median(loaded):.2f} s, ratio {ratio:.2f}")
-    assert ratio < 2.0, (idle, loaded)
+    # Measured side by side (2 cores): with groups 1.43 and 2.12, without (cgroups="off") 5.17 and 5.51. A
+    # light grading is now almost all CPU (no fixed waits at start or close), so with its fair third of two
+    # cores the ratio sits near 1.5-2.1; the bound sits between that and what the hogs take without groups.
+    assert ratio < 3.0, (idle, loaded)
 
 
 def cpu_seconds_of_concurrent_runs(sandbox, counts: tuple[int, ...], seconds: float) -> list[float]:

@@ -42,6 +42,17 @@ ETC_ALLOW = (
     "ssl/certs",
 )
 MiB = 1024 * 1024
+# every namespace bwrap can give a kernel (the uid is a real sandbox user, not a user namespace: bwrap.py),
+# tied to the grader's life, in a session of its own; probe.py checks the host can do exactly this
+ISOLATION = (
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--die-with-parent",
+    "--new-session",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,13 +149,7 @@ def bwrap_argv(config: BwrapConfig, request: KernelRequest, user: pwd.struct_pas
     scratch = str(lim.scratch_mb * MiB)
     args = [
         cfg.bwrap,
-        "--unshare-ipc",
-        "--unshare-pid",
-        "--unshare-net",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--die-with-parent",
-        "--new-session",
+        *ISOLATION,
         "--hostname",
         "titangrade",
         "--cap-drop",

@@ -33,15 +33,11 @@ def probe(bwrap: str = "bwrap", user: str = "tgsbx0") -> Probe:
         pwd.getpwnam(user)
     except KeyError:
         return Probe(False, f"sandbox user {user} does not exist; {FIX}")
+    from grading.sandbox.bwrap_command import ISOLATION  # the flags every sandboxed kernel gets
+
     argv = [
         path,
-        "--unshare-ipc",
-        "--unshare-pid",
-        "--unshare-net",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--die-with-parent",
-        "--new-session",
+        *ISOLATION,
         "--cap-drop",
         "ALL",
         "--ro-bind",

@@ -151,7 +151,7 @@ def write(session: Session, items: Sequence[Intake], *, settings: Settings) -> l
             continue
         if key is not None and (stored := earlier.get(key)) is not None:
             same = stored.request_hash is None or stored.request_hash == item.fingerprint
-            results.append(_accepted_row(stored) if same else key_reused(key[1], stored.id))
+            results.append(accepted(stored) if same else key_reused(key[1], stored.id))
             continue
         now = utcnow()
         try:
@@ -360,12 +360,13 @@ def _accepted(new: _New) -> Accepted:
     )
 
 
-def _accepted_row(row: Row) -> Accepted:
+def accepted(stored: Row | Submission) -> Accepted:
+    """A submission already stored (a Core row or the ORM object), as an Idempotency-Key replay answers it."""
     return Accepted(
-        id=row.id,
-        status=row.status,
-        exercise_id=row.exercise_id,
-        course=row.course,
-        attempt=row.attempt,
+        id=stored.id,
+        status=stored.status,
+        exercise_id=stored.exercise_id,
+        course=stored.course,
+        attempt=stored.attempt,
         created=False,
     )

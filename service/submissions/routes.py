@@ -15,7 +15,7 @@ from service.errors import ServiceError
 from service.openapi import errors
 from service.queue.service import SINGLE_REGRADE_PRIORITY
 from service.submissions import events, service
-from service.submissions.batch import Accepted, Intake
+from service.submissions.batch import Accepted, Intake, accepted
 from service.submissions.schemas import (
     OverrideCreate,
     OverridePublic,
@@ -124,7 +124,7 @@ async def submit(
 def _replayed(read_sessions, user, key: str, fingerprint: str) -> Accepted | None:
     with read_sessions() as session:
         first = service.replay(session, user=user, key=key, fingerprint=fingerprint)
-        found = service.accepted(first) if first is not None else None
+        found = accepted(first) if first is not None else None
         session.commit()
     return found
 

@@ -17,7 +17,6 @@ from sqlalchemy.orm import Session
 from grading.exercise import Exercise
 from service.auth.principal import Principal
 from service.config import Settings
-from service.courses import service as courses
 from service.db import utcnow
 from service.errors import Forbidden, NotFound, ServiceError, Unsatisfiable, clip
 from service.grades.models import OutboxEvent, ScoreOverride
@@ -153,17 +152,10 @@ def create(
         existing = replay(session, user=user, key=idempotency_key or "", fingerprint=fingerprint)
         if existing is None:
             raise
-        return accepted(existing), False
+        return batch.accepted(existing), False
     if isinstance(outcome, ServiceError):
         raise outcome
     return outcome, outcome.created
-
-
-def accepted(sub: Submission) -> batch.Accepted:
-    """A stored submission as the upload's response describes it (an Idempotency-Key replay)."""
-    return batch.Accepted(
-        id=sub.id, status=sub.status, exercise_id=sub.exercise_id, course=sub.course, attempt=sub.attempt, created=False
-    )
 
 
 def _not_found(submission_id: str) -> NotFound:
@@ -186,24 +178,6 @@ def wait_estimate(session: Session, *, sub: Submission, settings: Settings) -> d
         live_within_s=max(3 * settings.heartbeat_s, settings.lease_s),
     )
     return found.public() if found is not None else None
-
-
-supersedes = batch.supersedes
-
-
-def _supersede_earlier(session: Session, *, sub: Submission, exercise: Exercise, default: str) -> list[str]:
-    """Mark the learner's still-queued attempts at this exercise superseded by `sub` when its course's
-    policy says so (the intake does this in `batch.write`; kept for callers that store one row themselves)."""
-    if not supersedes(courses.supersede_policy(session, course=sub.course, default=default), exercise):
-        return []
-    return batch.supersede_queued(
-        session,
-        by_id=sub.id,
-        attempt=sub.attempt,
-        identity_id=sub.identity_id,
-        course=sub.course,
-        exercise_id=sub.exercise_id,
-    )
 
 
 def get(session: Session, *, user: Principal, submission_id: str) -> Submission:

@@ -82,10 +82,11 @@ def workload(*, learners: int, bursters: int, seed: int, catalogue) -> list[Arri
 def simulate(
     arrivals: list[Arrival], *, slots: int, policy: str, supersede: bool, url: str, catalogue, seed: int
 ) -> dict:
+    from service.courses.service import supersede_policy
     from service.db import make_engine, make_sessionmaker, transaction, upgrade
     from service.queue import service as queue
+    from service.submissions.batch import supersede_queued, supersedes
     from service.submissions.models import Submission
-    from service.submissions.service import _supersede_earlier
 
     engine = make_engine(url)
     upgrade(engine)
@@ -133,8 +134,9 @@ def simulate(
                     max_attempts=3,
                     learner=a.learner,
                 )
-                if supersede:
-                    _supersede_earlier(s, sub=sub, exercise=exercise, default="training")
+                if supersede and supersedes(supersede_policy(s, course=sub.course, default="training"), exercise):
+                    supersede_queued(s, by_id=sub.id, attempt=sub.attempt, identity_id=sub.identity_id,
+                                     course=sub.course, exercise_id=sub.exercise_id)
             submitted[sub.id], lane_of[sub.id], learner_of[sub.id] = a.t, exercise.manifest.lane, a.learner
             exercise_of[sub.id] = a.exercise_id
         while len(running) < slots:

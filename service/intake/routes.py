@@ -112,7 +112,10 @@ class IntegrationCreate(BaseModel):
 
     name: str = Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9._-]+$", description="used in ?integration=")
     issuer: str = Field(
-        min_length=1, max_length=200, description="learners it sends are identities of this issuer, e.g. the LMS's URL"
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]*$",  # no control characters: PostgreSQL refuses NUL (a 500 found by schemathesis)
+        description="learners it sends are identities of this issuer, e.g. the LMS's URL",
     )
 
 

@@ -25,13 +25,17 @@ from service.intake.models import IntakeIntegration
 from service.submissions.models import Submission
 from service.webhooks import signing
 
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"  # no control characters: PostgreSQL refuses NUL
+
 
 class Learner(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    subject: str = Field(min_length=1, max_length=200, description="the learner's id at the issuer")
-    issuer: str | None = Field(None, max_length=200, description="must be the integration's issuer if given")
-    name: str | None = Field(None, max_length=200)
+    subject: str = Field(min_length=1, max_length=200, pattern=PRINTABLE, description="the learner's id at the issuer")
+    issuer: str | None = Field(
+        None, max_length=200, pattern=PRINTABLE, description="must be the integration's issuer if given"
+    )
+    name: str | None = Field(None, max_length=200, pattern=PRINTABLE)
 
 
 class IntakeSubmission(BaseModel):

@@ -4,9 +4,14 @@ the grader's memory.
 Everything the kernel sends is hostile: a learner holds the session key and ipykernel's sockets. So
 every socket the grader opens gets a maximum frame size (libzmq drops a peer that sends more), small
 receive high-water marks, no linger and no reconnect, and messages are read frame by frame with
-`recv_bounded`: a multipart message is counted as it arrives and its frames are dropped past a cap,
-because libzmq's high-water mark counts whole messages and would queue an endless multipart message
-without limit. `rss_bytes` lets a reader notice memory growth that no socket option can prevent.
+`recv_bounded`, which counts every frame and drops the frames past a cap instead of copying them.
+
+What no socket option bounds: libzmq's high-water mark counts whole messages, and its reader sees no
+frame of a multipart message until the last frame has arrived (checked: a PUB sending only SNDMORE
+frames leaves its SUB unreadable). So a message that never ends is queued, unseen, inside libzmq for as
+long as its socket stays open. The readers therefore sample `rss_bytes` at least every 10 ms and, past
+their memory guard, close every socket of the kernel at once and have it killed: closing is the only
+stop, and the peak is the guard plus what arrives before the next sample.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ class Received:
 
     frames: list[bytes] | None
     charged: int  # bytes counted against the output budgets (frames + FRAME_CHARGE each)
-    endless: bool = False  # the message went past twice the cap, or stalled: the socket is mid-message
+    endless: bool = False  # the message went past twice the cap, or stalled: the socket is given up
 
     @property
     def oversized(self) -> bool:

@@ -34,6 +34,7 @@ MEMORY, CPU, FILE_SIZE, DISK, PROCESSES, OUTPUT, TIME = (
 )
 
 _EDGE = 64 * 1024
+_POLL_MS = 10  # the loop's longest sleep: the memory guard below is sampled at least this often
 RSS_GUARD_BYTES = 120 * MiB  # this process grew that much while the kernel ran: no socket bound explains it
 _ENAME = {"MemoryError": MEMORY, "OutOfMemoryError": MEMORY}
 _PATTERNS = [
@@ -172,12 +173,13 @@ class LimitWatcher(threading.Thread):
                 if self.deadline is not None and now > self.deadline:
                     self._kill_once(TIME)
                 if now >= next_rss:
-                    next_rss = now + 0.02
+                    next_rss = now + _POLL_MS / 1000
                     if self._rss0 and rss_bytes() - self._rss0 > RSS_GUARD_BYTES:
                         self._kill_once(OUTPUT)
+                        break  # hang up now: libzmq queues a message still arriving until its socket closes
                 if control.poll(0):
                     recv_bounded(control)  # interrupt replies (or anything else): read, never kept
-                if iopub not in dict(poller.poll(50)):
+                if iopub not in dict(poller.poll(_POLL_MS)):
                     continue
                 got = recv_bounded(iopub)
                 if got.endless:

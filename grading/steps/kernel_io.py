@@ -27,9 +27,9 @@ INTERRUPT_GRACE_S = 5.0  # a kernel that has not answered an interrupt by then i
 CELL_FLOOD_BYTES = 64 * MiB  # traffic while one cell runs; past it the cell is interrupted
 RUN_TRAFFIC_BYTES = 192 * MiB  # traffic of a whole run; past it learner cells stop running
 RSS_GUARD_BYTES = 100 * MiB  # grader memory growth during one cell that no socket bound explains
-_POLL_MS = 50
+_POLL_MS = 10  # the longest wait between checks: the memory guard is sampled at least this often
 _ALIVE_EVERY_S = 0.25
-_RSS_EVERY_S = 0.02
+_RSS_EVERY_S = 0.01
 _HANDSHAKE_RESEND_S = 0.1
 
 
@@ -70,6 +70,14 @@ class KernelIO:
             sock.close(linger=0)
         self.ctx.term()
 
+    def _hang_up(self, sock: zmq.Socket) -> None:
+        """Close a socket at once. libzmq's high-water mark counts whole messages and its reader sees no
+        frame of a message before the last one arrives, so a message that never ends is queued, unseen,
+        until its socket closes: the memory guard is the only sign, and closing the only stop."""
+        with contextlib.suppress(KeyError):
+            self.poller.unregister(sock)
+        sock.close(linger=0)
+
     # ---- one message ---------------------------------------------------------------------------------
 
     def _read(self, sock: zmq.Socket) -> tuple[Received, dict[str, Any] | None, str | None]:
@@ -78,6 +86,7 @@ class KernelIO:
         self.run_charged += got.charged
         if got.endless:
             self.broken = True
+            self._hang_up(sock)
         if got.frames is None:
             return got, None, "a message over the size limit" if got.charged else None
         try:
@@ -180,6 +189,8 @@ class KernelIO:
                 next_rss = now + _RSS_EVERY_S
                 if rss0 and rss_bytes() - rss0 > RSS_GUARD_BYTES:
                     run.flooded = self.broken = True  # growth no bound explains: stop listening, kill
+                    for sock in (self.shell, self.iopub, self.control):
+                        self._hang_up(sock)
             if now >= next_alive:
                 next_alive = now + _ALIVE_EVERY_S
                 if not self.is_alive():
@@ -192,10 +203,9 @@ class KernelIO:
                 timed_out = now > deadline
                 interrupted_at = now
                 self._interrupt_safely()
-            if (
-                interrupted_at is not None
-                and reply is None
-                and (now > interrupted_at + INTERRUPT_GRACE_S or self.broken or run.charged > 2 * flood_bytes)
+            if interrupted_at is not None and (
+                self.broken  # reply or not: nothing more can be read, so the caller kills the kernel
+                or (reply is None and (now > interrupted_at + INTERRUPT_GRACE_S or run.charged > 2 * flood_bytes))
             ):
                 run.status = "hung"
                 return self._finish(run, collector)

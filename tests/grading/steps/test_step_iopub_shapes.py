@@ -128,3 +128,66 @@ def test_a_kernel_gone_for_good_never_blocks_the_engine(tmp_path):
         assert time.monotonic() - started < 2 * SEND_TIMEOUT_MS / 1000 + 2
     finally:
         io.close()
+
+
+
+FLOODER = """
+import socket, struct, sys, zmq
+shell = zmq.Context().socket(zmq.ROUTER)
+shell_port = shell.bind_to_random_port("tcp://127.0.0.1")
+srv = socket.create_server(("127.0.0.1", 0))
+print(shell_port, srv.getsockname()[1], flush=True)
+iopub, _ = srv.accept()  # the engine's SUB; ZMTP 3.0 by hand, as a learner may write to the wire
+iopub.sendall(b"\\xff" + bytes(8) + b"\\x7f\\x03\\x00" + b"NULL".ljust(20, b"\\x00") + bytes(32))
+ready = b"\\x05READY\\x0bSocket-Type" + struct.pack(">I", 3) + b"PUB"
+iopub.sendall(bytes([0x04, len(ready)]) + ready)
+shell.recv_multipart()  # the engine's execute_request: now frames flagged MORE, never a last one
+frame = b"\\x03" + struct.pack(">Q", 65536) + b"z" * 65536
+while True:
+    iopub.sendall(frame)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_an_endless_message_is_stopped_by_hanging_up_past_the_memory_guard(monkeypatch):
+    """libzmq shows no frame of an unfinished message, so only the memory guard sees it: past the guard
+    the engine closes its sockets at once (freeing libzmq's queue) and reports the cell hung and flooded,
+    even after an execute_reply, instead of reading on until a kill."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from grading.sandbox.channels import MiB, rss_bytes
+    from grading.steps import kernel_io
+
+    monkeypatch.setattr(kernel_io, "RSS_GUARD_BYTES", 32 * MiB)
+    kernel = subprocess.Popen([sys.executable, "-c", FLOODER], stdout=subprocess.PIPE, text=True)
+    shell_port, iopub_port = kernel.stdout.readline().split()
+    urls = {"shell": f"tcp://127.0.0.1:{shell_port}", "iopub": f"tcp://127.0.0.1:{iopub_port}",
+            "control": f"tcp://127.0.0.1:{shell_port}"}
+    io = kernel_io.KernelIO(urls=urls, key=b"key", is_alive=lambda: kernel.poll() is None)
+    base = peak = rss_bytes()
+    done = threading.Event()
+
+    def sample():
+        nonlocal peak
+        while not done.wait(0.002):
+            peak = max(peak, rss_bytes())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        run = io.execute("1", limit_s=20, collector=OutputCollector(max_bytes=100), store_history=False, iopub_s=1)
+        grown_at_return = rss_bytes() - base
+        time.sleep(0.3)  # the kernel still floods: a socket left open would keep queueing it
+        assert rss_bytes() - base <= grown_at_return + 8 * MiB
+    finally:
+        done.set()
+        sampler.join()
+        kernel.kill()
+        kernel.wait()
+        io.close()
+    assert run.flooded and run.status == "hung"
+    assert io.broken and io.iopub.closed
+    assert 32 * MiB < peak - base < 32 * MiB + 48 * MiB, f"grew {(peak - base) / MiB:.0f} MB"

@@ -38,6 +38,27 @@ def test_kernel_boots_without_jupyter_client_managers_and_learners_still_get_the
 
 @needs_bwrap
 @pytest.mark.slow
+def test_kernel_skips_empty_flushes_and_loses_no_output(bwrap_sandbox):
+    """_kernel_boot.py's flush returns at once with nothing buffered; whatever was written still arrives,
+    in order, before the cell's reply is handled: prints, explicit flushes, both streams, a subprocess."""
+    s = bwrap_sandbox.start(KernelRequest(limits=SMALL))
+    run = Runner(s)
+    try:
+        status, out = run("import sys\nprint(type(sys.stdout).flush.__name__)")
+        assert (status, out.strip()) == ("ok", "flush_if_buffered")
+        status, out = run("import sys\nfor i in range(300):\n    print(i, end=' ')\n    if i % 7 == 0:\n"
+                          "        sys.stdout.flush()\nsys.stdout.flush()\nsys.stdout.flush()")
+        assert status == "ok" and out.split() == [str(i) for i in range(300)]
+        status, out = run("import os, sys\nprint('a')\nsys.stdout.flush()\nos.system('echo b')\n"
+                          "print('c', file=sys.stderr)")
+        assert status == "ok" and sorted(out.split()) == ["a", "b", "c"]  # two streams: no order between them
+    finally:
+        run.close()
+        s.close()
+
+
+@needs_bwrap
+@pytest.mark.slow
 def test_close_reaps_the_killed_kernel_itself(bwrap_sandbox, monkeypatch):
     """Not jupyter_client's shutdown_kernel, which interrupts the dead kernel and polls for its exit."""
     calls = []

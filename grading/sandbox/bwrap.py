@@ -38,7 +38,7 @@ from grading.sandbox.bwrap_command import (
     kernel_env,
 )
 from grading.sandbox.cgroups import NO_GROUP, RunGroup, run_groups
-from grading.sandbox.channels import bounded_socket, recv_bounded
+from grading.sandbox.channels import bounded_socket, read_message, recv_bounded
 from grading.sandbox.users import UidPool, kill_uid
 from grading.sandbox.watch import CPU, DISK, FILE_SIZE, MEMORY, LimitWatcher
 
@@ -75,8 +75,7 @@ def await_kernel_info(url: str, session: Session, *, timeout_s: float, is_alive:
             if got.frames is None:
                 continue
             try:
-                _, parts = session.feed_identities(got.frames, copy=True)
-                msg = session.deserialize(parts, content=False, copy=True)
+                msg = read_message(session, got.frames)
             except Exception:
                 continue
             if msg.get("msg_type") == "kernel_info_reply":

@@ -16,8 +16,10 @@ stop, and the peak is the guard plus what arrives before the next sample.
 
 from __future__ import annotations
 
+import hmac
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import zmq
 
@@ -87,6 +89,30 @@ def recv_bounded(sock: zmq.Socket, *, max_bytes: int = MAX_MESSAGE_BYTES, max_fr
             return Received(frames=None if over else frames, charged=charged)
         if charged > 2 * max_bytes:  # still going: leave the socket mid-message; the caller gives it up
             return Received(frames=None, charged=charged, endless=True)
+
+
+def read_message(session: Any, frames: list[bytes]) -> dict[str, Any]:
+    """One kernel message from its frames, signature checked, content left packed: what
+    `Session.deserialize(content=False)` gives, without its parsing of every ISO date in the headers
+    (dateutil; about a sixth of the grader's CPU per grading, for dates nothing here reads: header
+    dates stay strings). Raises ValueError, KeyError or TypeError for anything malformed or unsigned."""
+    _, parts = session.feed_identities(frames, copy=True)
+    if len(parts) < 5:
+        raise ValueError("malformed message: fewer than 5 parts")
+    if session.auth is not None and (not parts[0] or not hmac.compare_digest(parts[0], session.sign(parts[1:5]))):
+        raise ValueError("unsigned or badly signed message")
+    header = session.unpack(parts[1])
+    if not isinstance(header, dict):
+        raise TypeError("header is not an object")
+    return {
+        "header": header,
+        "msg_id": header["msg_id"],
+        "msg_type": header["msg_type"],
+        "parent_header": session.unpack(parts[2]),
+        "metadata": session.unpack(parts[3]),
+        "content": parts[4],
+        "buffers": [memoryview(b) for b in parts[5:]],
+    }
 
 
 def rss_bytes() -> int:

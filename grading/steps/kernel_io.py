@@ -20,7 +20,7 @@ from typing import Any
 import zmq
 from jupyter_client.session import Session
 
-from grading.sandbox.channels import MiB, Received, bounded_socket, recv_bounded, rss_bytes
+from grading.sandbox.channels import MiB, Received, bounded_socket, read_message, recv_bounded, rss_bytes
 from grading.steps.limit_output import Malformed, OutputCollector
 
 INTERRUPT_GRACE_S = 5.0  # a kernel that has not answered an interrupt by then is hung
@@ -90,8 +90,7 @@ class KernelIO:
         if got.frames is None:
             return got, None, "a message over the size limit" if got.charged else None
         try:
-            _, parts = self.session.feed_identities(got.frames, copy=True)
-            msg = self.session.deserialize(parts, content=False, copy=True)
+            msg = read_message(self.session, got.frames)
         except Exception:  # bad signature, bad JSON, missing parts: all the kernel's doing
             return got, None, "an unreadable message"
         if not isinstance(msg.get("header"), dict) or not isinstance(msg.get("parent_header"), dict):

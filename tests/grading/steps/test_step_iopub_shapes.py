@@ -191,3 +191,26 @@ def test_an_endless_message_is_stopped_by_hanging_up_past_the_memory_guard(monke
     assert run.flooded and run.status == "hung"
     assert io.broken and io.iopub.closed
     assert 32 * MiB < peak - base < 32 * MiB + 48 * MiB, f"grew {(peak - base) / MiB:.0f} MB"
+
+
+def test_read_message_checks_the_signature_and_leaves_dates_and_content_alone():
+    from jupyter_client.session import Session
+
+    from grading.sandbox.channels import read_message
+
+    session = Session(key=b"k")
+    msg = session.msg("stream", {"name": "stdout", "text": "hi"}, parent=session.msg("execute_request", {}))
+    frames = session.serialize(msg, ident=[b"id"])
+    got = read_message(session, frames)
+    plain = session.deserialize(session.feed_identities(frames)[1], content=False)
+    assert got["msg_type"] == plain["msg_type"] == "stream" and got["msg_id"] == plain["msg_id"]
+    assert got["parent_header"]["msg_id"] == plain["parent_header"]["msg_id"]
+    assert isinstance(got["header"]["date"], str) and got["content"] == plain["content"]  # packed, as before
+    forged = list(frames)
+    forged[-1] = b'{"name": "stdout", "text": "forged"}'  # content changed, signature kept
+    unsigned = [*frames[:2], b"", *frames[3:]]
+    for bad in (forged, unsigned, frames[:4]):
+        with pytest.raises((ValueError, KeyError, TypeError)):
+            read_message(session, bad)
+    with pytest.raises(ValueError):
+        read_message(Session(key=b"other"), frames)

@@ -94,7 +94,7 @@ def recv_bounded(sock: zmq.Socket, *, max_bytes: int = MAX_MESSAGE_BYTES, max_fr
 def read_message(session: Any, frames: list[bytes]) -> dict[str, Any]:
     """One kernel message from its frames, signature checked, content left packed: what
     `Session.deserialize(content=False)` gives, without its parsing of every ISO date in the headers
-    (dateutil; about a sixth of the grader's CPU per grading, for dates nothing here reads: header
+    (dateutil; about a tenth of the grader's CPU per grading, for dates nothing here reads: header
     dates stay strings). Raises ValueError, KeyError or TypeError for anything malformed or unsigned."""
     _, parts = session.feed_identities(frames, copy=True)
     if len(parts) < 5:

@@ -7,9 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.auth.models import LOCAL_ISSUER
+from service.patterns import PRINTABLE, PRINTABLE_NAME
 from service.timefmt import Timestamp
-
-NAME_PATTERN = r"^[^\x00-\x1f\x7f]+$"  # printable: no control characters (they would break headers and logs)
 
 
 class IdentityPublic(BaseModel):
@@ -27,19 +26,23 @@ class Me(BaseModel):
 
 class TokenCreate(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
-    subject: str = Field(min_length=1, max_length=200, pattern=NAME_PATTERN, description="the user's id at the issuer")
-    issuer: str = Field(LOCAL_ISSUER, min_length=1, max_length=200, pattern=NAME_PATTERN)
-    name: str | None = Field(None, max_length=200, pattern=NAME_PATTERN, description="display name (default: subject)")
+    subject: str = Field(
+        min_length=1, max_length=200, pattern=PRINTABLE_NAME, description="the user's id at the issuer"
+    )
+    issuer: str = Field(LOCAL_ISSUER, min_length=1, max_length=200, pattern=PRINTABLE_NAME)
+    name: str | None = Field(
+        None, max_length=200, pattern=PRINTABLE_NAME, description="display name (default: subject)"
+    )
     role: Literal["learner", "instructor", "admin"]
     course: str | None = Field(
         None,
         min_length=1,
         max_length=200,
-        pattern=NAME_PATTERN,
+        pattern=PRINTABLE_NAME,
         description="required for learner and instructor; admin is global",
     )
     expires_in_days: float = Field(90, gt=0, le=3650)
-    label: str = Field("", max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")
+    label: str = Field("", max_length=200, pattern=PRINTABLE)
 
 
 class TokenPublic(BaseModel):

@@ -12,9 +12,10 @@ from service.courses.schemas import CourseSettingsPublic, CourseSettingsUpdate
 from service.deps import SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden, clip
 from service.openapi import errors
+from service.patterns import PRINTABLE_NAME
 
 router = APIRouter(prefix="/courses", tags=["courses"])
-COURSE = Annotated[str, Path(max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
+COURSE = Annotated[str, Path(max_length=200, pattern=PRINTABLE_NAME)]
 
 
 def _require_teacher(user, course: str) -> None:

@@ -15,6 +15,7 @@ from service.errors import Forbidden, clip
 from service.intake import service
 from service.intake.models import IntakeIntegration
 from service.openapi import errors
+from service.patterns import PRINTABLE
 from service.submissions import service as submissions
 from service.submissions.routes import _accepted
 from service.submissions.schemas import SubmissionAccepted
@@ -114,7 +115,7 @@ class IntegrationCreate(BaseModel):
     issuer: str = Field(
         min_length=1,
         max_length=200,
-        pattern=r"^[^\x00-\x1f\x7f]*$",  # no control characters: PostgreSQL refuses NUL (a 500 found by schemathesis)
+        pattern=PRINTABLE,
         description="learners it sends are identities of this issuer, e.g. the LMS's URL",
     )
 

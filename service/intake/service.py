@@ -22,10 +22,9 @@ from service.db import utcnow
 from service.errors import NotAuthenticated, NotFound, ServiceError, clip
 from service.http_errors import validation_text
 from service.intake.models import IntakeIntegration
+from service.patterns import PRINTABLE
 from service.submissions.models import Submission
 from service.webhooks import signing
-
-PRINTABLE = r"^[^\x00-\x1f\x7f]*$"  # no control characters: PostgreSQL refuses NUL
 
 
 class Learner(BaseModel):

@@ -13,6 +13,7 @@ from grading.exercise import Exercise
 from service.deps import CatalogueDep, CurrentUser, LangDep, SessionDep, SettingsDep, StaffUser
 from service.errors import ServiceError
 from service.openapi import errors
+from service.patterns import PRINTABLE
 from service.queue.service import SINGLE_REGRADE_PRIORITY
 from service.submissions import events, service
 from service.submissions.batch import Accepted, Intake, accepted
@@ -26,7 +27,6 @@ from service.submissions.schemas import (
 )
 
 router = APIRouter(prefix="/submissions", tags=["submissions"])
-PRINTABLE = r"^[^\x00-\x1f\x7f]*$"  # no control characters (PostgreSQL refuses NUL; headers and logs break on CR/LF)
 SSE_EVENT = {  # one server-sent event; `data` is a JSON object whose `event` repeats the event name
     "type": "object",
     "required": ["data"],

@@ -59,6 +59,26 @@ def test_kernel_skips_empty_flushes_and_loses_no_output(bwrap_sandbox):
 
 @needs_bwrap
 @pytest.mark.slow
+def test_kernel_names_cells_with_crc32_and_tracebacks_still_show_their_source(bwrap_sandbox):
+    """_kernel_boot.py replaces ipykernel's pure-Python murmur2 cell-name hash with zlib's crc32: distinct
+    cells keep distinct files, and a traceback still quotes the line of the cell that raised."""
+    s = bwrap_sandbox.start(KernelRequest(limits=SMALL))
+    run = Runner(s)
+    try:
+        status, out = run("from ipykernel import compiler\nprint(compiler.murmur2_x86.__name__, "
+                          "compiler.get_file_name('a = 1') != compiler.get_file_name('a = 2'))")
+        assert (status, out.strip()) == ("ok", "crc32_x86 True")
+        status, out = run("def f():\n    raise ValueError('boom ' + 'here')\n")
+        assert status == "ok"
+        status, out = run("import traceback\ntry:\n    f()\nexcept ValueError:\n    traceback.print_exc()")
+        assert status == "ok" and "raise ValueError('boom ' + 'here')" in out and "f()" in out
+    finally:
+        run.close()
+        s.close()
+
+
+@needs_bwrap
+@pytest.mark.slow
 def test_close_reaps_the_killed_kernel_itself(bwrap_sandbox, monkeypatch):
     """Not jupyter_client's shutdown_kernel, which interrupts the dead kernel and polls for its exit."""
     calls = []

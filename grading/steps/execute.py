@@ -20,6 +20,7 @@ from grading.exercise import Limits
 from grading.i18n import t
 from grading.result import CellReport
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
+from grading.steps.call_results import call_results
 from grading.steps.grader_cells import ANSWERS_MIME, GraderCell, GraderPlan, payload_of, read_payload
 from grading.steps.kernel_io import RUN_TRAFFIC_BYTES, CellRun, KernelIO
 from grading.steps.limit_output import OutputCollector
@@ -101,12 +102,17 @@ def run_notebook(
         finally:
             for limit in session.close() or []:
                 result.hit(limit)
-        if done.restart_for is None or attempt == MAX_ATTEMPTS - 1:
+        unsure = run.unsure_death and attempt < MAX_ATTEMPTS - 1 and run.left_s() > 0
+        if (done.restart_for is None and not unsure) or attempt == MAX_ATTEMPTS - 1:
             break
-        skip[done.restart_for] = done.reports[done.restart_for]
+        if done.restart_for is not None:
+            skip[done.restart_for] = done.reports[done.restart_for]
+        else:  # see _run_extraction_once: run again, each check's calls in a cell of their own
+            run.plan, run.unsure_death = run.plan.isolated(), False
         result.restarts += 1
         result.payloads.clear()
         result.extract_failures.clear()
+        result.limits_hit = [limit for limit in result.limits_hit if limit != "answer limit"]
         progress({"event": "restart", "skipped": done.restart_for})
     result.cells = [done.reports[i] for i in range(len(learner))]
     result.outputs = [done.outputs.get(i, []) for i in range(len(learner))]
@@ -127,6 +133,7 @@ class _Run:
     result: Execution
     progress: Callable[[dict], None]
     kept_bytes: int = 0  # learner output kept so far, all cells
+    unsure_death: bool = False  # the kernel died in a cell of several checks' calls, which one unknown
     poll_limits: Callable[[], set[str]] = set  # the current session's limits seen so far (cgroup OOM kills)
 
     def left_s(self) -> float:
@@ -187,7 +194,8 @@ def _give_up(
     for k in range(i + 1, len(learner)):
         attempt.reports[k] = skip.get(k) or CellReport(index=k, status="skipped", message=message)
     for cell in plan.extract:
-        result.extract_failures[cell.label] = message
+        for label in cell.labels:
+            result.extract_failures[label] = message
 
 
 def _grader_collector() -> OutputCollector:
@@ -198,15 +206,16 @@ def _grader_collector() -> OutputCollector:
 def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) -> CellRun:
     left = run.grader_left_s()
     nonce = run.plan.nonce
+    limits = cell.step_limits
     done = io.execute(
         cell.source,
-        limit_s=max(min(cell.budget_s, left), 0.0),
+        limit_s=max(min(limits[0] if limits else cell.budget_s, left), 0.0),
         collector=_grader_collector(),
         store_history=False,
         iopub_s=min(GRADER_IOPUB_S, max(left, 1.0)),
         run_cap=False,
-        step=(lambda out: payload_of(out, nonce=nonce) is not None) if cell.call_indices else None,
-        steps=max(len(cell.call_indices), 1),
+        step=(lambda out: payload_of(out, nonce=nonce) is not None) if limits else None,
+        step_limits=limits,
         cap_s=max(left, 0.0),
     )
     if fatal and done.status != "ok":
@@ -295,14 +304,15 @@ def _run_extractions(io: KernelIO, *, run: _Run) -> None:
     gone: str | None = None
     for cell in run.plan.extract:
         if gone is not None:
-            run.result.extract_failures.setdefault(cell.label, gone)
-        elif cell.label not in run.result.extract_failures:  # else an earlier call of this check failed it
+            for label in cell.labels:
+                run.result.extract_failures.setdefault(label, gone)
+        else:
             gone = _run_extraction(io, cell, run=run)
 
 
 def _run_extraction(io: KernelIO, cell: GraderCell | None, *, run: _Run) -> str | None:
     """Run one extraction cell (and, for calls, the rest of them after an interrupted one); keep its
-    payload; returns why the kernel is gone, if it is."""
+    payloads; returns why the kernel is gone, if it is."""
     while cell is not None:
         gone, cell = _run_extraction_once(io, cell, run=run)
         if gone is not None:
@@ -310,62 +320,67 @@ def _run_extraction(io: KernelIO, cell: GraderCell | None, *, run: _Run) -> str 
     return None
 
 
-def _call_results(cell: GraderCell, done: CellRun, *, nonce: str) -> tuple[dict[str, Any] | None, int]:
-    """A cell of calls: its results in time as one payload, and how many calls that covers. A call without a
-    result in time (interrupted, or the cell ended early) scores as a timeout and the caller re-runs the
-    calls after it; with the kernel dead, or a result lost or unreadable, there is no payload (as when one
-    cell made one call)."""
-    payloads = [p for p in (payload_of(out, nonce=nonce) for out in done.steps) if p is not None]
-    wires = [p["calls"].get(cell.check) if isinstance(p.get("calls"), dict) else None for p in payloads]
-    if len(wires) == 1 and wires[0] == {"__missing__": True}:
-        return payloads[0], len(cell.call_indices)
-    results = [w[0] for w in wires if isinstance(w, list) and len(w) == 1]
-    complete = len(results) == len(cell.call_indices)
-    lost = done.status == "dead" or done.truncated or done.flooded or bool(done.malformed)
-    if len(results) != len(wires) or (not complete and lost):
-        return None, len(cell.call_indices)
-    if not complete:
-        results.append({"__raised__": {"type": "__timeout__", "message": f"exceeded {cell.budget_s:g} s"}})
-    return {"nonce": nonce, "answers": {}, "calls": {cell.check: results}}, len(results)
-
-
 def _run_extraction_once(io: KernelIO, cell: GraderCell, *, run: _Run) -> tuple[str | None, GraderCell | None]:
     """One extraction cell: (why the kernel is gone, if it is; the cell of calls still to make, if any)."""
     result, lang = run.result, run.lang
     if run.grader_left_s() <= 0:
         result.hit(TIME)
-        result.extract_failures[cell.label] = t("checking_timeout", lang, where=cell.label)
-        return result.extract_failures[cell.label], None
+        for label in cell.labels:
+            result.extract_failures[label] = t("checking_timeout", lang, where=label)
+        return result.extract_failures[cell.labels[0]], None
     done = _run_grader_cell(io, cell, run=run, fatal=False)
-    rest, covered = None, 0
-    if cell.call_indices:
-        payload, covered = _call_results(cell, done, nonce=run.plan.nonce)
-        alive = done.status in ("ok", "error", "timeout")
-        rest = run.plan.rest_of(cell, covered) if payload is not None and alive else None
-    else:
-        payload = read_payload(done.outputs, nonce=run.plan.nonce)
     if done.status in ("timeout", "hung"):
         result.hit(TIME)
-    gone = {
-        "dead": t("kernel_died_checking", lang, where=cell.label),
-        "hung": t("checking_timeout", lang, where=cell.label),
+    if not cell.parts:
+        gone = _kernel_gone(done, where=cell.label, lang=lang)
+        payload = read_payload(done.outputs, nonce=run.plan.nonce)
+        sized = payload is None and (done.truncated or any("size limit" in why for why in done.malformed))
+        _keep(run, cell.label, payload, done, gone=gone, too_big=sized)
+        return gone, None
+    calls = call_results(cell, done, nonce=run.plan.nonce)
+    ended = next(reversed(calls.payloads))  # the part the cell ended in (its last part if it ran them all)
+    gone = _kernel_gone(done, where=ended, lang=lang)
+    if done.status == "dead" and ended != cell.parts[-1].label:
+        # A kernel that dies takes with it the results its iopub thread had not yet sent: the last ones of
+        # the part before the fatal call may be lost, so the part that seems to end the cell may not be
+        # the one that killed it. The run is done again with one cell per part, where a part's results
+        # are all read before the next part starts (run_notebook), so no check is blamed for another's.
+        run.unsure_death = True
+    for label, payload in calls.payloads.items():
+        if gone is not None and label == ended and calls.ended_early:
+            payload = None  # the calls after its interrupted one can never run: the check fails as a whole
+        _keep(run, label, payload, done, gone=gone if label == ended else None, too_big=label in calls.too_big)
+    if gone is not None:
+        for label in cell.labels:
+            if label not in calls.payloads:  # parts the cell never reached
+                result.extract_failures.setdefault(label, gone)
+        return gone, None
+    return None, run.plan.rest_of(cell, calls.covered) if calls.ended_early else None
+
+
+def _kernel_gone(done: CellRun, *, where: str, lang: str) -> str | None:
+    return {
+        "dead": t("kernel_died_checking", lang, where=where),
+        "hung": t("checking_timeout", lang, where=where),
     }.get(done.status)
-    too_big = payload is None and (done.truncated or any("size limit" in why for why in done.malformed))
+
+
+def _keep(
+    run: _Run, label: str, payload: dict[str, Any] | None, done: CellRun, *, gone: str | None, too_big: bool
+) -> None:
+    """Keep one label's payload, counted against the run's answer cap, or say why there is none."""
+    result, lang = run.result, run.lang
     if too_big or (payload is not None and not run.plan.admit_payload(payload)):  # the run's answer cap
         result.hit("answer limit")
-        result.payloads.pop(cell.label, None)
-        result.extract_failures[cell.label] = t("answers_too_large", lang, limit_mb=MAX_ANSWER_BYTES // 2**20)
-        return gone, None
-    if payload is not None:
-        _merge_payload(result, cell.label, payload)
-    if payload is None:  # one call without a result fails the whole check, as one cell per check did
-        result.payloads.pop(cell.label, None)
-        result.extract_failures[cell.label] = gone or t(
-            "checking_timeout" if done.status == "timeout" else "answers_unreadable", lang, where=cell.label
+        result.payloads.pop(label, None)
+        result.extract_failures[label] = t("answers_too_large", lang, limit_mb=MAX_ANSWER_BYTES // 2**20)
+    elif payload is None:
+        result.payloads.pop(label, None)
+        result.extract_failures[label] = gone or t(
+            "checking_timeout" if done.status == "timeout" else "answers_unreadable", lang, where=label
         )
-    elif gone is not None and cell.call_indices and covered < len(cell.call_indices):
-        result.extract_failures.setdefault(cell.label, gone)  # the calls after it never ran
-    return gone, rest
+    else:
+        _merge_payload(result, label, payload)
 
 
 def _merge_payload(result: Execution, label: str, payload: dict[str, Any]) -> None:

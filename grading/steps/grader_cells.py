@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +30,46 @@ MIN_SCRUB_CHARS = 4  # shorter hidden strings are not scrubbed (they would cut u
 
 
 @dataclass(frozen=True, kw_only=True)
+class CallPart:
+    """One check's calls within a cell of calls: results and failures are kept under `label` (a check's
+    public calls, or its hidden cases), `indices` say which of the reference's calls, in reference order."""
+
+    label: str
+    check: str
+    answer: str  # the learner's function they call
+    indices: tuple[int, ...]
+    calls: tuple[dict[str, Any], ...]  # their inputs, one per index
+    timeout_s: float  # the kernel's alarm per call; the grader's clock allows CALL_SLACK_S more
+
+    @property
+    def steps(self) -> int:
+        """Results the kernel publishes for this part: one per call (a missing function: one marker per
+        call), one empty result for a check without calls."""
+        return max(len(self.indices), 1)
+
+
+@dataclass(frozen=True, kw_only=True)
 class GraderCell:
     """A cell the learner never sees; `label` names it in messages, `budget_s` is its time limit."""
 
     label: str
     source: str
     budget_s: float
-    check: str | None = None  # function checks: the check whose calls this cell makes
-    call_indices: tuple[int, ...] = ()  # ...and which of the reference's calls, in reference order
-    answer: str = ""  # ...the learner's function they call
-    calls: tuple[dict[str, Any], ...] = ()  # ...their inputs, one per call index
-    # A cell of calls runs them one after the other, each under its own clock (`budget_s` per call, from
-    # the previous call's result), and publishes each result as it ends (kernel_side.each_call).
+    parts: tuple[CallPart, ...] = ()  # a cell of calls: the checks' calls it makes, in order
+    # A cell of calls runs them one after the other, each under its own clock (its part's timeout_s plus
+    # CALL_SLACK_S, from the previous call's result), and publishes each result as it ends
+    # (kernel_side.each_call). One cell carries every check's public calls, another every hidden one:
+    # a round trip per check cost more than most calls themselves.
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Where this cell's results (or the reason it has none) are kept."""
+        return tuple(dict.fromkeys(p.label for p in self.parts)) or (self.label,)
+
+    @property
+    def step_limits(self) -> tuple[float, ...]:
+        """The grader's clock for each published result, in order (empty: not a cell of calls)."""
+        return tuple(p.timeout_s + CALL_SLACK_S for p in self.parts for _ in range(p.steps))
 
 
 @dataclass(kw_only=True)
@@ -56,29 +84,38 @@ class GraderPlan:
 
     payload_bytes: int = 0  # answers payload admitted so far this run (see admit_payload)
 
+    def isolated(self) -> GraderPlan:
+        """The same plan with each check's calls in a cell of their own (the engine's re-run after a kernel
+        died in a cell of several checks' calls); labels, call indices and limits unchanged."""
+        cells: list[GraderCell] = []
+        for cell in self.extract:
+            if len(cell.parts) <= 1:
+                cells.append(cell)
+                continue
+            cells.extend(call_cell(p.label, parts=(p,), handle=self.handle, nonce=self.nonce) for p in cell.parts)
+        return replace(self, extract=cells, payload_bytes=0)
+
     def rest_of(self, cell: GraderCell, done: int) -> GraderCell | None:
-        """The cell for `cell`'s calls after its first `done` (None when none are left): a call the grader
-        interrupted ends its cell, and the calls after it still run."""
-        if done >= len(cell.call_indices):
-            return None
-        return call_cell(
-            cell.label,
-            check=cell.check or "",
-            answer=cell.answer,
-            calls=cell.calls[done:],
-            indices=cell.call_indices[done:],
-            handle=self.handle,
-            nonce=self.nonce,
-            timeout_s=cell.budget_s - CALL_SLACK_S,
-        )
+        """The cell for `cell`'s calls after its first `done` published results (None when none are
+        left): a call the grader interrupted ends its cell, and the calls after it still run."""
+        rest: list[CallPart] = []
+        for part in cell.parts:
+            if done >= part.steps:
+                done -= part.steps
+                continue
+            if done:
+                part = replace(part, indices=part.indices[done:], calls=part.calls[done:])
+                done = 0
+            rest.append(part)
+        return call_cell(cell.label, parts=tuple(rest), handle=self.handle, nonce=self.nonce) if rest else None
 
     def parts_of(self, check: str) -> list[tuple[str, tuple[int, ...]]]:
-        """(label, call indices) of the payloads holding `check`'s call results, public part first; cells
-        sharing a label have their results merged under it in plan order."""
+        """(label, call indices) of the payloads holding `check`'s call results, public part first."""
         parts: dict[str, list[int]] = {}
         for c in self.extract:
-            if c.check == check:
-                parts.setdefault(c.label, []).extend(c.call_indices)
+            for part in c.parts:
+                if part.check == check:
+                    parts.setdefault(part.label, []).extend(part.indices)
         return [(label, tuple(indices)) for label, indices in parts.items()]
 
     def admit_payload(self, payload: Any, *, max_bytes: int = MAX_ANSWER_BYTES) -> bool:
@@ -92,8 +129,9 @@ class GraderPlan:
 
 
 def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
-    """Seed, one extraction cell for plain answers, then per function check one cell of public calls, and
-    after all of those one cell of hidden calls per check (a crash loses only that cell)."""
+    """Seed, one extraction cell for plain answers, one cell of every function check's public calls, the
+    provenance cell, then one cell of every hidden call: no hidden input reaches the kernel before the
+    last public call has run."""
     m = exercise.manifest
     nonce = secrets.token_hex(16)
     handle = f"_tg_{secrets.token_hex(6)}"
@@ -129,8 +167,8 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         ),
     ]
     checks = reference.get("checks", {})
-    public_cells: list[GraderCell] = []
-    hidden_cells: list[GraderCell] = []
+    public_parts: list[CallPart] = []
+    hidden_parts: list[CallPart] = []
     hidden_inputs: list[str] = []
     for check in m.checks:
         if check.kind != "function":
@@ -142,27 +180,19 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         hidden = tuple(i for i, c in enumerate(calls) if not c.get("public", False))
         for c in (calls[i] for i in hidden):
             hidden_inputs.extend(_strings([c.get("args", []), c.get("kwargs", {}), c.get("expect")]))
-        # A check with no calls still gets one (empty) cell, so a missing function is reported as such.
-        parts = [(f"check {check.name}", public, public_cells)] if public or not hidden else []
+        # A check with no calls still gets one (empty) part, so a missing function is reported as such.
+        split = [(f"check {check.name}", public, public_parts)] if public or not hidden else []
         if hidden:
-            parts.append((f"check {check.name}, hidden cases", hidden, hidden_cells))
-        for label, indices, into in parts:
-            # one cell per part, one clock per call: the grader's clock (budget_s) bounds each call, whatever
-            # the kernel does to its own alarm (kernel_io's timed steps); a round trip per call cost more than
-            # most calls themselves
+            split.append((f"check {check.name}, hidden cases", hidden, hidden_parts))
+        for label, indices, into in split:
             sent = tuple({"args": calls[i].get("args", []), "kwargs": calls[i].get("kwargs", {})} for i in indices)
-            into.append(
-                call_cell(
-                    label,
-                    check=check.name,
-                    answer=check.answer,
-                    calls=sent,
-                    indices=indices,
-                    handle=handle,
-                    nonce=nonce,
-                    timeout_s=timeout,
-                )
+            part = CallPart(
+                label=label, check=check.name, answer=check.answer, indices=indices, calls=sent, timeout_s=timeout
             )
+            into.append(part)
+    public_cells = [call_cell("checks", parts=tuple(public_parts), handle=handle, nonce=nonce)] if public_parts else []
+    hidden_cells = [call_cell("hidden cases", parts=tuple(hidden_parts), handle=handle, nonce=nonce)]
+    hidden_cells = hidden_cells if hidden_parts else []
     hidden_strings = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
     public_text = _public_text(exercise, checks)
     scrub = (nonce, handle, *(h for h in hidden_strings if len(h) >= MIN_SCRUB_CHARS and h not in public_text))
@@ -185,30 +215,19 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
     )
 
 
-def call_cell(
-    label: str,
-    *,
-    check: str,
-    answer: str,
-    calls: tuple[dict[str, Any], ...],
-    indices: tuple[int, ...],
-    handle: str,
-    nonce: str,
-    timeout_s: float,
-) -> GraderCell:
-    """The cell making `calls` of a function check, results published one by one."""
-    payload = {check: {"answer": answer, "calls": list(calls)}}
+def call_cell(label: str, *, parts: tuple[CallPart, ...], handle: str, nonce: str) -> GraderCell:
+    """The cell making every call of `parts`, in order, each result published as it ends."""
+    payload = {
+        p.check: {"answer": p.answer, "calls": list(p.calls), "timeout_s": p.timeout_s} for p in parts
+    }  # a check appears once per cell: its public and its hidden calls never share one
     return GraderCell(
         label=label,
-        check=check,
-        call_indices=indices,
-        answer=answer,
-        calls=calls,
+        parts=parts,
         source=(
             f"import json as _tg_json\n{handle}({nonce!r}, {{}}, "
-            f"_tg_json.loads({json.dumps(payload)!r}), {timeout_s!r}, True)\ndel _tg_json\n"
+            f"_tg_json.loads({json.dumps(payload)!r}), {DEFAULT_CALL_TIMEOUT_S!r}, True)\ndel _tg_json\n"
         ),
-        budget_s=timeout_s + CALL_SLACK_S,
+        budget_s=sum(p.timeout_s + CALL_SLACK_S for p in parts for _ in range(p.steps)),
     )
 
 

@@ -142,15 +142,16 @@ class KernelIO:
         flood_bytes: int = CELL_FLOOD_BYTES,
         run_cap: bool = True,
         step: Callable[[dict[str, Any]], bool] | None = None,
-        steps: int = 1,
+        step_limits: tuple[float, ...] = (),
         cap_s: float | None = None,
     ) -> CellRun:
         """Run `code`; keep its outputs in `collector`. Never raises for anything the kernel sends.
         `run_cap=False` for the grader's own cells: past the run's traffic cap they still read answers.
         A cell of several timed steps (one function call each) passes `step`, which says whether a kept
-        output is one step's result: each of the first `steps` such outputs restarts the `limit_s` clock
-        (never past `cap_s` from the start) and is listed in `CellRun.steps`; one arriving after the
-        interrupt is not listed."""
+        output is one step's result, and `step_limits`, each step's own clock: `limit_s` runs until the
+        first result, and the k-th result restarts the clock at `step_limits[k]` (never past `cap_s` from
+        the start). The first len(step_limits) results are listed in `CellRun.steps`; one arriving after
+        the interrupt is not listed."""
         msg = self.session.msg(
             "execute_request",
             {
@@ -171,7 +172,8 @@ class KernelIO:
         except zmq.Again:  # no kernel on the other end any more
             return CellRun(status="dead" if not self.is_alive() else "hung")
         start = time.monotonic()
-        hard = start + (cap_s if cap_s is not None else limit_s * steps)
+        steps = len(step_limits) if step is not None else 0
+        hard = start + (cap_s if cap_s is not None else max(limit_s, sum(step_limits)))
         deadline = min(start + limit_s, hard)
         rss0 = rss_bytes()
         interrupted_at: float | None = None
@@ -232,7 +234,8 @@ class KernelIO:
                     grew = len(collector.outputs) > kept and interrupted_at is None and len(run.steps) < steps
                     if step is not None and grew and step(collector.outputs[-1]):
                         run.steps.append(collector.outputs[-1])  # one step's result, in time: next clock
-                        deadline = min(time.monotonic() + limit_s, hard)
+                        clock = step_limits[min(len(run.steps), steps - 1)]
+                        deadline = min(time.monotonic() + clock, hard)
         run.reply = reply or {}
         status = run.reply.get("status")
         if timed_out:

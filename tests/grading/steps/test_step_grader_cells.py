@@ -1,4 +1,5 @@
 """Grader cells carry inputs, a nonce and a random handle, never an expected value; payloads need the nonce."""
+import ast
 import json
 
 from grading.steps.grader_cells import ANSWERS_MIME, plan, read_payload
@@ -24,15 +25,52 @@ def test_no_expected_value_enters_a_grader_cell(toy_catalogue):
     assert json.dumps(reference["checks"]["reward_function"]["calls"][0]["args"]) in sources.replace(" ", "").replace(",", ", ")
     assert p.nonce in p.extract[0].source and p.nonce not in p.seed.source
     assert p.handle in p.seed.source and "1234" in p.seed.source
-    labels = ["answers", "check reward_function", "provenance", "check reward_function, hidden cases"]
-    assert list(dict.fromkeys(c.label for c in p.extract)) == labels  # the toy's function is `own`
-    assert [c.call_indices for c in p.extract if c.check] == [(0, 1), (2, 3, 4, 5)]  # one cell per part, public first
-    rest = p.rest_of(p.extract[-1], 1)  # an interrupted call ends its cell; the calls after it run in a new one
-    assert rest is not None and rest.call_indices == (3, 4, 5) and rest.label == p.extract[-1].label
-    assert rest.calls == p.extract[-1].calls[1:] and rest.budget_s == p.extract[-1].budget_s
-    assert p.rest_of(p.extract[-1], 4) is None
+    assert [c.label for c in p.extract] == ["answers", "checks", "provenance", "hidden cases"]  # the toy's function is `own`
+    parts = [part for c in p.extract for part in c.parts]
+    assert [(part.label, part.indices) for part in parts] == [
+        ("check reward_function", (0, 1)), ("check reward_function, hidden cases", (2, 3, 4, 5))]  # public first
+    hidden = p.extract[-1]
+    assert hidden.step_limits == (3.5,) * 4  # timeout_s 2 + the grader's slack, one clock per call
+    rest = p.rest_of(hidden, 1)  # an interrupted call ends its cell; the calls after it run in a new one
+    assert rest is not None and rest.parts[0].indices == (3, 4, 5) and rest.labels == hidden.labels
+    assert rest.parts[0].calls == hidden.parts[0].calls[1:] and rest.step_limits == (3.5,) * 3
+    assert p.rest_of(hidden, 4) is None
     assert p.parts_of("reward_function") == [("check reward_function", (0, 1)),
                                              ("check reward_function, hidden cases", (2, 3, 4, 5))]
+
+
+def test_one_cell_carries_every_check_s_public_calls_and_one_every_hidden_call():
+    """A round trip per check cost more than most calls: ch07.wordle_reward's function checks share two
+    cells, each check keeping its own label, time limit and call indices, and a re-run after an
+    interrupted call picks up inside the right check."""
+    from grading.exercise import Catalogue
+
+    exercise = Catalogue().get("ch07.wordle_reward")
+    reference = exercise.reference()
+    p = plan(exercise, reference=reference)
+    calls_cells = [c for c in p.extract if c.parts]
+    assert [c.label for c in calls_cells] == ["checks", "hidden cases"]
+    functions = [c.name for c in exercise.manifest.checks if c.kind == "function"]
+    public, hidden = calls_cells
+    order = {name: i for i, name in enumerate(functions)}
+    for cell in calls_cells:  # manifest order within each cell; every function check in one or both
+        assert [order[part.check] for part in cell.parts] == sorted(order[part.check] for part in cell.parts)
+    assert {part.check for c in calls_cells for part in c.parts} == set(functions) and len(public.parts) > 1
+    assert len(public.step_limits) == sum(part.steps for part in public.parts)
+    for cell in calls_cells:
+        assert len(cell.labels) == len(cell.parts) and all(label.startswith("check ") for label in cell.labels)
+        sent = json.loads(next(ast.literal_eval(node.args[0]) for node in ast.walk(ast.parse(cell.source))
+                               if isinstance(node, ast.Call) and ast.unparse(node.func) == "_tg_json.loads"))
+        assert list(sent) == [part.check for part in cell.parts]
+        for part in cell.parts:
+            spec = reference["checks"][part.check]
+            assert sent[part.check]["timeout_s"] == part.timeout_s == float(spec.get("timeout_s", 10.0))
+            assert [c["args"] for c in sent[part.check]["calls"]] == [spec["calls"][i]["args"] for i in part.indices]
+    cell, k = next((c, i) for c in calls_cells for i, part in enumerate(c.parts) if i and len(part.indices) >= 2)
+    before = sum(part.steps for part in cell.parts[:k])
+    rest = p.rest_of(cell, before + 1)  # interrupted in a later check's second call
+    assert rest.parts[0].check == cell.parts[k].check and rest.parts[0].indices == cell.parts[k].indices[1:]
+    assert rest.parts[1:] == cell.parts[k + 1 :]
 
 
 def test_every_public_call_runs_before_any_hidden_input_reaches_the_kernel():
@@ -42,10 +80,11 @@ def test_every_public_call_runs_before_any_hidden_input_reaches_the_kernel():
     exercise = Catalogue().get("ch07.wordle_reward")
     reference = exercise.reference()
     p = plan(exercise, reference=reference)
-    labels = [c.label for c in p.extract]
-    first_hidden = next(i for i, label in enumerate(labels) if label.endswith("hidden cases"))
-    assert all(label.endswith("hidden cases") for label in labels[first_hidden:])
-    assert "check feedback_string" in labels[:first_hidden]  # its check comes after hidden_cases in the manifest
+    labels = [c.labels for c in p.extract]
+    first_hidden = next(i for i, cell in enumerate(labels) if any(label.endswith("hidden cases") for label in cell))
+    assert all(label.endswith("hidden cases") for cell in labels[first_hidden:] for label in cell)
+    before_labels = [label for cell in labels[:first_hidden] for label in cell]
+    assert "check feedback_string" in before_labels  # its check comes after hidden_cases in the manifest
     calls = [c for spec in reference["checks"].values() for c in spec.get("calls", [])]
     public = {json.dumps(c["args"]) for c in calls if c.get("public")}
     hidden = [json.dumps(c["args"]) for c in calls if not c.get("public") and json.dumps(c["args"]) not in public]

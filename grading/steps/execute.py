@@ -87,6 +87,7 @@ def run_notebook(
         progress=progress,
     )
     for attempt in range(MAX_ATTEMPTS):
+        began = time.monotonic()
         try:
             session = sandbox.start(request)
         except GraderFault as exc:
@@ -102,7 +103,8 @@ def run_notebook(
         finally:
             for limit in session.close() or []:
                 result.hit(limit)
-        unsure = run.unsure_death and attempt < MAX_ATTEMPTS - 1 and run.left_s() > 0
+        # a re-run for an unsure death only if it can finish: it would otherwise lose the answers in hand
+        unsure = run.unsure_death and attempt < MAX_ATTEMPTS - 1 and run.left_s() > 1.5 * (time.monotonic() - began)
         if (done.restart_for is None and not unsure) or attempt == MAX_ATTEMPTS - 1:
             break
         if done.restart_for is not None:

@@ -67,13 +67,13 @@ def _learner(extra: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_notebook(cells=[*cells, nbformat.v4.new_code_cell(extra)] if extra else cells)
 
 
-def _run(extra: str):
+def _run(extra: str, **limits):
     exercise = Catalogue().get(WORDLE)
     p = plan(exercise, reference=exercise.reference())
     from grading.sandbox import make_sandbox
 
     return p, run_notebook(_learner(extra), plan=p, sandbox=make_sandbox("unsafe-local"),
-                           request=KernelRequest(limits=exercise.manifest.limits))
+                           request=KernelRequest(limits=exercise.manifest.limits.model_copy(update=limits)))
 
 
 # partial_answer misbehaves on its second call from the grader (the first hidden one: the public check
@@ -112,6 +112,17 @@ def test_a_kernel_death_in_one_check_fails_it_and_the_checks_after_it_and_keeps_
     assert "partial_credit" in died and result.extract_failures["check feedback_string, hidden cases"] == died
     assert "check partial_credit, hidden cases" not in result.payloads
     assert result.payloads["check partial_credit"]["calls"]["partial_credit"] != {"__missing__": True}
+
+
+@pytest.mark.slow
+def test_no_re_run_that_could_not_finish_in_the_run_s_time_the_answers_in_hand_are_kept():
+    """The same death with a learner cell that takes 4 of the run's 10 s: a re-run would not fit, so none
+    is started and what the first kernel sent stands."""
+    p, result = _run("import time\ntime.sleep(4)\n" + ARMED + "        os._exit(1)\n    return _real(*a, **k)\n",
+                     run_timeout_s=10, cell_timeout_s=6)
+    assert result.restarts == 0 and "answers" in result.payloads
+    assert len(result.payloads["check hidden_cases, hidden cases"]["calls"]["hidden_cases"]) == 9
+    assert "check feedback_string, hidden cases" in result.extract_failures
 
 
 @pytest.mark.slow

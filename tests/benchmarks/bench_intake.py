@@ -12,7 +12,8 @@ Afterwards every accepted submission must be in the database exactly once, with 
 Reported: accepted/s, latency p50/p99, and the CPU milliseconds per request of the server and of the
 clients (the clients share the machine's cores, so their cost is part of the picture).
 With --repo (another checkout, e.g. `git archive main | tar -x -C /tmp/base`), each round runs every tree
-in turn (A B A B ...), so figures taken side by side on a shared machine can be compared as ratios.
+in turn (A B, then B A: benchkit.in_round_order), so figures taken side by side on a shared machine can
+be compared as ratios.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-from benchkit import FreshDatabase, start_serve  # noqa: E402
+from benchkit import FreshDatabase, in_round_order, start_serve  # noqa: E402
 
 LEARNERS = 64
 COURSE = "bench"
@@ -284,7 +285,7 @@ def main() -> None:
     for rnd in range(args.rounds):
         for mode in args.modes:
             for kind in kinds:
-                for tree in trees:
+                for tree in in_round_order(trees, rnd):
                     load = os.getloadavg()[0]
                     res = one_run(tree[0], kind, mode, args, workdir, body, tree[1])
                     n = len(res["accepted"]) + len(res["refused"])

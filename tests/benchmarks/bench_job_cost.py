@@ -4,7 +4,7 @@ and wall seconds per job, each light course exercise's solution graded in turn w
     sudo .venv/bin/python tests/benchmarks/bench_job_cost.py [--code CHECKOUT ...] [--rounds 2] [--sandbox bwrap]
         [--by-process]
 
-Each (checkout, round) runs in a fresh process with PYTHONPATH at that checkout, interleaved A B A B, so a
+Each (checkout, round) runs in a fresh process with PYTHONPATH at that checkout, interleaved A B B A, so a
 "before" checkout (e.g. main in a `git worktree` of its own) and this one share the machine's state. CPU comes
 from a cpuacct control group of the process (cgroup v1, root): rusage would miss the sandboxed kernels, which
 bwrap's pid namespace never reaps into ours. No database, no worker: what bench_throughput.py adds on top is
@@ -143,9 +143,11 @@ def main() -> int:
     if args.child:
         child(args.sandbox, args.by_process)
         return 0
+    from benchkit import in_round_order  # this script's own directory
+
     print(f"uptime: {os.popen('uptime').read().strip()}; {os.cpu_count()} CPUs; sandbox {args.sandbox}")
-    for _ in range(args.rounds):
-        for code in [*(Path(c).resolve() for c in args.code), REPO]:
+    for rnd in range(args.rounds):
+        for code in in_round_order([*(Path(c).resolve() for c in args.code), REPO], rnd):
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--sandbox", args.sandbox,
                    *(["--by-process"] if args.by_process else [])]  # fmt: skip
             proc = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(code)), cwd=str(code),

@@ -14,8 +14,9 @@ grader fault is allowed and listed with its error). CPU s/job counts every proce
 included (a cpuacct control group per row, as root).
 
 --code runs the same rows against other checkouts (e.g. main in a `git worktree` of its own), each row in a
-fresh process with PYTHONPATH at that checkout, interleaved A B A B over --rounds, so "before" and "after"
-share one machine state. Print `uptime` with the figures: the machine is shared.
+fresh process with PYTHONPATH at that checkout, interleaved A B B A over --rounds (benchkit.in_round_order: use
+an even number), so "before" and "after" share one machine state. Print `uptime` with the figures: the machine
+is shared.
 """
 
 from __future__ import annotations
@@ -257,14 +258,16 @@ def main() -> int:
         sys.path.insert(0, str(Path.cwd()))
         child(args)
         return 0
+    from benchkit import in_round_order  # this script's own directory
+
     codes = [(Path(c).resolve(), Path(c).name) for c in args.code] + [(REPO, "this")]
     dbs = [None, args.pg] if args.pg else [None]
     print(f"uptime: {os.popen('uptime').read().strip()}; {os.cpu_count()} CPUs; n={args.n}; prewarm={args.prewarm!r}")
     rows: dict[tuple, list[dict]] = {}
-    for _ in range(args.rounds):
+    for rnd in range(args.rounds):
         for pg in dbs:
             for sandbox in args.sandbox:
-                for code, label in codes:
+                for code, label in in_round_order(codes, rnd):
                     r = run_row(code, label, args, sandbox, pg)
                     key = (label, "postgresql" if pg else "sqlite", sandbox)
                     rows.setdefault(key, []).append(r)

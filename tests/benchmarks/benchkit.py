@@ -1,5 +1,6 @@
-"""Shared by the service benchmarks (bench_service, bench_latency, bench_intake): a fresh database and a
-`titangrade serve` process on a free port. Not a benchmark itself."""
+"""Shared by the benchmarks: a fresh database and a `titangrade serve` process on a free port (bench_service,
+bench_latency, bench_intake), and the order side-by-side rows run in (bench_intake, bench_job_cost,
+bench_throughput). Not a benchmark itself."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ from pathlib import Path
 from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def in_round_order(items: list, rnd: int) -> list:
+    """Side-by-side rows in round `rnd`: as given in even rounds, reversed in odd ones (A B, B A, A B, ...).
+    On a shared VM whose speed drifts within minutes, the row that always ran first in a round was
+    favoured (measured: 4% either way between two trees, whichever ran first), so use an even --rounds."""
+    return list(items) if rnd % 2 == 0 else list(reversed(items))
 
 
 class FreshDatabase:

@@ -28,7 +28,7 @@ def call_results(cell: GraderCell, done: CellRun, *, nonce: str) -> CallResults:
     payload (one call without a result fails the whole check) and the parts after it are re-run."""
     got = [payload_of(out, nonce=nonce) for out in done.steps]
     lost = done.status == "dead" or done.truncated or done.flooded or bool(done.malformed)
-    sized = done.truncated or any("size limit" in why for why in done.malformed)
+    sized = done.over_size
     out = CallResults()
     for part in cell.parts:
         mine = got[out.covered : out.covered + part.steps]

@@ -336,7 +336,7 @@ def _run_extraction_once(io: KernelIO, cell: GraderCell, *, run: _Run) -> tuple[
     if not cell.parts:
         gone = _kernel_gone(done, where=cell.label, lang=lang)
         payload = read_payload(done.outputs, nonce=run.plan.nonce)
-        sized = payload is None and (done.truncated or any("size limit" in why for why in done.malformed))
+        sized = payload is None and done.over_size
         _keep(run, cell.label, payload, done, gone=gone, too_big=sized)
         return gone, None
     calls = call_results(cell, done, nonce=run.plan.nonce)

@@ -46,6 +46,11 @@ class CellRun:
     charged: int = 0
     steps: list[dict[str, Any]] = field(default_factory=list)  # kept step outputs that arrived in time, in order
 
+    @property
+    def over_size(self) -> bool:
+        """Outputs were lost to a size cap: the kept outputs' budget, or a message over the size limit."""
+        return self.truncated or any("size limit" in why for why in self.malformed)
+
 
 class KernelIO:
     """Shell + iopub + control sockets to one kernel, driven synchronously from the engine's thread."""

@@ -12,7 +12,6 @@ the exercise's solution and the grader's seed cell run first. Each round runs ea
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -20,13 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchkit import ipc_connection_file, process_cpu_s
+
 REPO = Path(__file__).resolve().parents[2]
-HZ = os.sysconf("SC_CLK_TCK")
-
-
-def kernel_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / HZ
 
 
 def main() -> int:
@@ -48,11 +43,7 @@ def main() -> int:
         "one cell per check part": [c.source for c in plan.isolated().extract if c.parts],
     }
     work = Path(tempfile.mkdtemp(prefix="tg-callcells-"))
-    connection = work / "kernel.json"
-    connection.write_text(json.dumps({
-        "transport": "ipc", "ip": str(work / "k"), "shell_port": 1, "iopub_port": 2, "stdin_port": 3,
-        "control_port": 4, "hb_port": 5, "key": "bench", "signature_scheme": "hmac-sha256",
-    }))  # fmt: skip
+    connection = ipc_connection_file(work)
     kernel = subprocess.Popen(
         [sys.executable, str(REPO / "grading" / "sandbox" / "_kernel_boot.py"), "-f", str(connection)],
         env=dict(os.environ, PYTHONPATH=str(REPO), HOME=str(work)),
@@ -78,11 +69,11 @@ def main() -> int:
         spent: dict[str, list[float]] = {name: [] for name in layouts}
         for rnd in range(args.rounds):
             for name in list(layouts) if rnd % 2 == 0 else list(reversed(layouts)):
-                before = kernel_cpu_s(kernel.pid)
+                before = process_cpu_s(kernel.pid)
                 for _ in range(5):
                     for source in layouts[name]:
                         run(source)
-                spent[name].append((kernel_cpu_s(kernel.pid) - before) / 5)
+                spent[name].append((process_cpu_s(kernel.pid) - before) / 5)
     finally:
         client.stop_channels()
         kernel.kill()

@@ -13,7 +13,6 @@ the fork (its copy-on-write faults included), so the parent's imports are the sa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -21,9 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchkit import ipc_connection_file, process_cpu_s
+
 REPO = Path(__file__).resolve().parents[2]
 BOOT = REPO / "grading" / "sandbox" / "_kernel_boot.py"
-HZ = os.sysconf("SC_CLK_TCK")
 HIDE_DEBUGPY = (
     "import sys\n"
     "class _HideDebugpy:\n"
@@ -34,19 +34,8 @@ HIDE_DEBUGPY = (
 )
 
 
-def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / HZ
-
-
 def connection_file() -> str:
-    work = Path(tempfile.mkdtemp(prefix="tg-fork-"))
-    path = work / "kernel.json"
-    path.write_text(json.dumps({
-        "transport": "ipc", "ip": str(work / "k"), "shell_port": 1, "iopub_port": 2, "stdin_port": 3,
-        "control_port": 4, "hb_port": 5, "key": "bench", "signature_scheme": "hmac-sha256",
-    }))  # fmt: skip
-    return str(path)
+    return str(ipc_connection_file(Path(tempfile.mkdtemp(prefix="tg-fork-"))))
 
 
 def drive(path: str) -> None:
@@ -71,7 +60,7 @@ def fresh_kernel() -> float:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         drive(path)
-        return cpu_s(kernel.pid)
+        return process_cpu_s(kernel.pid)
     finally:
         kernel.kill()
         kernel.wait()
@@ -127,7 +116,7 @@ def main() -> int:
                 pid = int(replies.readline())
                 try:
                     drive(path)
-                    forked.append(cpu_s(pid))
+                    forked.append(process_cpu_s(pid))
                 finally:
                     os.kill(pid, 9)  # the parent's child: reaped when the parent goes
     finally:

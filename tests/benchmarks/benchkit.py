@@ -1,9 +1,12 @@
 """Shared by the benchmarks: a fresh database and a `titangrade serve` process on a free port (bench_service,
-bench_latency, bench_intake), and the order side-by-side rows run in (bench_intake, bench_job_cost,
-bench_throughput). Not a benchmark itself."""
+bench_latency, bench_intake), the order side-by-side rows run in (bench_intake, bench_job_cost,
+bench_throughput), and a bare kernel's connection file and CPU (bench_call_cells, bench_kernel_fork). Not a
+benchmark itself."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import sys
@@ -13,6 +16,22 @@ from pathlib import Path
 from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def ipc_connection_file(directory: Path) -> Path:
+    """A kernel connection file for a bare kernel started by hand, its ipc sockets in `directory`."""
+    path = directory / "kernel.json"
+    path.write_text(json.dumps({
+        "transport": "ipc", "ip": str(directory / "k"), "shell_port": 1, "iopub_port": 2, "stdin_port": 3,
+        "control_port": 4, "hb_port": 5, "key": "bench", "signature_scheme": "hmac-sha256",
+    }))  # fmt: skip
+    return path
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process so far (/proc, clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def in_round_order(items: list, rnd: int) -> list:

@@ -59,6 +59,11 @@ def test_an_unreadable_result_fails_its_check_only_and_the_next_check_is_re_run(
     assert "check c" not in got.payloads and got.ended_early and got.covered == 3
     dead = call_results(cell, CellRun(status="dead", steps=steps[:2]), nonce=NONCE)
     assert dead.payloads["check b"] is None  # one result short and the kernel gone: nothing to time out
+    for lost in (CellRun(status="ok", steps=steps[:2], truncated=True),
+                 CellRun(status="ok", steps=steps[:2], malformed=["a message over the size limit"])):
+        sized = call_results(cell, lost, nonce=NONCE)  # lost to a size cap: that check fails as too large
+        assert sized.payloads["check b"] is None and sized.too_big == {"check b"} and lost.over_size
+    assert not CellRun(status="ok", malformed=["an unreadable message"]).over_size
 
 
 def _learner(extra: str) -> nbformat.NotebookNode:

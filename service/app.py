@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from grading.exercise import Catalogue
 from service import signals
+from service.auth import cache as credential_cache
 from service.auth.authenticators import Authenticator, default_authenticators
 from service.auth.routes import router as auth_router
 from service.config import Settings
@@ -106,12 +107,14 @@ def create_app(
 
     app.state.max_devices = max_devices
     install_error_handlers(app)
+    chosen = list(authenticators or default_authenticators())
+    app.state.credential_cache = credential_cache.for_authenticators(chosen, ttl_s=settings.auth_cache_s)
     app.add_middleware(
         RequestGuard,
         api_prefix=API_PREFIX,
         public_paths=sorted(PUBLIC_PATHS),
         upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH, WEB_UPLOAD_PATH],
-        authenticators=list(authenticators or default_authenticators()),
+        authenticators=chosen,
     )
     app.include_router(ops_router)
     app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token

@@ -129,6 +129,14 @@ class Settings(BaseSettings):
         300.0, gt=0, description="an event stream ends after this long; clients resume with Last-Event-ID"
     )
     submissions_per_minute: int = Field(10, ge=1, description="per learner, all exercises")
+    auth_cache_s: float = Field(
+        5.0,
+        ge=0,
+        le=300,
+        description="an API process reuses a good credential's principal this long (0 = look it up on every "
+        "request); a revocation or role change made in the same process applies at once, one made by another "
+        "process (the CLI, a second API process) within this bound",
+    )
     max_attempts_per_exercise: int = Field(0, ge=0, description="per learner; 0 = unlimited")
 
     # webhooks (grade events out) and signed intake (service/webhooks, service/intake)

@@ -2,7 +2,8 @@
 
 1. A trailing slash is dropped (`/api/v1/submissions/` is `/api/v1/submissions`, no 307 redirect).
 2. Under /api/v1 (docs and schema excepted) the caller is authenticated from the headers alone; an
-   unauthenticated request gets its 401 before a byte of its body is read.
+   unauthenticated request gets its 401 before a byte of its body is read. A good credential's principal
+   is reused for `auth_cache_s` seconds (service/auth/cache.py), without a thread hop or a query.
 3. The body is capped: the notebook limit (+ multipart framing) for uploads, `JSON_BODY_LIMIT` elsewhere;
    by Content-Length when sent, and by counting the stream when not (chunked uploads).
 """
@@ -51,8 +52,15 @@ class RequestGuard:
         lang = preferred_lang(headers.get("accept-language"))
         state = scope["app"].state
         if path.startswith(self.api_prefix + "/") and path not in self.public:
+            cache = state.credential_cache
+            key = cache.key(headers) if cache.enabled else None
+            principal = cache.get(key) if key is not None else None
             try:
-                principal = await run_in_threadpool(self._authenticate, state.read_sessions, headers)
+                if principal is None:
+                    generation = cache.generation()
+                    principal = await run_in_threadpool(self._authenticate, state.read_sessions, headers)
+                    if principal is not None and key is not None:
+                        cache.put(key, principal, generation=generation)
             except CredentialRejected as exc:
                 await self._reject(scope, receive, send, exc.zh if lang == "zh" else exc.message, exc.challenge)
                 return

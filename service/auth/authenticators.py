@@ -30,6 +30,8 @@ class CredentialRejected(Exception):
 class Authenticator(Protocol):
     name: str
     challenge: str  # the WWW-Authenticate challenge (RFC 9110 11.6.1) offered when nobody authenticated
+    # The request headers (lower-case) its answer depends on: RequestGuard's CredentialCache keys on them.
+    credential_headers: tuple[str, ...]
 
     def authenticate(self, session: Session, headers: Mapping[str, str]) -> Principal | None:
         """Read-only: `session` is a read session (service.db.read_sessions), so it must write nothing."""
@@ -41,6 +43,7 @@ class BearerTokenAuthenticator:
 
     name = "token"
     challenge = f'Bearer realm="{REALM}"'
+    credential_headers: tuple[str, ...] = ("authorization",)
 
     def authenticate(self, session: Session, headers: Mapping[str, str]) -> Principal | None:
         scheme, _, token = headers.get("authorization", "").partition(" ")

@@ -3,6 +3,7 @@ later) describes them, and the access questions routes ask of it."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ class Principal:
     scope: str | None = None  # the one course this credential is limited to, None = not limited
     via: str = "token"  # the authenticator that vouched for this request
     credential_id: int | None = None  # e.g. the token's id (so a token can revoke itself)
+    expires_at: dt.datetime | None = None  # when the credential stops being good (naive UTC), None = never
 
     @property
     def user(self) -> str:

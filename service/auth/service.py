@@ -152,6 +152,7 @@ def principal_for_token(session: Session, *, token: str) -> Principal | None:
         scope=tok_course,
         via="token",
         credential_id=tok_id,
+        expires_at=expires_at,
     )
 
 

@@ -43,7 +43,11 @@ def make_engine(url: str) -> Engine:
     """One engine per process. SQLite gets WAL and BEGIN IMMEDIATE so a claim is one atomic writer."""
     url = normalise_url(url)
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        # pool_size: the request threads' credential checks, the intake writer and the workers each hold one;
+        # past the pool, SQLAlchemy opens and closes a connection (and its PRAGMAs) per checkout
+        engine = create_engine(
+            url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=20, max_overflow=20
+        )
 
         @event.listens_for(engine, "connect")
         def _sqlite_connect(dbapi_conn, _record) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import nbformat
+import orjson
 
 from grading import provenance
 from grading.errors import GraderFault, InvalidSubmission
@@ -23,7 +24,15 @@ from grading.scoring import decide_status, score_checks, total
 from grading.steps import grader_cells
 from grading.steps.execute import run_notebook
 from grading.steps.sanitize import clear_outputs
-from grading.steps.validate import check_cell_count, identify_exercise, load_json, to_notebook
+from grading.steps.validate import (
+    MAX_JSON_DEPTH,
+    check_cell_count,
+    identify_exercise,
+    json_depth_exceeds,
+    load_json,
+    to_notebook,
+    valid_as_uploaded,
+)
 from grading.trace import training_trace
 
 log = logging.getLogger(__name__)
@@ -62,6 +71,41 @@ def load_submission(
     nb = to_notebook(data)
     check_cell_count(nb, exercise)  # an upgraded nbformat 3 notebook has its cells only now
     return nb, exercise
+
+
+def check_submission(
+    raw: bytes, *, exercise_id: str | None, catalogue: Catalogue, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Exercise:
+    """`load_submission`'s verdict on an upload (the same exercise, or the same InvalidSubmission), for
+    intake, which stores the bytes and needs no NotebookNode: an upload that orjson parses and the schema
+    accepts as it is passes without the copy into NotebookNodes; at the first doubt (orjson refuses what
+    json takes: NaN, huge numbers, lone surrogates; or any check fails) `load_submission` decides."""
+    exercise = _quick_check(raw, exercise_id=exercise_id, catalogue=catalogue, max_bytes=max_bytes)
+    if exercise is not None:
+        return exercise
+    return load_submission(raw, exercise_id=exercise_id, catalogue=catalogue, max_bytes=max_bytes)[1]
+
+
+def _quick_check(raw: bytes, *, exercise_id: str | None, catalogue: Catalogue, max_bytes: int) -> Exercise | None:
+    if len(raw) > max_bytes:
+        return None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("cells"), list)
+        or json_depth_exceeds(data, MAX_JSON_DEPTH)
+    ):
+        return None
+    try:
+        exercise = identify_exercise(data, exercise_id=exercise_id, catalogue=catalogue)
+        check_cell_count(data, exercise)
+    except InvalidSubmission:
+        return None
+    # orjson reads integers past 64 bits as floats, which an "integer" in the schema refuses: never a pass
+    return exercise if valid_as_uploaded(data) else None
 
 
 def _emitter(

@@ -128,6 +128,27 @@ def to_notebook(data: dict[str, Any]) -> nbformat.NotebookNode:
     return nb
 
 
+def valid_as_uploaded(data: dict[str, Any]) -> bool:
+    """True when nbformat's compiled schema accepts the parsed upload itself, as it is.
+
+    Then `to_notebook` accepts it too: it only joins line lists into strings (the schema allows both),
+    drops optional transient keys and repairs duplicate cell ids, and validates the result against the same
+    schema. False says nothing: `to_notebook` decides (and words the error). Costs a third of to_notebook,
+    which copies the whole notebook into NotebookNodes first."""
+    major, minor = nbreader.get_version(data)
+    if major != 4 or not isinstance(minor, int) or isinstance(minor, bool) or minor < 0:
+        return False
+    minor = min(minor, FUTURE_MINOR)
+    _compile_once(minor)
+    validator = nbvalidator.get_validator(4, minor)
+    if validator is None:
+        return False
+    try:
+        return not validator.iter_errors(data)  # nbformat's fastjsonschema validator: a list, at most one
+    except Exception:  # a validator that chokes on odd input: let to_notebook decide
+        return False
+
+
 def _compile_once(minor: int) -> None:
     """Build nbformat's cached validator for 4.`minor` in one thread: the first requests after a start
     would otherwise each compile it (~0.1 s of CPU apiece) at the same time."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Annotated
 
+import orjson
 from fastapi import APIRouter, File, Form, Header, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
@@ -130,21 +131,23 @@ def _replayed(read_sessions, user, key: str, fingerprint: str) -> Accepted | Non
 
 
 def _load(raw: bytes, exercise_id: str | None, catalogue, max_bytes: int) -> Exercise:
-    from grading.pipeline import load_submission
+    from grading.pipeline import check_submission
 
-    return load_submission(raw, exercise_id=exercise_id or None, catalogue=catalogue, max_bytes=max_bytes)[1]
+    return check_submission(raw, exercise_id=exercise_id or None, catalogue=catalogue, max_bytes=max_bytes)
 
 
-def _accepted(sub, *, status: int) -> JSONResponse:
-    body = SubmissionAccepted(
-        id=sub.id,
-        status=sub.status,
-        exercise_id=sub.exercise_id,
-        course=sub.course,
-        attempt=sub.attempt,
-        links={"self": f"/api/v1/submissions/{sub.id}", "events": f"/api/v1/submissions/{sub.id}/events"},
-    )
-    return JSONResponse(body.model_dump(), status_code=status)
+def _accepted(sub, *, status: int) -> Response:
+    """SubmissionAccepted (the route's response_model documents it), encoded by orjson: every upload's
+    answer, so no pydantic model and no json.dumps on the way out."""
+    body = {
+        "id": sub.id,
+        "status": sub.status,
+        "exercise_id": sub.exercise_id,
+        "course": sub.course,
+        "attempt": int(sub.attempt),
+        "links": {"self": f"/api/v1/submissions/{sub.id}", "events": f"/api/v1/submissions/{sub.id}/events"},
+    }
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
 
 
 @router.get("", response_model=SubmissionList)

@@ -216,9 +216,10 @@ def cmd_serve(args) -> int:
                 host=args.host,
                 port=args.port,
                 log_level="warning",
+                access_log=False,
             )
         else:
-            uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+            uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     finally:
         if deliverer is not None:
             deliverer.stop.set()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -75,7 +75,7 @@ async def signed_intake(
     return await run_in_threadpool(_file, request, session, settings, catalogue, integration, raw, headers)
 
 
-def _file(request, session, settings, catalogue, name, raw: bytes, headers: dict[str, str]) -> JSONResponse:
+def _file(request, session, settings, catalogue, name, raw: bytes, headers: dict[str, str]) -> Response:
     from grading.pipeline import load_submission
 
     row = service.integration_named(session, name)

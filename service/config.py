@@ -75,6 +75,13 @@ class Settings(BaseSettings):
         description="CPU quota of one sandbox run in cores (cgroup); "
         "0 = no quota, concurrent runs share the CPU equally",
     )
+    sandbox_cpu_weight: int = Field(
+        10,
+        ge=1,
+        le=10000,
+        description="CPU weight of each sandbox run (cgroup v2 units; 100 = a plain process, v1 shares x10.24): "
+        "below 100 a grading run uses every idle cycle but yields to the API under contention",
+    )
     sandbox_prewarm: str = Field(
         "auto",
         description='warm kernels per pool process and kernel family, e.g. "light=1,torch=1"; "" = none; '
@@ -328,7 +335,11 @@ class Settings(BaseSettings):
         """What the grading processes pass to make_sandbox (after resolve_sandbox)."""
         if self.sandbox != "bwrap":
             return {}
-        return {"cgroups": self.sandbox_cgroups, "cpus_per_run": self.sandbox_cpus_per_run}
+        return {
+            "cgroups": self.sandbox_cgroups,
+            "cpus_per_run": self.sandbox_cpus_per_run,
+            "cpu_weight": self.sandbox_cpu_weight,
+        }
 
     def with_dev_secret(self) -> tuple[Settings, bool]:
         """In dev mode with no secret, generate an ephemeral one; returns (settings, generated)."""

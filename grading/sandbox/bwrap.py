@@ -256,7 +256,9 @@ class BwrapSandbox(Sandbox):
                 retryable=False,
             )
         self.uids = UidPool(self.config.users, os.path.join(self.config.runtime_root, "users"))
-        self.groups = run_groups(self.config.cgroups, cpus_per_run=self.config.cpus_per_run)
+        self.groups = run_groups(
+            self.config.cgroups, cpus_per_run=self.config.cpus_per_run, cpu_weight=self.config.cpu_weight
+        )
         self.groups.sweep(self.uids)  # a SIGKILLed worker's groups
 
     def start(self, request: KernelRequest) -> BwrapSession:

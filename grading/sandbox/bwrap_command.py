@@ -73,6 +73,7 @@ class BwrapConfig:
     bwrap: str = "bwrap"
     cgroups: str = "auto"  # whole-run memory/pids/CPU caps (cgroups.py): auto | require | off
     cpus_per_run: float = 0.0  # CPU quota of one run in cores; 0 = none, runs share the CPU equally
+    cpu_weight: int = 10  # a run's CPU weight, cgroup v2 units (100 = a plain process's): cgroups.DEFAULT_WEIGHT
     always_hidden: tuple[str, ...] = ("debugpy",)  # hidden from every kernel, whatever the exercise: ipykernel
     # imports its debugger (pydevd) at start when it can, a quarter of a kernel start's CPU, and grading never
     # debugs; without it ipykernel starts without the debugger

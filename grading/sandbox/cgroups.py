@@ -4,7 +4,9 @@ RLIMIT_AS and RLIMIT_NPROC bound one process and one uid; a run's memory as a wh
 the page cache it pulls in, the pages of its tmpfs scratch and /dev/shm) and its share of the CPU need a
 control group. Each run gets `<service's own group>/titangrade-<sandbox user>` with memory at
 `memory_mb` (no swap), pids at `max_processes` and an equal CPU weight (plus an optional quota in
-cores). The group is named after the run's sandbox user, which one live sandbox holds at a time on a
+cores). The weight (`cpu_weight`, cgroup v2 units: 100 is a process's default) is below the service's own
+processes by default, so a grading run takes every idle cycle but yields to the API under contention: an
+intake burst is answered at once and the queue catches up after it. The group is named after the run's sandbox user, which one live sandbox holds at a time on a
 host (an flock, see users.py), so a crashed worker's group is found and removed by the next owner of
 that user, and by the start-up sweep.
 
@@ -48,6 +50,7 @@ FIX = (
 )
 OPTIONAL = {"memory.memsw.limit_in_bytes", "memory.swap.max"}  # exist only where swap is accounted
 MiB = 1024 * 1024
+DEFAULT_WEIGHT = 10  # a run's CPU weight (v2 units): a tenth of a service process's under contention
 log = logging.getLogger(__name__)
 
 
@@ -133,10 +136,13 @@ class V1(Layout):
 
     version = "v1"
 
-    def limit_files(self, *, memory_mb: int, max_processes: int, cpus: float) -> dict[str, list[tuple[str, str]]]:
+    def limit_files(
+        self, *, memory_mb: int, max_processes: int, cpus: float, weight: int = DEFAULT_WEIGHT
+    ) -> dict[str, list[tuple[str, str]]]:
         limit = str(memory_mb * MiB)
         memory = [("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit)]  # no swap
-        cpu = [("cpu.shares", "1024")]  # every run weighs the same, however many processes it starts
+        # every run weighs the same, however many processes it starts; v1's 1024 shares are v2's weight 100
+        cpu = [("cpu.shares", str(max(2, round(weight * 1024 / 100))))]
         if cpus > 0:
             cpu += [("cpu.cfs_period_us", "100000"), ("cpu.cfs_quota_us", str(int(cpus * 100000)))]
         return {"memory": memory, "pids": [("pids.max", str(max_processes))], "cpu": cpu}
@@ -160,13 +166,15 @@ class V2(Layout):
 
     version = "v2"
 
-    def limit_files(self, *, memory_mb: int, max_processes: int, cpus: float) -> dict[str, list[tuple[str, str]]]:
+    def limit_files(
+        self, *, memory_mb: int, max_processes: int, cpus: float, weight: int = DEFAULT_WEIGHT
+    ) -> dict[str, list[tuple[str, str]]]:
         memory = [("memory.max", str(memory_mb * MiB)), ("memory.swap.max", "0")]
         quota = f"{int(cpus * 100000)} 100000" if cpus > 0 else "max 100000"
         return {
             "memory": memory,
             "pids": [("pids.max", str(max_processes))],
-            "cpu": [("cpu.weight", "100"), ("cpu.max", quota)],
+            "cpu": [("cpu.weight", str(weight)), ("cpu.max", quota)],
         }
 
     def counters(self, name: str) -> Counters:
@@ -295,6 +303,7 @@ class RunGroups:
 
     layout: Layout | None
     cpus_per_run: float = 0.0  # quota in cores; 0 = none (equal weight only)
+    cpu_weight: int = DEFAULT_WEIGHT  # every run's weight, v2 units (100 = a plain process's)
     reason: str = ""  # why off, or where the groups live
 
     @property
@@ -311,7 +320,7 @@ class RunGroups:
             raise OSError(errno.EBUSY, f"leftover cgroup {name} cannot be removed")
         try:
             for controller, files in self.layout.limit_files(
-                memory_mb=memory_mb, max_processes=max_processes, cpus=self.cpus_per_run
+                memory_mb=memory_mb, max_processes=max_processes, cpus=self.cpus_per_run, weight=self.cpu_weight
             ).items():
                 d = self.layout.bases[controller] / name
                 d.mkdir(exist_ok=True)
@@ -444,7 +453,7 @@ def probe() -> Probe:
 _warned = False
 
 
-def run_groups(policy: str = "auto", *, cpus_per_run: float = 0.0) -> RunGroups:
+def run_groups(policy: str = "auto", *, cpus_per_run: float = 0.0, cpu_weight: int = DEFAULT_WEIGHT) -> RunGroups:
     """Choose once: "require" (GraderFault if unusable), "auto" (use if usable, else warn once), "off"."""
     global _warned
     from grading.errors import GraderFault
@@ -455,7 +464,7 @@ def run_groups(policy: str = "auto", *, cpus_per_run: float = 0.0) -> RunGroups:
         return RunGroups(layout=None, reason="off by configuration")
     found = probe()
     if found.usable:
-        return RunGroups(layout=detect(), cpus_per_run=cpus_per_run, reason=found.reason)
+        return RunGroups(layout=detect(), cpus_per_run=cpus_per_run, cpu_weight=cpu_weight, reason=found.reason)
     if policy == "require":
         raise GraderFault(f"whole-run limits need control groups: {found.reason}", retryable=False)
     if not _warned:

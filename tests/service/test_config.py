@@ -72,11 +72,12 @@ def test_whole_run_caps_are_required_in_prod_and_warned_about_once_in_dev(monkey
         Settings(mode="dev", sandbox="bwrap", sandbox_cgroups="require").resolve_sandbox()
     settings, warning = Settings(mode="dev", sandbox="bwrap").resolve_sandbox()
     assert warning.startswith("WARNING") and "no memory hierarchy; mount it" in warning
-    assert settings.sandbox_options() == {"cgroups": "off", "cpus_per_run": 0.0}  # pool processes stay quiet
+    assert settings.sandbox_options() == {"cgroups": "off", "cpus_per_run": 0.0, "cpu_weight": 10}  # quiet pools
     monkeypatch.setattr("grading.sandbox.cgroups.probe", lambda: Probe(True, "cgroup v1"))
     settings, warning = Settings(mode="prod", secret_key="s" * 40, sandbox="bwrap",
-                                 sandbox_cpus_per_run=1.5).resolve_sandbox()
-    assert warning == "" and settings.sandbox_options() == {"cgroups": "require", "cpus_per_run": 1.5}
+                                 sandbox_cpus_per_run=1.5, sandbox_cpu_weight=50).resolve_sandbox()
+    assert warning == "" and settings.sandbox_options() == {"cgroups": "require", "cpus_per_run": 1.5,
+                                                            "cpu_weight": 50}
     assert Settings(sandbox="unsafe-local").sandbox_options() == {}
     with pytest.raises(ValidationError, match="TITANGRADE_SANDBOX_CGROUPS=off"):
         Settings(mode="prod", secret_key="s" * 40, sandbox_cgroups="off")

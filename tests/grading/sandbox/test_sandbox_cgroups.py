@@ -73,12 +73,12 @@ def test_v2_layout_detected_prepared_and_limits_written(tmp_path):
     assert isinstance(layout, V2) and set(layout.bases.values()) == {svc}
     layout.prepare()
     assert (svc / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
-    groups = RunGroups(layout=layout, cpus_per_run=1.5)
+    groups = RunGroups(layout=layout, cpus_per_run=1.5, cpu_weight=30)
     group = groups.create("tgsbx0", memory_mb=512, max_processes=64)
     run = svc / "titangrade-tgsbx0"
     assert (run / "memory.max").read_text() == str(512 * MiB)
     assert not (run / "memory.swap.max").exists()  # written only where the kernel has it (swap accounted)
-    assert (run / "pids.max").read_text() == "64" and (run / "cpu.weight").read_text() == "100"
+    assert (run / "pids.max").read_text() == "64" and (run / "cpu.weight").read_text() == "30"
     assert (run / "cpu.max").read_text() == "150000 100000"
     (run / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\noom_group_kill 0\n")
     (run / "pids.events").write_text("max 3\n")
@@ -150,6 +150,8 @@ def test_kernel_is_born_in_its_runs_group_with_the_manifest_limits(sandbox):
         pids = next(d for d in dirs if (d / "pids.max").exists())
         assert int((memory / "memory.limit_in_bytes").read_text()) == 768 * MiB
         assert (pids / "pids.max").read_text().strip() == "40"
+        cpu = next(d for d in dirs if (d / "cpu.shares").exists())
+        assert (cpu / "cpu.shares").read_text().strip() == "102"  # weight 10 of 100 = 102 of v1's 1024
         members = {int(p) for p in (pids / "cgroup.procs").read_text().split()}
         assert session.pid in members and len(members) >= 3  # bwrap, its pid-1 and the kernel at least
     finally:
@@ -427,3 +429,41 @@ def test_a_run_with_six_busy_processes_gets_no_more_cpu_than_a_run_with_one(sand
     one, six = cpu_seconds_of_concurrent_runs(sandbox, (1, 6), seconds=6)
     print(f"CPU seconds over 6 s: run with 1 spinner {one:.2f}, run with 6 spinners {six:.2f}")
     assert six > 0 and one / six > 0.5, (one, six)
+
+
+def own_cpu_share_beside_two_hogs(sandbox, seconds: float = 3.0) -> float:
+    """The CPU this test process (a plain process, as the service is) gets while spinning for `seconds`
+    beside two runs of 4 spinning processes each, as a fraction of one core."""
+    hogs = [sandbox.start(KernelRequest(limits=Limits(max_processes=64, cpu_time_s=120))) for _ in range(2)]
+    runners = [Runner(h) for h in hogs]
+    try:
+        for r in runners:
+            r.kc.execute(SPINNERS.format(seconds=seconds + 3, count=4))
+        time.sleep(1.0)  # the hogs are spinning
+        t0, c0 = time.perf_counter(), time.thread_time()
+        while time.perf_counter() - t0 < seconds:
+            pass
+        return (time.thread_time() - c0) / (time.perf_counter() - t0)
+    finally:
+        for r in runners:
+            r.close()
+        for h in hogs:
+            h.close()
+
+
+@needs_bwrap
+@needs_cgroups
+@pytest.mark.slow
+def test_a_service_process_keeps_its_core_beside_grading_runs(sandbox):
+    """Runs weigh 10 (cgroup v2 units; v1 shares 102) against a plain process's 100: two runs of 4 hogs take
+    every idle cycle but leave the API its core. With equal weights (100) it gets about a third of the two
+    cores. Measured side by side, interleaved."""
+    assert sandbox.groups.cpu_weight == cgroups.DEFAULT_WEIGHT == 10
+    equal = BwrapSandbox(BwrapConfig(cgroups="require", cpu_weight=100))
+    low, same = [], []
+    for _ in range(2):
+        low.append(own_cpu_share_beside_two_hogs(sandbox))
+        same.append(own_cpu_share_beside_two_hogs(equal))
+    print(f"own share of a core beside two 4-process runs: weight 10 {low}, weight 100 {same}")
+    # On 2 cores: 0.85-1.0 at weight 10, 0.6-0.7 at weight 100
+    assert min(low) > 0.8 and statistics.median(low) > statistics.median(same) + 0.1, (low, same)

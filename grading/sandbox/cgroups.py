@@ -6,9 +6,9 @@ control group. Each run gets `<service's own group>/titangrade-<sandbox user>` w
 `memory_mb` (no swap), pids at `max_processes` and an equal CPU weight (plus an optional quota in
 cores). The weight (`cpu_weight`, cgroup v2 units: 100 is a process's default) is below the service's own
 processes by default, so a grading run takes every idle cycle but yields to the API under contention: an
-intake burst is answered at once and the queue catches up after it. The group is named after the run's sandbox user, which one live sandbox holds at a time on a
-host (an flock, see users.py), so a crashed worker's group is found and removed by the next owner of
-that user, and by the start-up sweep.
+intake burst is answered at once and the queue catches up after it. The group is named after the run's
+sandbox user, which one live sandbox holds at a time on a host (an flock, see users.py), so a crashed
+worker's group is found and removed by the next owner of that user, and by the start-up sweep.
 
 Two layouts, detected once (`detect()`): cgroup v1 (a hierarchy per controller, e.g. these CI
 machines) and v2 (unified; needs the service's group delegated, systemd `Delegate=yes`). The v2 code is
@@ -110,7 +110,9 @@ class Layout(abc.ABC):
         return tuple(dict.fromkeys(base / name for base in self.bases.values()))
 
     @abc.abstractmethod
-    def limit_files(self, *, memory_mb: int, max_processes: int, cpus: float) -> dict[str, list[tuple[str, str]]]:
+    def limit_files(
+        self, *, memory_mb: int, max_processes: int, cpus: float, weight: int = DEFAULT_WEIGHT
+    ) -> dict[str, list[tuple[str, str]]]:
         """controller -> [(file, value)] in the order they must be written."""
 
     @abc.abstractmethod

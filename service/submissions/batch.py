@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from sqlalchemy import Row, Table, func, insert, select
+from sqlalchemy import Row, Table, bindparam, func, insert, select
 from sqlalchemy.orm import Session
 
 from grading.exercise import Exercise
@@ -173,45 +173,53 @@ def write(session: Session, items: Sequence[Intake], *, settings: Settings) -> l
     return [_accepted(r) if isinstance(r, _New) else r for r in results]
 
 
+_EARLIER_KEYS = select(  # built once, as the other statements every batch runs
+    Submission.id,
+    Submission.identity_id,
+    Submission.idempotency_key,
+    Submission.request_hash,
+    Submission.status,
+    Submission.exercise_id,
+    Submission.course,
+    Submission.attempt,
+).where(
+    Submission.identity_id.in_(bindparam("ids", expanding=True)),
+    Submission.idempotency_key.in_(bindparam("keys", expanding=True)),
+)
+
+
 def _earlier_keys(session: Session, items: Sequence[Intake]) -> dict[tuple[int, str], Row]:
     """The stored submissions the batch's Idempotency-Keys already made."""
     keys = {(i.user.identity_id, i.idempotency_key) for i in items if i.idempotency_key}
     if not keys:
         return {}
     found = session.connection().execute(
-        select(
-            Submission.id,
-            Submission.identity_id,
-            Submission.idempotency_key,
-            Submission.request_hash,
-            Submission.status,
-            Submission.exercise_id,
-            Submission.course,
-            Submission.attempt,
-        ).where(
-            Submission.identity_id.in_(sorted({uid for uid, _ in keys})),
-            Submission.idempotency_key.in_(sorted({k for _, k in keys})),
-        )
+        _EARLIER_KEYS, {"ids": sorted({uid for uid, _ in keys}), "keys": sorted({k for _, k in keys})}
     )
     return {(r.identity_id, r.idempotency_key): r for r in found if (r.identity_id, r.idempotency_key) in keys}
+
+
+_RECENT = Submission.created_at >= bindparam("since")
+_LIMIT_COUNTS = (  # built once: building a statement per batch cost more than compiling it (that is cached)
+    select(
+        Submission.identity_id,
+        Submission.exercise_id,
+        func.count().filter(_RECENT),
+        func.min(Submission.created_at).filter(_RECENT),
+        func.count(),
+        func.count().filter(Submission.status == "superseded"),
+    )
+    .where(Submission.identity_id.in_(bindparam("ids", expanding=True)))
+    .group_by(Submission.identity_id, Submission.exercise_id)
+)
 
 
 def _limit_counts(session: Session, items: Sequence[Intake]) -> _Counts:
     """One query for every learner of the batch (it reads ix_submissions_learner_limits only)."""
     since = utcnow() - dt.timedelta(seconds=60)
     counts = _Counts()
-    recent = Submission.created_at >= since
     rows = session.connection().execute(
-        select(
-            Submission.identity_id,
-            Submission.exercise_id,
-            func.count().filter(recent),
-            func.min(Submission.created_at).filter(recent),
-            func.count(),
-            func.count().filter(Submission.status == "superseded"),
-        )
-        .where(Submission.identity_id.in_(sorted({i.user.identity_id for i in items})))
-        .group_by(Submission.identity_id, Submission.exercise_id)
+        _LIMIT_COUNTS, {"since": since, "ids": sorted({i.user.identity_id for i in items})}
     )
     for uid, exercise_id, n_recent, oldest, done, superseded in rows:
         counts.recent[uid] += n_recent
@@ -302,12 +310,19 @@ _COLUMNS = (
 )  # fmt: skip
 
 
+def _table(model: type) -> Table:
+    return cast(Table, model.__table__)  # type: ignore[attr-defined]
+
+
+_INSERTS = {model: insert(_table(model)) for model in (Submission, Job, ProgressEvent)}  # built once
+
+
 def _insert(session: Session, rows: list[dict], *, settings: Settings) -> None:
     """The submissions, their jobs and their events: one executemany INSERT per table, in this transaction."""
     now = utcnow()
     priority = queue.INTERACTIVE_PRIORITY
     conn = session.connection()  # Core, not the ORM's bulk insert: no unit of work, no per-row bookkeeping
-    conn.execute(insert(_table(Submission)), [{c: r[c] for c in _COLUMNS} for r in rows])
+    conn.execute(_INSERTS[Submission], [{c: r[c] for c in _COLUMNS} for r in rows])
     jobs, events = [], []
     for r in rows:
         cancelled = r["status"] == "superseded"
@@ -334,14 +349,10 @@ def _insert(session: Session, rows: list[dict], *, settings: Settings) -> None:
                     r["id"], "done", {"status": "superseded", "score": None, "superseded_by": r["superseded_by"]}, now
                 )
             )
-    conn.execute(insert(_table(Job)), jobs)
-    conn.execute(insert(_table(ProgressEvent)), events)
+    conn.execute(_INSERTS[Job], jobs)
+    conn.execute(_INSERTS[ProgressEvent], events)
     # the flush hook sees only ORM rows: these wake workers and event streams at commit all the same
     signals.written(session, {(signals.EVENTS, r["id"]) for r in rows} | {(signals.JOBS, "")})
-
-
-def _table(model: type) -> Table:
-    return cast(Table, model.__table__)  # type: ignore[attr-defined]
 
 
 def _event(submission_id: str, event: str, data: dict, now: dt.datetime) -> dict:

@@ -211,3 +211,29 @@ def test_an_upload_whose_client_went_away_is_stored_and_the_writer_lives_on(sess
     writer.close()
     assert isinstance(second, batch.Accepted) and second.attempt == 2
     assert _counts(sessions) == (2, 2, 2)
+
+
+def test_an_error_postgresql_reports_at_the_pipeline_s_sync_is_a_database_error(
+    sessions, svc, db_url, people, test_catalogue, monkeypatch
+):
+    """On PostgreSQL the INSERTs and the NOTIFY wait in one pipeline; a statement whose error only comes
+    back at its sync (here a NOTIFY that divides by zero) must still be a database error (503, nothing
+    kept, the writer lives on), not a bug of the writer (500)."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("the pipeline is PostgreSQL's")
+    from sqlalchemy import text
+
+    from service import signals
+
+    def failing_notify(session, found):
+        session.connection().execute(text("select 1 / (select count(*) - count(*) from jobs)"))
+
+    monkeypatch.setattr(signals, "written", failing_notify)
+    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    (outcome,) = _submit_together(writer, [_item(people, test_catalogue)])
+    monkeypatch.undo()
+    (after,) = _submit_together(writer, [_item(people, test_catalogue)])
+    writer.close()
+    assert isinstance(outcome, IntakeUnavailable) and outcome.status_code == 503, outcome
+    assert isinstance(after, batch.Accepted) and after.attempt == 1
+    assert _counts(sessions) == (1, 1, 1)

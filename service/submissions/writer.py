@@ -11,6 +11,11 @@ request; on PostgreSQL it turns N commits (N WAL flushes) into one.
 Failures are scoped: one item's refusal (429, 403, 422) answers only that request. A database error
 rolls the whole transaction back; the batch is then retried one item per transaction, so a row the
 database refuses fails alone, and an unreachable database answers each request 503 (nothing stored).
+
+While uploads keep coming the writer keeps its connection: a checkout per transaction cost a pool round
+and, on PostgreSQL, a pre-ping (`SELECT 1`), one more round trip a batch. After a database error the
+connection is dropped (the retry checks out a fresh, pinged one), and after `IDLE_RELEASE_S` without
+uploads it goes back to the pool.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.config import Settings
@@ -32,6 +38,7 @@ from service.submissions import batch
 
 log = logging.getLogger("titangrade.intake")
 MAX_BATCH = 64  # one transaction's uploads: bounds its size (10 KB-1 MB notebooks) and its lock hold time
+IDLE_RELEASE_S = 1.0  # an idle writer hands its connection back to the pool after this long
 RETRY_AFTER_S = 5
 
 
@@ -81,6 +88,7 @@ class IntakeWriter:
         self._cond = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._conn: Connection | None = None  # the writer thread's, between its transactions
 
     async def submit(self, item: batch.Intake) -> batch.Accepted:
         """Store `item` with whatever else is waiting; returns once it is committed, or raises its refusal."""
@@ -112,12 +120,10 @@ class IntakeWriter:
 
     def _run(self) -> None:
         while True:
-            with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
-                if not self._queue:  # closed and drained
-                    return
-                taken = [self._queue.popleft() for _ in range(min(self.max_batch, len(self._queue)))]
+            taken = self._next_batch()
+            if taken is None:  # closed and drained
+                self._release()
+                return
             try:
                 outcomes: Sequence[batch.Outcome | BaseException] = self.store([w.item for w in taken])
                 if len(outcomes) != len(taken):
@@ -129,6 +135,29 @@ class IntakeWriter:
                 # RuntimeError: that request's event loop is closed, nobody is waiting any more
                 with contextlib.suppress(RuntimeError):
                     waiting.loop.call_soon_threadsafe(_resolve, waiting.future, outcome)
+
+    def _next_batch(self) -> list[_Waiting] | None:
+        """Wait for uploads (at most max_batch of them); None once closed with nothing left to store."""
+        with self._cond:
+            while not self._queue and not self._closed:
+                if self._conn is None:
+                    self._cond.wait()
+                elif not self._cond.wait(timeout=IDLE_RELEASE_S) and not self._queue:
+                    self._release()  # idle: back to the pool (no transaction is open on it)
+            if not self._queue:
+                return None
+            return [self._queue.popleft() for _ in range(min(self.max_batch, len(self._queue)))]
+
+    def _connection(self) -> Connection:
+        if self._conn is None:
+            self._conn = self.sessions.kw["bind"].connect()  # a checkout, pinged where the pool pre-pings
+        return self._conn
+
+    def _release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(SQLAlchemyError):
+                conn.close()
 
     def store(self, items: list[batch.Intake]) -> list[batch.Outcome]:
         """One transaction for all of `items`; after a database error, one transaction per item."""
@@ -147,11 +176,22 @@ class IntakeWriter:
             return [_db_failed(exc)]
 
     def _transaction(self, items: list[batch.Intake]) -> list[batch.Outcome]:
-        with self.sessions() as session:
+        held = self._conn is not None
+        try:
+            return self._attempt(items)
+        except DBAPIError as exc:
+            if held and exc.connection_invalidated:  # the held connection died between batches (a server
+                return self._attempt(items)  # restart, an idle timeout): once more on a fresh, pinged one
+            raise
+
+    def _attempt(self, items: list[batch.Intake]) -> list[batch.Outcome]:
+        with self.sessions(bind=self._connection()) as session:
             try:
                 outcomes = batch.write(session, items, settings=self.settings())
             except BaseException:
-                session.rollback()
+                with contextlib.suppress(SQLAlchemyError):
+                    session.rollback()
+                self._release()  # it may be the connection that failed: the retry gets a fresh one
                 raise
         self.batches += 1
         self.stored += len(items)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 from sqlalchemy import event, func, select
@@ -237,3 +238,46 @@ def test_an_error_postgresql_reports_at_the_pipeline_s_sync_is_a_database_error(
     assert isinstance(outcome, IntakeUnavailable) and outcome.status_code == 503, outcome
     assert isinstance(after, batch.Accepted) and after.attempt == 1
     assert _counts(sessions) == (1, 1, 1)
+
+
+def test_the_writer_keeps_its_connection_while_busy_and_gives_it_back_when_idle(
+    sessions, svc, db_url, people, test_catalogue, monkeypatch
+):
+    from service.submissions import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "IDLE_RELEASE_S", 0.3)
+    pool = sessions.kw["bind"].pool
+    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    first = writer._conn
+    _submit_together(writer, [_item(people, test_catalogue)])
+    held = writer._conn
+    _submit_together(writer, [_item(people, test_catalogue)])
+    assert first is None and held is not None and writer._conn is held  # the same one, batch after batch
+    assert pool.checkedout() >= 1
+    deadline = time.monotonic() + 5
+    while writer._conn is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert writer._conn is None and pool.checkedout() == 0  # idle: back to the pool
+    (again,) = _submit_together(writer, [_item(people, test_catalogue)])
+    writer.close()
+    assert isinstance(again, batch.Accepted) and again.attempt == 3 and writer._conn is None
+
+
+def test_a_held_connection_the_server_dropped_is_replaced_without_failing_the_upload(
+    sessions, svc, db_url, people, test_catalogue
+):
+    """PostgreSQL ends the writer's backend between two batches (a restart or an idle timeout would): the
+    next upload is stored on a fresh connection, not answered 503."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("only a server can drop the connection")
+    from sqlalchemy import text
+
+    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    (one,) = _submit_together(writer, [_item(people, test_catalogue)])
+    pid = writer._conn.connection.dbapi_connection.info.backend_pid
+    with sessions.kw["bind"].connect() as conn:
+        assert conn.execute(text("select pg_terminate_backend(:p)"), {"p": pid}).scalar() is True
+    (two,) = _submit_together(writer, [_item(people, test_catalogue)])
+    writer.close()
+    assert isinstance(one, batch.Accepted) and isinstance(two, batch.Accepted), two
+    assert two.attempt == 2 and _counts(sessions) == (2, 2, 2)

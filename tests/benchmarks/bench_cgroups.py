@@ -10,6 +10,10 @@
 3. CPU: two concurrent runs spinning 1 and 6 processes (each in its own session) for 8 s: CPU seconds each
    got, with and without groups. And a light notebook graded end to end, idle and while two other runs
    each spin 4 busy processes; median times and the loaded/idle ratio, with and without groups.
+4. The service's share (`--share-rounds`, `--only-share`): this process spins for 3 s beside two runs of 4
+   busy processes each, with the runs at CPU weight 10 (the default, `SANDBOX_CPU_WEIGHT`) and at 100 (a plain
+   process's), interleaved; the fraction of a core it got, and the CPU the hog runs took meanwhile (a row
+   whose hogs did not spin says so).
 Needs root, bwrap and usable control groups (it says so and exits otherwise).
 """
 from __future__ import annotations
@@ -160,10 +164,55 @@ def bench_fairness(sandboxes: dict, seconds: float = 8) -> None:
               f"{six:.2f} | {one / six:.2f} |")
 
 
+def own_share_beside_hogs(sandbox, seconds: float = 3.0) -> tuple[float, float]:
+    """(fraction of a core this process got spinning for `seconds`, CPU seconds the two hog runs took)."""
+    from grading.exercise import Limits
+    from grading.sandbox import KernelRequest
+
+    sessions = [sandbox.start(KernelRequest(limits=Limits(max_processes=64, cpu_time_s=300))) for _ in range(2)]
+    kcs = [client(s) for s in sessions]
+    outs: list[list[str]] = [[], []]
+    threads = [threading.Thread(target=kc.execute_interactive, args=(HOG.format(seconds=seconds + 2, count=4),),
+                                kwargs={"timeout": seconds + 60,
+                                        "output_hook": lambda m, o=out: o.append(m["content"].get("text", ""))})
+               for kc, out in zip(kcs, outs, strict=True)]
+    try:
+        [t.start() for t in threads]
+        time.sleep(1.0)  # the hogs are spinning
+        t0, c0 = time.perf_counter(), time.thread_time()
+        while time.perf_counter() - t0 < seconds:
+            pass
+        share = (time.thread_time() - c0) / (time.perf_counter() - t0)
+        [t.join() for t in threads]
+    finally:
+        for kc in kcs:
+            kc.stop_channels()
+        for s in sessions:
+            s.close()
+    return share, sum(float("".join(o).split("cpu")[-1] or 0) for o in outs)
+
+
+def bench_share(rounds: int) -> None:
+    from grading.sandbox.bwrap import BwrapConfig, BwrapSandbox
+
+    weights = {10: BwrapSandbox(BwrapConfig(cgroups="require", cpu_weight=10)),
+               100: BwrapSandbox(BwrapConfig(cgroups="require", cpu_weight=100))}
+    got: dict[int, list[tuple[float, float]]] = {w: [] for w in weights}
+    for _ in range(rounds):
+        for w, sandbox in weights.items():
+            got[w].append(own_share_beside_hogs(sandbox))
+    low, equal = (statistics.median(s for s, _ in got[w]) for w in (10, 100))
+    hogs = {w: [round(h, 1) for _, h in got[w]] for w in weights}
+    print(f"| this process's share of a core beside two runs of 4 spinners, runs at weight 10 vs 100, {rounds} rounds "
+          f"(hog runs' CPU s per round: {hogs[10]} / {hogs[100]}) | {low:.2f} | {equal:.2f} | {low / equal:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=3)
     parser.add_argument("--only-cpu", action="store_true", help="skip the cost and memory parts")
+    parser.add_argument("--only-share", action="store_true", help="only the service's share beside grading runs")
+    parser.add_argument("--share-rounds", type=int, default=3)
     args = parser.parse_args()
     from grading.sandbox import cgroups, probe
 
@@ -171,6 +220,10 @@ def main() -> None:
         sys.exit(f"cannot run: bwrap: {probe().reason}; cgroups: {cgroups.probe().reason}")
     from grading.sandbox.bwrap import BwrapConfig, BwrapSandbox
 
+    if args.only_share:
+        print("| what | weight 10 | weight 100 | ratio |\n|---|---|---|---|")
+        bench_share(args.share_rounds)
+        return
     sandboxes = {"groups": BwrapSandbox(BwrapConfig(cgroups="require")),
                  "no groups": BwrapSandbox(BwrapConfig(cgroups="off"))}
     print("| what | with groups | without | ratio |\n|---|---|---|---|")
@@ -179,6 +232,7 @@ def main() -> None:
         bench_memory(sandboxes)
     bench_fairness(sandboxes)
     bench_cpu(args.n, sandboxes)
+    bench_share(args.share_rounds)
 
 
 if __name__ == "__main__":

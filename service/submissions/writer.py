@@ -138,15 +138,18 @@ class IntakeWriter:
 
     def _next_batch(self) -> list[_Waiting] | None:
         """Wait for uploads (at most max_batch of them); None once closed with nothing left to store."""
-        with self._cond:
-            while not self._queue and not self._closed:
+        while True:
+            with self._cond:
+                if self._queue:
+                    return [self._queue.popleft() for _ in range(min(self.max_batch, len(self._queue)))]
+                if self._closed:
+                    return None
                 if self._conn is None:
                     self._cond.wait()
-                elif not self._cond.wait(timeout=IDLE_RELEASE_S) and not self._queue:
-                    self._release()  # idle: back to the pool (no transaction is open on it)
-            if not self._queue:
-                return None
-            return [self._queue.popleft() for _ in range(min(self.max_batch, len(self._queue)))]
+                    continue
+                idle = not self._cond.wait(timeout=IDLE_RELEASE_S) and not self._queue and not self._closed
+            if idle:  # back to the pool, outside the lock: a slow server must not hold up a request's hand-over
+                self._release()
 
     def _connection(self) -> Connection:
         if self._conn is None:

@@ -281,3 +281,33 @@ def test_a_held_connection_the_server_dropped_is_replaced_without_failing_the_up
     writer.close()
     assert isinstance(one, batch.Accepted) and isinstance(two, batch.Accepted), two
     assert two.attempt == 2 and _counts(sessions) == (2, 2, 2)
+
+
+def test_an_idle_writer_gives_its_connection_back_without_holding_the_hand_over_lock(
+    sessions, svc, db_url, people, test_catalogue, monkeypatch
+):
+    """Closing a connection can wait on a slow server; a request handing over its upload (on the event
+    loop) must not wait with it."""
+    from service.submissions import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "IDLE_RELEASE_S", 0.2)
+    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    _submit_together(writer, [_item(people, test_catalogue)])
+    releasing, done = threading.Event(), threading.Event()
+    release = writer._release
+
+    def slow_release():
+        releasing.set()
+        done.wait(10)  # a server that takes its time
+        release()
+
+    writer._release = slow_release
+    try:
+        assert releasing.wait(5), "the idle writer never gave its connection back"
+        got = writer._cond.acquire(timeout=1)
+        if got:
+            writer._cond.release()
+    finally:
+        done.set()
+    writer.close()
+    assert got, "the hand-over lock was held while the connection was being closed"

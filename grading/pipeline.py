@@ -27,6 +27,7 @@ from grading.steps.sanitize import clear_outputs
 from grading.steps.validate import (
     MAX_JSON_DEPTH,
     check_cell_count,
+    has_notebook_outline,
     identify_exercise,
     json_depth_exceeds,
     load_json,
@@ -93,11 +94,7 @@ def _quick_check(raw: bytes, *, exercise_id: str | None, catalogue: Catalogue, m
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("cells"), list)
-        or json_depth_exceeds(data, MAX_JSON_DEPTH)
-    ):
+    if not has_notebook_outline(data) or json_depth_exceeds(data, MAX_JSON_DEPTH):
         return None
     try:
         exercise = identify_exercise(data, exercise_id=exercise_id, catalogue=catalogue)

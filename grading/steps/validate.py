@@ -85,13 +85,18 @@ def load_json(source: bytes | str | dict, *, max_bytes: int) -> dict[str, Any]:
             ) from None
         if json_depth_exceeds(data, MAX_JSON_DEPTH):
             raise _too_deep()
-    if not isinstance(data, dict) or "nbformat" not in data or not isinstance(data.get("cells", []), list):
+    if not has_notebook_outline(data):
         raise InvalidSubmission(
             "not_a_notebook",
             "the upload is JSON but not a Jupyter notebook (no nbformat/cells); "
             "submit the .ipynb file downloaded from Jupyter",
         )
     return data
+
+
+def has_notebook_outline(data: Any) -> bool:
+    """A JSON object with `nbformat` and, if it has `cells`, a list of them."""
+    return isinstance(data, dict) and "nbformat" in data and isinstance(data.get("cells", []), list)
 
 
 def to_notebook(data: dict[str, Any]) -> nbformat.NotebookNode:

@@ -22,7 +22,7 @@ from service.intake.routes import INTAKE_PATH
 from service.intake.routes import router as intake_router
 from service.lti.routes import api as lti_api_router
 from service.lti.routes import tool as lti_tool_router
-from service.middleware import RequestGuard
+from service.middleware import RequestGuard, install_security_headers
 from service.openapi import build_openapi
 from service.ops import router as ops_router
 from service.queue import service as queue
@@ -129,6 +129,7 @@ def create_app(
     ):
         app.include_router(router, prefix=API_PREFIX)
     install_web_pages(app)  # HTML pages for learners and instructors (session cookie, same services)
+    install_security_headers(app)  # CSP, framing, nosniff on every HTML answer (error pages included)
 
     def openapi() -> dict:
         if app.openapi_schema is None:

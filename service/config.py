@@ -192,6 +192,21 @@ class Settings(BaseSettings):
         "(and at once when a token names an unknown kid)",
     )
     lti_clock_skew_s: float = Field(60.0, ge=0, description="leeway for exp/iat of platform id_tokens")
+    lti_pick_ttl_s: float = Field(
+        300.0, gt=0, le=3600, description="a deep-linking pick token is valid this long (single use, one browser)"
+    )
+    lti_jwks_refetch_s: float = Field(
+        30.0,
+        ge=0,
+        description="a platform's keyset is fetched at most once per this interval on an unknown kid "
+        "or after a failed fetch (launches in between are refused without a fetch)",
+    )
+    lti_rate_per_ip_per_min: int = Field(
+        120, ge=1, description="logins (and, separately, launches) one client IP may start per minute"
+    )
+    lti_rate_per_platform_per_min: int = Field(
+        1200, ge=1, description="logins (and, separately, launches) naming one platform issuer per minute"
+    )
 
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> Settings:

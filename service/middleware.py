@@ -6,6 +6,10 @@
    is reused for `auth_cache_s` seconds (service/auth/cache.py), without a thread hop or a query.
 3. The body is capped: the notebook limit (+ multipart framing) for uploads, `JSON_BODY_LIMIT` elsewhere;
    by Content-Length when sent, and by counting the stream when not (chunked uploads).
+
+SecurityHeaders wraps the whole app, outside Starlette's error middleware, so every answer gets `nosniff`
+and every HTML answer (pages, /lti/ pages, error pages, a 500) the pages' CSP, framing and referrer
+headers, unless the route set its own (the deep-link page allows its platform's origin).
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.auth.authenticators import Authenticator, CredentialRejected, authenticate
 from service.errors import preferred_lang
@@ -106,3 +111,55 @@ def _capped(receive: Receive, limit: int) -> Receive:
         return message
 
     return wrapped
+
+
+# Only our own scripts and styles run (an injected inline <script> is refused by the browser too), nothing
+# frames a page, forms post only to us. service/web/core.py:render sends the same.
+PAGE_CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+    "frame-ancestors 'none'; form-action 'self'; base-uri 'self'"
+)
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": PAGE_CSP,
+    "Referrer-Policy": "same-origin",
+}
+
+
+class SecurityHeaders:
+    """Adds `nosniff` to every answer and PAGE_HEADERS to every text/html answer, keeping any the route set.
+    X-Frame-Options is added only with the default CSP: a route with its own CSP decides its framing."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers.setdefault("X-Content-Type-Options", "nosniff")
+                if headers.get("content-type", "").lower().startswith("text/html"):
+                    own_csp = "content-security-policy" in headers
+                    for name, value in PAGE_HEADERS.items():
+                        if name == "X-Frame-Options" and own_csp:
+                            continue
+                        headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def install_security_headers(app) -> None:
+    """Wrap the app's whole middleware stack (error pages and 500s included) in SecurityHeaders."""
+    build = app.build_middleware_stack
+
+    def build_wrapped() -> ASGIApp:
+        return SecurityHeaders(build())
+
+    app.build_middleware_stack = build_wrapped

@@ -4,7 +4,8 @@ A launch is a cross-site form POST from the LMS (often inside an iframe), so a c
 may be refused or, with SameSite=None, would have to be sent on every cross-site request. Instead the
 launch answers a browser with a 303 to `/lti/enter?ticket=...`: the ticket is HMAC-signed with the
 service secret, names the identity, course, launch token and landing page, lives 60 s and is spent once
-(a row in lti_login_states, the table whose rows are already single-use). `/lti/enter` is a top-level GET,
+(a row in lti_login_states, the table whose rows are already single-use), only in the browser that
+launched (the binding cookie of /lti/login, service/lti/binding.py). `/lti/enter` is a top-level GET,
 so it sets the ordinary SameSite=Lax session cookie and 303s to the page. Inside an iframe it sets nothing
 and shows a link that opens itself in a new tab (the pages refuse framing: frame-ancestors 'none').
 """
@@ -44,8 +45,18 @@ def _mac(secret: str, body: str) -> str:
     return hmac.new(secret.encode(), ("lti-enter:" + body).encode(), hashlib.sha256).hexdigest()
 
 
-def issue_ticket(session: Session, *, secret: str, platform_id: int, launched: dict, session_s: float) -> str:
-    """The ticket for a resource-link launch's result (`launch.resource_link`), inside its transaction."""
+def issue_ticket(
+    session: Session,
+    *,
+    secret: str,
+    platform_id: int,
+    launched: dict,
+    session_s: float,
+    browser_hash: str,
+    frame_origins: str,
+) -> str:
+    """The ticket for a resource-link launch's result (`launch.resource_link`), inside its transaction; only
+    the launching browser (`browser_hash`) can spend it. `frame_origins` may frame its new-tab page."""
     principal = auth.principal_for_token(session, token=launched["token"])
     assert principal is not None  # just created in this transaction
     key = "enter-" + secrets.token_urlsafe(24)
@@ -55,6 +66,7 @@ def issue_ticket(session: Session, *, secret: str, platform_id: int, launched: d
             nonce="enter-" + secrets.token_urlsafe(24),
             platform_id=platform_id,
             expires_at=utcnow() + dt.timedelta(seconds=TICKET_TTL_S),
+            browser_hash=browser_hash,
         )
     )
     payload = {
@@ -64,20 +76,29 @@ def issue_ticket(session: Session, *, secret: str, platform_id: int, launched: d
         "t": principal.credential_id,
         "s": int(min(session_s, sessions.SESSION_TTL_S)),
         "d": landing(role=launched["role"], course=launched["course"], exercise_id=launched["exercise_id"]),
+        "f": frame_origins,
     }
     body = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode().rstrip("=")
     return body + "~" + _mac(secret, body)
 
 
-def redeem_ticket(session: Session, *, secret: str, ticket: str) -> tuple[str, str]:
-    """Spend a ticket: (session cookie value, landing path). Forged, expired or used tickets are a 400."""
+def read_ticket(*, secret: str, ticket: str) -> dict:
+    """The signed payload of a ticket (not yet spent); forged ones are a 400."""
     body, _, mac = ticket.rpartition("~")
     if not body or len(ticket) > 2000 or not hmac.compare_digest(mac, _mac(secret, body)):
         raise LtiError("lti_ticket_invalid", "this sign-in link is not valid; launch again from the LMS")
-    payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    return json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+
+
+def redeem_ticket(session: Session, *, secret: str, ticket: str, browser_hash: str) -> tuple[str, str]:
+    """Spend a ticket in the browser that launched: (session cookie value, landing path). Forged, expired
+    or used tickets are a 400 `lti_ticket_invalid`; one opened in another browser `lti_wrong_browser`."""
+    payload = read_ticket(secret=secret, ticket=ticket)
     try:
-        lti_service.consume_state(session, state=payload["k"])
+        lti_service.consume_state(session, state=payload["k"], browser_hash=browser_hash)
     except LtiError as exc:
+        if exc.code == "lti_wrong_browser":
+            raise
         raise LtiError(
             "lti_ticket_invalid", "this sign-in link was already used or has expired; launch again from the LMS"
         ) from exc

@@ -8,5 +8,7 @@ from service.errors import ServiceError
 class LtiError(ServiceError):
     status_code, code = 400, "lti_invalid"
 
-    def __init__(self, code: str, message: str, *, status_code: int = 400) -> None:
-        super().__init__(message, code=code, status_code=status_code)
+    def __init__(
+        self, code: str, message: str, *, status_code: int = 400, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message, code=code, status_code=status_code, headers=headers)

@@ -4,8 +4,13 @@ short-lived bearer token. Deep-linking requests get a signed pick token instead 
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import hashlib
 import html
+import secrets
 import time
+from dataclasses import dataclass
 
 import jwt
 from sqlalchemy import select
@@ -13,11 +18,13 @@ from sqlalchemy.orm import Session
 
 from grading.exercise import Catalogue
 from service.auth.service import create_token, get_or_create_identity
+from service.db import utcnow
 from service.errors import clip
-from service.lti import tokens
+from service.lti import service as lti_service
+from service.lti import tokens, urls
 from service.lti.errors import LtiError
 from service.lti.keys import KeyStore
-from service.lti.models import LtiContext, LtiLineItem, LtiPlatform
+from service.lti.models import LtiContext, LtiLineItem, LtiLoginState, LtiPlatform, PlatformRef
 from service.lti.tokens import LTI
 
 AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
@@ -38,13 +45,18 @@ def role_of(roles: object) -> str:
     return "instructor" if isinstance(roles, list) and any(r in TEACHING for r in roles) else "learner"
 
 
-def validate(
-    session: Session, *, id_token: str, platform_id: int, nonce: str, jwks: tokens.JwksCache, leeway_s: float
-) -> tuple[LtiPlatform, dict]:
-    """Every check of a launch whose login state (platform, nonce) was already spent by the caller."""
+def platform_for_launch(session: Session, *, platform_id: int) -> PlatformRef:
+    """The platform of a spent login state, read before the id_token's keyset is fetched (no transaction
+    stays open over that fetch)."""
     platform = session.get(LtiPlatform, platform_id)
     if platform is None or platform.removed_at is not None:
         raise LtiError("lti_unknown_platform", "the platform of this login was removed")
+    return PlatformRef.of(platform)
+
+
+def validate(*, id_token: str, platform: PlatformRef, nonce: str, jwks: tokens.JwksCache, leeway_s: float) -> dict:
+    """Every check of a launch whose login state (platform, nonce) was already spent by the caller. Takes no
+    database session: it may fetch the platform's keyset."""
     if tokens.unverified_issuer(id_token) != platform.issuer:
         raise LtiError("lti_wrong_issuer", "the id_token's issuer is not the platform that started the login")
     claims = tokens.verify_id_token(id_token, platform=platform, jwks=jwks, leeway_s=leeway_s)
@@ -59,10 +71,10 @@ def validate(
         raise LtiError("lti_version", "only LTI 1.3.0 launches are accepted")
     if claims.get(LTI + "message_type") not in MESSAGE_TYPES:
         raise LtiError("lti_message_type", f"message type {clip(claims.get(LTI + 'message_type'))!r} is not supported")
-    return platform, claims
+    return claims
 
 
-def course_for(session: Session, *, platform: LtiPlatform, context: object) -> str:
+def course_for(session: Session, *, platform: PlatformRef, context: object) -> str:
     if not isinstance(context, dict) or not isinstance(context.get("id"), str) or not context["id"]:
         raise LtiError("lti_no_context", "the launch has no context (course); launch from inside a course")
     row = session.scalar(
@@ -81,7 +93,7 @@ def course_for(session: Session, *, platform: LtiPlatform, context: object) -> s
 
 
 def resource_link(
-    session: Session, *, platform: LtiPlatform, claims: dict, catalogue: Catalogue, session_s: float
+    session: Session, *, platform: PlatformRef, claims: dict, catalogue: Catalogue, session_s: float
 ) -> dict:
     """Enrol the launching user and hand out a token; remember the line item for grade passback."""
     course = course_for(session, platform=platform, context=claims.get(LTI + "context"))
@@ -135,20 +147,41 @@ def resource_link(
 
 
 def deep_link_request(
-    session: Session, *, platform: LtiPlatform, claims: dict, catalogue: Catalogue, keys: KeyStore, ttl_s: float
+    session: Session,
+    *,
+    platform: PlatformRef,
+    claims: dict,
+    catalogue: Catalogue,
+    keys: KeyStore,
+    ttl_s: float,
+    browser_hash: str,
+    allow_http: bool,
 ) -> dict:
-    """An instructor picks an exercise: list them with a pick token that carries the platform's settings."""
+    """An instructor picks an exercise: list them with a pick token that carries the platform's settings.
+    The pick is single use, lives `ttl_s` and works only in this browser (a row keyed by its `k`)."""
     if role_of(claims.get(LTI + "roles")) != "instructor":
         raise LtiError("lti_forbidden", "only instructors can add titangrade exercises to a course", status_code=403)
     settings = claims.get(DL)
     if not isinstance(settings, dict) or not isinstance(settings.get("deep_link_return_url"), str):
         raise LtiError("lti_deep_linking", "the deep-linking request has no deep_link_return_url")
+    return_url = urls.return_url(settings["deep_link_return_url"], allow_http=allow_http)
+    key = "pick-" + secrets.token_urlsafe(24)
+    session.add(
+        LtiLoginState(
+            state=key,
+            nonce=key,
+            platform_id=platform.id,
+            expires_at=utcnow() + dt.timedelta(seconds=ttl_s),
+            browser_hash=browser_hash,
+        )
+    )
     pick = tokens.sign(
         {
             "aud": PICK_AUDIENCE,
+            "k": key,
             "platform_id": platform.id,
             "deployment_id": claims[LTI + "deployment_id"],
-            "return_url": settings["deep_link_return_url"],
+            "return_url": return_url,
             "data": settings.get("data"),
         },
         keys=keys,
@@ -162,18 +195,48 @@ def deep_link_request(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class DeepLinkAnswer:
+    return_url: str
+    jwt: str
+    frame_origins: str  # who may frame the auto-posting page: the platform's own origins
+
+
 def deep_link_response(
-    session: Session, *, pick_token: str, exercise_id: str, catalogue: Catalogue, keys: KeyStore, launch_url: str
-) -> tuple[str, str]:
-    """The signed LtiDeepLinkingResponse for the picked exercise: (return URL, JWT) for a form post."""
+    session: Session,
+    *,
+    pick_token: str,
+    exercise_id: str,
+    catalogue: Catalogue,
+    keys: KeyStore,
+    launch_url: str,
+    browser_hash: str,
+    allow_http: bool,
+) -> DeepLinkAnswer:
+    """The signed LtiDeepLinkingResponse for the picked exercise; spends the pick (once, this browser)."""
     try:
         kid = jwt.get_unverified_header(pick_token).get("kid")
         key = next(k for k in keys.keys() if k.kid == kid)  # noqa: SIM118 (a KeyStore, not a dict)
-        pick = jwt.decode(pick_token, jwt.PyJWK(key.public_jwk()).key, algorithms=["RS256"], audience=PICK_AUDIENCE)
+        pick = jwt.decode(
+            pick_token,
+            jwt.PyJWK(key.public_jwk()).key,
+            algorithms=["RS256"],
+            audience=PICK_AUDIENCE,
+            options={"require": ["exp", "k"]},
+        )
     except (StopIteration, jwt.InvalidTokenError) as exc:
         raise LtiError("lti_pick_invalid", "the pick token is invalid or expired; open the picker again") from exc
     if exercise_id not in catalogue:
         raise LtiError("lti_unknown_exercise", f"no exercise {clip(exercise_id)!r}", status_code=404)
+    return_url = urls.return_url(pick["return_url"], allow_http=allow_http)
+    try:
+        lti_service.consume_state(session, state=str(pick["k"]), browser_hash=browser_hash)
+    except LtiError as exc:
+        if exc.code == "lti_wrong_browser":
+            raise
+        raise LtiError(
+            "lti_pick_invalid", "the pick token was already used or has expired; open the picker again"
+        ) from exc
     platform = session.get(LtiPlatform, pick["platform_id"])
     if platform is None or platform.removed_at is not None:
         raise LtiError("lti_unknown_platform", "the platform of this picker was removed")
@@ -201,13 +264,26 @@ def deep_link_response(
     }
     if pick.get("data") is not None:
         claims["https://purl.imsglobal.org/spec/lti-dl/claim/data"] = pick["data"]
-    return pick["return_url"], tokens.sign(claims, keys=keys)
-
-
-def autopost(url: str, jwt_: str) -> str:
-    """The page that posts the deep-linking response back to the platform (the browser submits it)."""
-    return (
-        f'<!doctype html><form method="post" action="{html.escape(url)}">'
-        f'<input type="hidden" name="JWT" value="{html.escape(jwt_)}"><noscript><button>Continue</button>'
-        "</noscript></form><script>document.forms[0].submit()</script>"
+    return DeepLinkAnswer(
+        return_url, tokens.sign(claims, keys=keys), urls.frame_origins(PlatformRef.of(platform), allow_http=allow_http)
     )
+
+
+AUTOPOST_SCRIPT = "document.forms[0].submit()"
+
+
+def autopost(answer: DeepLinkAnswer) -> tuple[str, dict[str, str]]:
+    """The page that posts the deep-linking response back to the platform (the browser submits it), and its
+    headers: only this inline script runs, the form may post only to the return URL's origin, and only
+    the platform may frame it."""
+    page = (
+        f'<!doctype html><form method="post" action="{html.escape(answer.return_url)}">'
+        f'<input type="hidden" name="JWT" value="{html.escape(answer.jwt)}"><noscript><button>Continue</button>'
+        f"</noscript></form><script>{AUTOPOST_SCRIPT}</script>"
+    )
+    digest = base64.b64encode(hashlib.sha256(AUTOPOST_SCRIPT.encode()).digest()).decode()
+    csp = (
+        f"default-src 'none'; script-src 'sha256-{digest}'; form-action {urls.origin(answer.return_url)}; "
+        f"frame-ancestors {answer.frame_origins}; base-uri 'none'"
+    )
+    return page, {"Content-Security-Policy": csp, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}

@@ -4,6 +4,7 @@ context maps to, and the AGS line items grades are passed back to (the outbox's 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
@@ -30,7 +31,8 @@ class LtiPlatform(Base):
 
 
 class LtiLoginState(Base):
-    """One OIDC login initiation: the id_token that answers it must carry `nonce`; used once, then spent."""
+    """One OIDC login initiation (or a sign-in ticket's or pick token's single-use key): the id_token that
+    answers it must carry `nonce`; spent once (the row is deleted), by the browser that started it."""
 
     __tablename__ = "lti_login_states"
 
@@ -40,6 +42,9 @@ class LtiLoginState(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
     used_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    # sha256 of the browser-binding cookie set at /lti/login (service/lti/binding.py): only that browser can
+    # spend the state, the sign-in ticket or the deep-linking pick this row stands for
+    browser_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class LtiContext(Base):
@@ -69,3 +74,20 @@ class LtiLineItem(Base):
     course: Mapped[str] = mapped_column(String(200), index=True)
     exercise_id: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformRef:
+    """What a launch checks against, read in one transaction and used after it (the keyset is fetched
+    between transactions, so no database connection is held while a platform answers)."""
+
+    id: int
+    issuer: str
+    client_id: str
+    keyset_url: str
+    auth_login_url: str
+    deployment_ids: tuple[str, ...]
+
+    @classmethod
+    def of(cls, row: LtiPlatform) -> PlatformRef:
+        return cls(row.id, row.issuer, row.client_id, row.keyset_url, row.auth_login_url, tuple(row.deployment_ids))

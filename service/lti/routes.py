@@ -15,11 +15,13 @@ from starlette.concurrency import run_in_threadpool
 from service.db import transaction
 from service.deps import AdminUser, CatalogueDep, SessionDep, SettingsDep
 from service.errors import NotFound
-from service.lti import enter, launch, service
+from service.lti import binding, enter, launch, service
 from service.lti.errors import LtiError
 from service.lti.keys import key_store
+from service.lti.limits import LtiLimits
 from service.lti.models import LtiPlatform
-from service.lti.tokens import LTI, JwksCache
+from service.lti.tokens import LTI, JwksCache, unverified_issuer
+from service.lti.urls import frame_origins
 from service.openapi import errors
 from service.timefmt import Timestamp
 from service.web.core import web_secret
@@ -106,8 +108,25 @@ def _jwks(request: Request) -> JwksCache:
         client = make_client(
             AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s, max_connections=4
         )
-        state.lti_jwks = JwksCache(client, ttl_s=settings.lti_jwks_cache_s)
+        state.lti_jwks = JwksCache(client, ttl_s=settings.lti_jwks_cache_s, refetch_s=settings.lti_jwks_refetch_s)
     return state.lti_jwks
+
+
+def _limit(request: Request, endpoint: str, issuer: str | None) -> None:
+    """Per client IP and per platform, before any database work (service/lti/limits.py)."""
+    state = request.app.state
+    if getattr(state, "lti_limits", None) is None:
+        state.lti_limits = LtiLimits.from_settings(state.settings)
+    client_ip = request.client.host if request.client else "unknown"
+    state.lti_limits.check(endpoint, client_ip=client_ip, issuer=issuer)
+
+
+def _issuer_hint(id_token: str) -> str | None:
+    """The unverified issuer of a launch's id_token: it only picks the rate bucket."""
+    try:
+        return unverified_issuer(id_token) or None
+    except LtiError:
+        return None
 
 
 async def _params(request: Request) -> dict[str, str]:
@@ -135,14 +154,23 @@ def jwks(settings: SettingsDep) -> dict:
 @tool.api_route("/login", methods=["GET", "POST"], response_class=RedirectResponse, status_code=302)
 async def login(request: Request, settings: SettingsDep):
     params = await _params(request)
+    _limit(request, "login", params.get("iss"))
+    browser = binding.value_for(request)  # the state is bound to this browser (login CSRF)
 
     def run() -> str:
         with transaction(request.app.state.sessions) as session:
             return service.login_redirect(
-                session, params=params, redirect_uri=tool_urls(settings)["launch_url"], ttl_s=settings.lti_state_ttl_s
+                session,
+                params=params,
+                redirect_uri=tool_urls(settings)["launch_url"],
+                ttl_s=settings.lti_state_ttl_s,
+                browser_hash=binding.digest(browser),
             )
 
-    return RedirectResponse(await run_in_threadpool(run), status_code=302)
+    resp = RedirectResponse(await run_in_threadpool(run), status_code=302)
+    follow_up_s = max(settings.lti_pick_ttl_s, enter.TICKET_TTL_S)
+    binding.bind(request, resp, settings=settings, value=browser, max_age_s=settings.lti_state_ttl_s + follow_up_s)
+    return resp
 
 
 @tool.post("/launch")
@@ -150,24 +178,27 @@ async def launch_(request: Request, settings: SettingsDep, catalogue: CatalogueD
     params = await _params(request)
     if not params.get("id_token") or not params.get("state"):
         raise LtiError("lti_missing_parameter", "a launch is a form post of id_token and state from the platform")
+    _limit(request, "launch", _issuer_hint(params["id_token"]))
+    browser_hash = binding.required_digest(request)  # only the browser that started the login (login CSRF)
     sessions, jwks_cache = request.app.state.sessions, _jwks(request)
     # A browser (an LMS form post) is sent on to its page; API clients (Accept without text/html) keep JSON.
     browser = "text/html" in request.headers.get("accept", "")
     secret = web_secret(request) if browser else ""
+    allow_http = settings.mode == "dev"
 
     def run() -> dict:
         with transaction(sessions) as session:  # spent in its own transaction: a replay fails even after an error
-            login = service.consume_state(session, state=params["state"])
-            platform_id, nonce = login.platform_id, login.nonce
+            login = service.consume_state(session, state=params["state"], browser_hash=browser_hash)
+            platform = launch.platform_for_launch(session, platform_id=login.platform_id)
+        # no transaction is open here: the keyset may be fetched from the platform (slow, or an attacker's)
+        claims = launch.validate(
+            id_token=params["id_token"],
+            platform=platform,
+            nonce=login.nonce,
+            jwks=jwks_cache,
+            leeway_s=settings.lti_clock_skew_s,
+        )
         with transaction(sessions) as session:  # nothing else is stored unless every check passes
-            platform, claims = launch.validate(
-                session,
-                id_token=params["id_token"],
-                platform_id=platform_id,
-                nonce=nonce,
-                jwks=jwks_cache,
-                leeway_s=settings.lti_clock_skew_s,
-            )
             if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
                 return launch.deep_link_request(
                     session,
@@ -175,14 +206,22 @@ async def launch_(request: Request, settings: SettingsDep, catalogue: CatalogueD
                     claims=claims,
                     catalogue=catalogue,
                     keys=key_store(settings),
-                    ttl_s=settings.lti_state_ttl_s,
+                    ttl_s=settings.lti_pick_ttl_s,
+                    browser_hash=browser_hash,
+                    allow_http=allow_http,
                 )
             done = launch.resource_link(
                 session, platform=platform, claims=claims, catalogue=catalogue, session_s=settings.lti_session_s
             )
             if browser:
                 done["ticket"] = enter.issue_ticket(
-                    session, secret=secret, platform_id=platform.id, launched=done, session_s=settings.lti_session_s
+                    session,
+                    secret=secret,
+                    platform_id=platform.id,
+                    launched=done,
+                    session_s=settings.lti_session_s,
+                    browser_hash=browser_hash,
+                    frame_origins=frame_origins(platform, allow_http=allow_http),
                 )
             return done
 
@@ -194,22 +233,29 @@ async def launch_(request: Request, settings: SettingsDep, catalogue: CatalogueD
 
 @tool.get("/enter")
 async def enter_(request: Request, settings: SettingsDep, ticket: str = ""):
-    """Spend a launch's one-time ticket: set the session cookie (a first-party, top-level GET) and go to
-    the page. In an iframe, spend nothing and offer to open this URL in a new tab instead."""
+    """Spend a launch's one-time ticket in the browser that launched: set the session cookie (a first-party,
+    top-level GET) and go to the page. In an iframe, spend nothing and offer to open this URL in a new tab
+    instead (a page only the launch's platform may frame)."""
+    if not ticket:
+        raise LtiError("lti_missing_parameter", "this page is reached from an LTI launch; launch from the LMS")
+    secret = web_secret(request)
     if request.headers.get("sec-fetch-dest") == "iframe":
+        frame = str(enter.read_ticket(secret=secret, ticket=ticket).get("f") or "'none'")
         here = html.escape("/lti/enter?ticket=" + quote(ticket, safe=""))
         return HTMLResponse(
             f'<!doctype html><meta charset="utf-8"><title>titangrade</title><p><a href="{here}" '
             'target="_blank" rel="noopener">Open titangrade in a new tab</a></p>',
-            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
+            headers={
+                "Cache-Control": "no-store",
+                "Referrer-Policy": "no-referrer",
+                "Content-Security-Policy": f"default-src 'none'; frame-ancestors {frame}; base-uri 'none'",
+            },
         )
-    if not ticket:
-        raise LtiError("lti_missing_parameter", "this page is reached from an LTI launch; launch from the LMS")
-    secret = web_secret(request)
+    browser_hash = binding.required_digest(request)
 
     def run() -> tuple[str, str]:
         with transaction(request.app.state.sessions) as session:
-            return enter.redeem_ticket(session, secret=secret, ticket=ticket)
+            return enter.redeem_ticket(session, secret=secret, ticket=ticket, browser_hash=browser_hash)
 
     cookie, path = await run_in_threadpool(run)
     resp = RedirectResponse(
@@ -221,12 +267,14 @@ async def enter_(request: Request, settings: SettingsDep, ticket: str = ""):
 
 @tool.post("/deep-link", response_class=HTMLResponse)
 async def deep_link(request: Request, settings: SettingsDep, catalogue: CatalogueDep):
-    """The instructor's pick: answer with a page that posts the signed LtiDeepLinkingResponse to the LMS."""
+    """The instructor's pick: answer with a page that posts the signed LtiDeepLinkingResponse to the LMS.
+    The pick token is spent here, once, and only by the browser that made the deep-linking launch."""
     params = await _params(request)
     if not params.get("pick_token") or not params.get("exercise_id"):
         raise LtiError("lti_missing_parameter", "send pick_token (from the deep-linking launch) and exercise_id")
+    browser_hash = binding.required_digest(request)
 
-    def run() -> tuple[str, str]:
+    def run() -> launch.DeepLinkAnswer:
         with transaction(request.app.state.sessions) as session:
             return launch.deep_link_response(
                 session,
@@ -235,7 +283,9 @@ async def deep_link(request: Request, settings: SettingsDep, catalogue: Catalogu
                 catalogue=catalogue,
                 keys=key_store(settings),
                 launch_url=tool_urls(settings)["launch_url"],
+                browser_hash=browser_hash,
+                allow_http=settings.mode == "dev",
             )
 
-    url, token = await run_in_threadpool(run)
-    return HTMLResponse(launch.autopost(url, token))
+    page, headers = launch.autopost(await run_in_threadpool(run))
+    return HTMLResponse(page, headers=headers)

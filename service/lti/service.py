@@ -6,11 +6,12 @@ import datetime as dt
 import secrets
 from urllib.parse import urlencode, urlsplit
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from service.db import utcnow
 from service.errors import Conflict, ServiceError, clip
+from service.lti.binding import wrong_browser
 from service.lti.errors import LtiError
 from service.lti.models import LtiLoginState, LtiPlatform
 
@@ -96,8 +97,11 @@ def find(session: Session, *, issuer: str, client_id: str | None) -> LtiPlatform
     return rows[0]
 
 
-def login_redirect(session: Session, *, params: dict[str, str], redirect_uri: str, ttl_s: float) -> str:
-    """OIDC third-party login initiation: remember a fresh state + nonce, return the platform's auth URL."""
+def login_redirect(
+    session: Session, *, params: dict[str, str], redirect_uri: str, ttl_s: float, browser_hash: str
+) -> str:
+    """OIDC third-party login initiation: remember a fresh state + nonce bound to the initiating browser
+    (`browser_hash`, service/lti/binding.py), return the platform's auth URL."""
     for key in ("iss", "login_hint", "target_link_uri"):
         if not params.get(key):
             raise LtiError("lti_missing_parameter", f"the login initiation lacks {key!r}")
@@ -107,8 +111,7 @@ def login_redirect(session: Session, *, params: dict[str, str], redirect_uri: st
         raise LtiError("lti_unknown_deployment", f"deployment {clip(deployment)!r} is not registered for this platform")
     state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     now = utcnow()
-    # logins never answered (or long spent) are dropped here, so the table stays as small as the TTL allows
-    session.execute(delete(LtiLoginState).where(LtiLoginState.expires_at < now - dt.timedelta(seconds=ttl_s)))
+    remove_expired(session, now=now)
     session.add(
         LtiLoginState(
             state=state,
@@ -116,6 +119,7 @@ def login_redirect(session: Session, *, params: dict[str, str], redirect_uri: st
             platform_id=platform.id,
             created_at=now,
             expires_at=now + dt.timedelta(seconds=ttl_s),
+            browser_hash=browser_hash,
         )
     )
     query = {
@@ -135,20 +139,45 @@ def login_redirect(session: Session, *, params: dict[str, str], redirect_uri: st
     return platform.auth_login_url + sep + urlencode(query)
 
 
-def consume_state(session: Session, *, state: str) -> LtiLoginState:
-    """Spend a login state (once, atomically); unknown, used or expired states are refused."""
+def remove_expired(session: Session, *, now: dt.datetime) -> int:
+    """Every login writes through here: states, tickets and picks past their expiry are deleted (spent ones
+    are deleted when spent), so the table holds no more than the logins of one TTL."""
+    result = session.execute(delete(LtiLoginState).where(LtiLoginState.expires_at <= now))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def consume_state(session: Session, *, state: str, browser_hash: str) -> LtiLoginState:
+    """Spend a login state (or a ticket's or pick's key) once, atomically, and only from the browser it is
+    bound to: the row is deleted. Unknown, used or expired ones are `lti_state_invalid`; a live one sent
+    from another browser is `lti_wrong_browser` and stays unspent."""
     now = utcnow()
-    result = session.execute(
-        update(LtiLoginState)
-        .where(LtiLoginState.state == state, LtiLoginState.used_at.is_(None), LtiLoginState.expires_at > now)
-        .values(used_at=now)
+    row = session.execute(
+        delete(LtiLoginState)
+        .where(
+            LtiLoginState.state == state,
+            LtiLoginState.used_at.is_(None),
+            LtiLoginState.expires_at > now,
+            LtiLoginState.browser_hash == browser_hash,
+        )
+        .returning(LtiLoginState.state, LtiLoginState.nonce, LtiLoginState.platform_id, LtiLoginState.expires_at)
         .execution_options(synchronize_session=False)
-    )
-    if result.rowcount != 1:  # type: ignore[attr-defined]
+    ).first()
+    if row is None:
+        live = session.scalar(
+            select(LtiLoginState.state).where(
+                LtiLoginState.state == state, LtiLoginState.used_at.is_(None), LtiLoginState.expires_at > now
+            )
+        )
+        if live is not None:
+            raise wrong_browser()
         raise LtiError(
             "lti_state_invalid",
             "the launch's state is unknown, already used or expired; start the launch again from the LMS",
         )
-    row = session.get(LtiLoginState, state)
-    assert row is not None
-    return row
+    return LtiLoginState(
+        state=row.state,
+        nonce=row.nonce,
+        platform_id=row.platform_id,
+        expires_at=row.expires_at,
+        browser_hash=browser_hash,
+    )

@@ -4,9 +4,11 @@ and signing the tool's own JWTs (deep-linking responses, AGS client assertions) 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 
 import httpx
 import jwt
@@ -14,53 +16,91 @@ import jwt
 from service.errors import clip
 from service.lti.errors import LtiError
 from service.lti.keys import KeyStore
-from service.lti.models import LtiPlatform
+from service.lti.models import PlatformRef
 
 MAX_JWKS_BYTES = 256 * 1024
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 
 
-class JwksCache:
-    """Platform key sets by URL; a token with a kid not in the cached set triggers one refetch."""
+@dataclass
+class _Keyset:
+    """One platform keyset URL: the keys last read, when, and the last attempt (failed or not)."""
 
-    def __init__(self, client: httpx.Client, *, ttl_s: float) -> None:
-        self.client, self.ttl_s = client, ttl_s
-        self._sets: dict[str, tuple[float, jwt.PyJWKSet]] = {}
+    keys: jwt.PyJWKSet | None = None
+    fetched_at: float = -math.inf  # last successful fetch (monotonic)
+    tried_at: float = -math.inf  # last attempt
+    error: LtiError | None = None  # the last attempt's failure, answered again until the next attempt
+    generation: int = 0  # attempts so far: a caller that waited for the lock sees whether one happened meanwhile
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class JwksCache:
+    """Platform keysets by URL, fetched with no database connection held (callers run it between
+    transactions). Keys are reused for `ttl_s`; a kid not in the set, or a failed fetch, triggers at most
+    one fetch per `refetch_s` (a negative cache), and concurrent launches share one fetch (single flight)."""
+
+    def __init__(self, client: httpx.Client, *, ttl_s: float, refetch_s: float = 30.0) -> None:
+        self.client, self.ttl_s, self.refetch_s = client, ttl_s, refetch_s
+        self._sets: dict[str, _Keyset] = {}
         self._lock = threading.Lock()
+        self.fetches = 0
+
+    def _entry(self, url: str) -> _Keyset:
+        with self._lock:
+            return self._sets.setdefault(url, _Keyset())
 
     def _fetch(self, url: str) -> jwt.PyJWKSet:
+        self.fetches += 1
         try:
             resp = self.client.get(url)
             if resp.status_code != 200 or len(resp.content) > MAX_JWKS_BYTES:
                 raise LtiError(
                     "lti_jwks_unavailable", f"the platform's keyset answered HTTP {resp.status_code}", status_code=502
                 )
-            keys = jwt.PyJWKSet.from_dict(resp.json())
+            return jwt.PyJWKSet.from_dict(resp.json())
         except (httpx.HTTPError, ValueError, jwt.PyJWKSetError) as exc:
             raise LtiError(
                 "lti_jwks_unavailable",
                 f"the platform's keyset could not be read: {type(exc).__name__}",
                 status_code=502,
             ) from exc
-        with self._lock:
-            self._sets[url] = (time.monotonic(), keys)
-        return keys
+
+    def _refresh(self, url: str, entry: _Keyset, seen: int) -> None:
+        """Fetch once for everyone who saw generation `seen`; callers queued behind it use its result."""
+        with entry.lock:
+            if entry.generation != seen:
+                return
+            try:
+                keys = self._fetch(url)
+            except LtiError as exc:
+                entry.error = exc
+            else:
+                entry.keys, entry.fetched_at, entry.error = keys, time.monotonic(), None
+            entry.tried_at = time.monotonic()
+            entry.generation += 1
 
     def key(self, url: str, kid: str | None) -> jwt.PyJWK:
-        with self._lock:
-            cached = self._sets.get(url)
-        fresh = cached is None or time.monotonic() - cached[0] > self.ttl_s
-        keys = self._fetch(url) if fresh or cached is None else cached[1]
-        for attempt in range(2):
-            match = [k for k in keys.keys if kid is None or k.key_id == kid]
-            if match:
-                return match[0]
-            if attempt == 0 and not fresh:
-                keys = self._fetch(url)
+        entry = self._entry(url)
+        seen, now = entry.generation, time.monotonic()
+        found = _match(entry.keys, kid)
+        if found is not None and now - entry.fetched_at <= self.ttl_s:
+            return found
+        if now - entry.tried_at >= self.refetch_s:  # else: a stale set is used, an unknown kid refused
+            self._refresh(url, entry, seen)
+            found = _match(entry.keys, kid)
+        if found is not None:
+            return found
+        if entry.error is not None:
+            raise entry.error
         raise LtiError("lti_bad_signature", f"the id_token's key {clip(kid)!r} is not in the platform's keyset")
 
 
-def verify_id_token(token: str, *, platform: LtiPlatform, jwks: JwksCache, leeway_s: float) -> dict:
+def _match(keys: jwt.PyJWKSet | None, kid: str | None) -> jwt.PyJWK | None:
+    match = [k for k in (keys.keys if keys is not None else []) if kid is None or k.key_id == kid]
+    return match[0] if match else None
+
+
+def verify_id_token(token: str, *, platform: PlatformRef, jwks: JwksCache, leeway_s: float) -> dict:
     """Signature, iss, aud, azp, exp/iat and the presence of sub/nonce; LtiError names what failed."""
     try:
         header = jwt.get_unverified_header(token)

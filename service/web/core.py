@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from service.auth.principal import Principal
+from service.middleware import PAGE_HEADERS
 from service.web import sessions
 from service.web.i18n import LANGS, t
 
@@ -107,18 +108,7 @@ def render(
         T=lambda key, **kw: t(key, lang, **kw),
         **context,
     )
-    return HTMLResponse(
-        html,
-        status_code=status_code,
-        headers={
-            "Cache-Control": "no-store",
-            "X-Content-Type-Options": "nosniff",
-            "X-Frame-Options": "DENY",
-            # Only our own scripts and styles run: an injected inline <script> is refused by the browser too.
-            "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
-            "script-src 'self'; frame-ancestors 'none'; form-action 'self'",
-        },
-    )
+    return HTMLResponse(html, status_code=status_code, headers=PAGE_HEADERS)
 
 
 def local_path(target: str | None, default: str = "/") -> str:

@@ -51,16 +51,19 @@ class Platform:
 
 class Browser:
     """What the user's browser does in a launch: follow the tool's login redirect to the platform, then
-    post the platform's id_token and state to the tool's launch URL."""
+    post the platform's id_token and state to the tool's launch URL. Like a browser it keeps cookies (the
+    tool binds the login to the browser that started it), so another Browser is another person."""
 
     def __init__(self, tool: str, platform: Platform) -> None:
         self.tool, self.platform = tool, platform
+        self.client = httpx.Client(timeout=30)
 
-    def login(self, *, sub: str = "learner-1", **hint) -> dict:
+    def login(self, *, sub: str = "learner-1", client: httpx.Client | None = None, **hint) -> dict:
         """Login initiation at the tool; returns the query the tool sends to the platform (state, nonce...)."""
-        resp = httpx.post(self.tool + "/lti/login", data={
+        resp = (client or self.client).post(self.tool + "/lti/login", data={
             "iss": self.platform.url, "login_hint": sub, "target_link_uri": self.tool + "/lti/launch",
-            "lti_message_hint": json.dumps(hint), "client_id": CLIENT_ID, "lti_deployment_id": DEPLOYMENT}, timeout=30)
+            "lti_message_hint": json.dumps(hint), "client_id": CLIENT_ID, "lti_deployment_id": DEPLOYMENT},
+            follow_redirects=False)
         assert resp.status_code == 302, resp.text
         location = resp.headers["location"]
         assert location.startswith(self.platform.url + "/auth?")
@@ -72,10 +75,8 @@ class Browser:
         return resp.json()
 
     def post_launch(self, id_token: str, state: str) -> httpx.Response:
-        return httpx.post(self.tool + "/lti/launch", data={"id_token": id_token, "state": state}, timeout=30)
+        return self.client.post(self.tool + "/lti/launch", data={"id_token": id_token, "state": state})
 
     def launch(self, *, sub: str = "learner-1", **hint) -> httpx.Response:
         form = self.authorize(self.login(sub=sub, **hint))
         return self.post_launch(form["id_token"], form["state"])
-
-

@@ -125,8 +125,8 @@ def test_deep_linking_lets_an_instructor_pick_an_exercise_and_the_platform_verif
     picker = resp.json()
     assert picker["message_type"] == "LtiDeepLinkingRequest"
     assert "ch05.svc_sum" in {e["id"] for e in picker["exercises"]}
-    page = httpx.post(lti.url + "/lti/deep-link", data={"pick_token": picker["pick_token"],
-                                                        "exercise_id": "ch05.svc_sum"}, timeout=30)
+    page = lti.browser.client.post(lti.url + "/lti/deep-link",
+                                   data={"pick_token": picker["pick_token"], "exercise_id": "ch05.svc_sum"})
     assert page.status_code == 200, page.text
     action = html.unescape(re.search(r'action="([^"]+)"', page.text).group(1))
     jwt_ = html.unescape(re.search(r'name="JWT" value="([^"]+)"', page.text).group(1))
@@ -137,8 +137,9 @@ def test_deep_linking_lets_an_instructor_pick_an_exercise_and_the_platform_verif
     assert item["custom"] == {"exercise_id": "ch05.svc_sum"} and item["url"] == lti.url + "/lti/launch"
     assert item["lineItem"]["scoreMaximum"] == 3.0
     assert answer["https://purl.imsglobal.org/spec/lti-dl/claim/data"] == "opaque-dl-data"
-    tampered = httpx.post(lti.url + "/lti/deep-link", data={"pick_token": picker["pick_token"][:-4] + "AAAA",
-                                                            "exercise_id": "ch05.svc_sum"}, timeout=30)
+    tampered = lti.browser.client.post(lti.url + "/lti/deep-link",
+                                       data={"pick_token": picker["pick_token"][:-4] + "AAAA",
+                                             "exercise_id": "ch05.svc_sum"})
     assert tampered.status_code == 400 and tampered.json()["error"]["code"] == "lti_pick_invalid"
 
 

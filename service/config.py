@@ -189,7 +189,7 @@ class Settings(BaseSettings):
         300.0,
         ge=0,
         description="a platform's JWKS is fetched again after this long "
-        "(and at once when a token names an unknown kid)",
+        "(a token naming an unknown kid refetches it at most once per lti_jwks_refetch_s)",
     )
     lti_clock_skew_s: float = Field(60.0, ge=0, description="leeway for exp/iat of platform id_tokens")
     lti_pick_ttl_s: float = Field(

@@ -44,7 +44,9 @@ def install(app: FastAPI) -> None:
         """The API keeps its JSON errors; a page shows the same message as a page."""
         if not _is_page(request) and api_service_error is not None:
             return await api_service_error(request, exc)  # type: ignore[misc]  # registered as async
-        return render(request, "message.html", status_code=exc.status_code, message=exc.text(page_lang(request)))
+        page = render(request, "message.html", status_code=exc.status_code, message=exc.text(page_lang(request)))
+        page.headers.update(exc.headers)  # e.g. Retry-After on a 429
+        return page
 
     @app.exception_handler(InvalidSubmission)
     async def page_engine_error(request: Request, exc: InvalidSubmission):

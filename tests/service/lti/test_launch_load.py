@@ -158,5 +158,8 @@ def test_logins_and_launches_are_limited_per_client_ip_and_per_platform(db_url, 
         launch = {"id_token": "junk", "state": "s"}  # launches have limits of their own
         assert [one.post("/lti/launch", data=launch).status_code for _ in range(3)] == [400] * 3
         assert one.post("/lti/launch", data=launch).status_code == 429
+        page = one.post("/lti/launch", data=launch, headers={"Accept": "text/html"})  # a browser gets a page
+        assert page.status_code == 429 and page.headers["content-type"].startswith("text/html")
+        assert int(page.headers["retry-after"]) >= 1
     finally:
         app.state.engine.dispose()

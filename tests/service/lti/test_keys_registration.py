@@ -124,3 +124,15 @@ def test_0005_up_and_down(db_engine):
     assert not {"lti_platforms", "lti_line_items"} & set(inspect(db_engine).get_table_names())
     command.upgrade(cfg, "head")
     assert "lti_line_items" in inspect(db_engine).get_table_names() and current_revision(db_engine)
+
+
+def test_0009_up_and_down(db_engine):
+    from service.db import _alembic_config
+
+    cfg = _alembic_config(db_engine)
+    columns = lambda: {c["name"] for c in inspect(db_engine).get_columns("lti_login_states")}  # noqa: E731
+    assert "browser_hash" in columns()
+    command.downgrade(cfg, "0007")
+    assert "browser_hash" not in columns() and "nonce" in columns()
+    command.upgrade(cfg, "head")
+    assert "browser_hash" in columns()

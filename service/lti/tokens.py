@@ -50,7 +50,8 @@ class JwksCache:
             return self._sets.setdefault(url, _Keyset())
 
     def _fetch(self, url: str) -> jwt.PyJWKSet:
-        self.fetches += 1
+        with self._lock:
+            self.fetches += 1
         try:
             resp = self.client.get(url)
             if resp.status_code != 200 or len(resp.content) > MAX_JWKS_BYTES:

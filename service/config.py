@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from pathlib import Path
 from typing import Literal
@@ -201,6 +202,12 @@ class Settings(BaseSettings):
         description="a platform's keyset is fetched at most once per this interval on an unknown kid "
         "or after a failed fetch (launches in between are refused without a fetch)",
     )
+    lti_frame_ancestors: str = Field(
+        "",
+        description="extra origins that may frame the LTI pages a platform shows in a frame (the deep-link "
+        'answer, the framed sign-in link), space separated, e.g. "https://*.instructure.com"; the platform\'s '
+        "issuer and login URL origins always may",
+    )
     lti_rate_per_ip_per_min: int = Field(
         120, ge=1, description="logins (and, separately, launches) one client IP may start per minute"
     )
@@ -239,6 +246,18 @@ class Settings(BaseSettings):
                 "TITANGRADE_HEARTBEAT_S must be shorter than TITANGRADE_LEASE_S or leases expire while held"
             )
         return self
+
+    @field_validator("lti_frame_ancestors")
+    @classmethod
+    def _frame_ancestors(cls, v: str) -> str:
+        origins = v.replace(",", " ").split()
+        bad = [o for o in origins if not FRAME_ORIGIN.fullmatch(o)]
+        if bad:
+            raise ValueError(
+                f"TITANGRADE_LTI_FRAME_ANCESTORS: {bad[0]!r} is not an origin; give scheme://host[:port], "
+                "space separated (a leading *. for subdomains), e.g. https://*.instructure.com"
+            )
+        return " ".join(origins)
 
     @field_validator("sandbox_prewarm")
     @classmethod
@@ -363,6 +382,7 @@ class Settings(BaseSettings):
         return self.model_copy(update={"secret_key": secrets.token_urlsafe(48)}), True
 
 
+FRAME_ORIGIN = re.compile(r"https?://(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:\d{1,5})?")  # a CSP host-source
 PREWARM_MB_PER_SLOT = 1024  # auto pre-warming needs this much available memory per worker slot
 
 

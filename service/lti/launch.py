@@ -212,6 +212,7 @@ def deep_link_response(
     launch_url: str,
     browser_hash: str,
     allow_http: bool,
+    frame_ancestors: str = "",
 ) -> DeepLinkAnswer:
     """The signed LtiDeepLinkingResponse for the picked exercise; spends the pick (once, this browser)."""
     try:
@@ -265,7 +266,9 @@ def deep_link_response(
     if pick.get("data") is not None:
         claims["https://purl.imsglobal.org/spec/lti-dl/claim/data"] = pick["data"]
     return DeepLinkAnswer(
-        return_url, tokens.sign(claims, keys=keys), urls.frame_origins(PlatformRef.of(platform), allow_http=allow_http)
+        return_url,
+        tokens.sign(claims, keys=keys),
+        urls.frame_origins(PlatformRef.of(platform), allow_http=allow_http, extra=frame_ancestors),
     )
 
 

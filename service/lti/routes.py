@@ -221,7 +221,7 @@ async def launch_(request: Request, settings: SettingsDep, catalogue: CatalogueD
                     launched=done,
                     session_s=settings.lti_session_s,
                     browser_hash=browser_hash,
-                    frame_origins=frame_origins(platform, allow_http=allow_http),
+                    frame_origins=frame_origins(platform, allow_http=allow_http, extra=settings.lti_frame_ancestors),
                 )
             return done
 
@@ -285,6 +285,7 @@ async def deep_link(request: Request, settings: SettingsDep, catalogue: Catalogu
                 launch_url=tool_urls(settings)["launch_url"],
                 browser_hash=browser_hash,
                 allow_http=settings.mode == "dev",
+                frame_ancestors=settings.lti_frame_ancestors,
             )
 
     page, headers = launch.autopost(await run_in_threadpool(run))

@@ -49,11 +49,11 @@ def origin(url: str) -> str:
     return f"{parsed.scheme}://{parsed.raw_host.decode('ascii')}{port}"
 
 
-def frame_origins(platform: PlatformRef, *, allow_http: bool) -> str:
+def frame_origins(platform: PlatformRef, *, allow_http: bool, extra: str = "") -> str:
     """The CSP frame-ancestors of the pages a platform shows in its own frame (the deep-link answer, the
-    framed sign-in link): the origins of its registered issuer and login URL; `'none'` if neither is a URL
-    the tool accepts."""
-    found = []
+    framed sign-in link): the origins of its registered issuer and login URL, and `extra` (the
+    LTI_FRAME_ANCESTORS setting, origins checked at start-up); `'none'` if there are none."""
+    found = extra.split()
     for value in (platform.issuer, platform.auth_login_url):
         try:
             found.append(origin(return_url(value, allow_http=allow_http)))

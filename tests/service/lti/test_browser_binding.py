@@ -189,3 +189,21 @@ def test_the_iframe_hand_off_page_may_be_framed_only_by_the_platform(lti):
     csp = framed.headers["content-security-policy"]
     assert f"frame-ancestors {lti.platform.url};" in csp and "default-src 'none'" in csp
     assert framed.headers["x-content-type-options"] == "nosniff"
+
+
+def test_extra_frame_ancestors_are_a_checked_setting(lti, svc):
+    from pydantic import ValidationError
+
+    settings = lti.app.state.settings
+    lti.app.state.settings = settings.model_copy(update={"lti_frame_ancestors": "https://*.instructure.com"})
+    try:
+        page = _pick(lti.browser.client, lti, _picker(lti, lti.browser))
+    finally:
+        lti.app.state.settings = settings
+    assert page.status_code == 200, page.text
+    assert f"frame-ancestors https://*.instructure.com {lti.platform.url};" in page.headers["content-security-policy"]
+    assert svc.settings("sqlite:///x.db", lti_frame_ancestors="https://a.example, http://b.example:8080"
+                        ).lti_frame_ancestors == "https://a.example http://b.example:8080"
+    for bad in ("javascript:alert(1)", "https://a.example/path", "'unsafe-inline'", "*", "https://a.example;x"):
+        with pytest.raises(ValidationError, match="LTI_FRAME_ANCESTORS"):
+            svc.settings("sqlite:///x.db", lti_frame_ancestors=bad)

@@ -76,6 +76,9 @@ def logout(request: Request, viewer: ViewerDep, csrf: Annotated[str, Form(max_le
 
     if not sessions.csrf_ok(secret=web_secret(request), ws=viewer.ws, sent=csrf):
         raise BadForm()
+    with request.app.state.sessions() as session:  # on the server: a copy of the cookie stops working too
+        sessions.revoke_web_session(session, ws=viewer.ws)
+        session.commit()
     resp = RedirectResponse("/login", status_code=303)
     resp.delete_cookie(sessions.COOKIE, path="/")
     return resp

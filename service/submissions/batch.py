@@ -250,7 +250,8 @@ def _admit(item: Intake, counts: _Counts, *, now: dt.datetime, settings: Setting
             f"more than {settings.submissions_per_minute} submissions of {item.exercise.id} in the last minute; "
             f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again",
             retry_after_s=int(wait_s) + 1,
-            zh=f"一分钟内 {item.exercise.id} 的提交超过 {settings.submissions_per_minute} 次；请等待 {max(1, round(wait_s))} 秒后再提交",
+            zh=f"一分钟内 {item.exercise.id} 的提交超过 {settings.submissions_per_minute} 次；"
+            f"请等待 {max(1, round(wait_s))} 秒后再提交",
         )
     done, limit = counts.done[key], settings.max_attempts_per_exercise
     if limit and done - counts.superseded[key] >= limit and not exempt:  # superseded: never graded

@@ -81,6 +81,7 @@ def _file(request, session, settings, catalogue, named, raw: bytes, headers: dic
 
     row = service.integration_named(session, named[1], course=named[0])
     webhook_id = service.verify(row, raw=raw, headers=headers)
+    service.check_issuer(row)  # before reading the body: an unconfirmed issuer files nothing
     body, notebook = service.parse(raw)
     key = service.idempotency_key(row, webhook_id)
     if (first := service.earlier(session, key=key, raw=raw)) is not None:

@@ -28,6 +28,7 @@ from service.submissions.models import Submission
 from service.webhooks import signing
 
 OWN_PREFIX = "intake:"
+ISSUER_MAX = 200  # identities.issuer and intake_integrations.issuer
 
 
 class Learner(BaseModel):
@@ -218,6 +219,13 @@ def create(
             status_code=409,
         )
     own = own_issuer(course=course, name=name)
+    if len(own) > ISSUER_MAX:
+        raise ServiceError(
+            f"the integration's issuer {OWN_PREFIX}<course>:<name> would be longer than {ISSUER_MAX} "
+            "characters; pick a shorter name",
+            code="invalid_request",
+            status_code=422,
+        )
     kind = IssuerKind.OWN
     if issuer is not None and issuer != own:
         if linked_by is None:

@@ -179,3 +179,9 @@ def test_an_unconfirmed_issuer_is_refused_until_an_admin_confirms_it(server):
     filed = _signed_post(server, made, subject="m-1")
     assert filed.status_code == 202, filed.text
     assert _identity_of(server, filed.json()["id"]) == ("https://moodle.example.edu", "m-1")
+
+
+def test_a_namespace_too_long_for_an_issuer_is_a_422_naming_it(server):
+    resp = _register(server, "root", "c" * 190, {"name": "n" * 20})
+    assert resp.status_code == 422, resp.text
+    assert "shorter name" in resp.json()["error"]["message"]

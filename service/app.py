@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from grading.exercise import Catalogue
-from service import signals
+from service import http_deadlines, signals
 from service.auth import cache as credential_cache
 from service.auth.authenticators import Authenticator, default_authenticators
 from service.auth.routes import router as auth_router
@@ -116,6 +116,8 @@ def create_app(
         upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH, WEB_UPLOAD_PATH],
         authenticators=chosen,
     )
+    http_deadlines.configure(settings)  # the header bounds of this process's uvicorn protocol
+    app.add_middleware(http_deadlines.BodyDeadline, timeout_s=settings.http_body_timeout_s)  # outermost
     app.include_router(ops_router)
     app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token
     for router in (

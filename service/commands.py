@@ -170,6 +170,7 @@ def _build_worker(settings, sessions):
 def cmd_serve(args) -> int:
     import uvicorn
 
+    from service import http_deadlines
     from service.app import create_app
     from service.db import make_sessionmaker
 
@@ -217,9 +218,17 @@ def cmd_serve(args) -> int:
                 port=args.port,
                 log_level="warning",
                 access_log=False,
+                **http_deadlines.uvicorn_options(settings),
             )
         else:
-            uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+            uvicorn.run(
+                app,
+                host=args.host,
+                port=args.port,
+                log_level="warning",
+                access_log=False,
+                **http_deadlines.uvicorn_options(settings),
+            )
     finally:
         if deliverer is not None:
             deliverer.stop.set()

@@ -136,7 +136,21 @@ class Settings(BaseSettings):
     events_max_s: float = Field(
         300.0, gt=0, description="an event stream ends after this long; clients resume with Last-Event-ID"
     )
-    submissions_per_minute: int = Field(10, ge=1, description="per learner, all exercises")
+    http_header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="a request's headers must arrive within this long of the connection or its first "
+        "byte (408 and closed)",
+    )
+    http_body_timeout_s: float = Field(
+        60.0, gt=0, description="a request's body must arrive within this long of its headers (408 request_timeout)"
+    )
+    http_max_header_bytes: int = Field(65536, ge=4096, description="longest request head (431 and closed)")
+    http_keep_alive_s: int = Field(5, ge=1, description="an idle keep-alive connection is closed after this long")
+    events_max_streams_per_identity: int = Field(
+        10, ge=0, description="event streams one identity may hold open per API process (429 beyond); 0 = no cap"
+    )
+    submissions_per_minute: int = Field(10, ge=1, description="per learner, course and exercise")
     auth_cache_s: float = Field(
         5.0,
         ge=0,

@@ -170,6 +170,8 @@ def install_error_handlers(app: FastAPI) -> None:
                 else "无法读取请求体；请以 Content-Type: application/json 发送 JSON"
             )
             return error_response(400, "malformed_body", message)
+        if exc.status_code == 408:  # service/http_deadlines.py: the body came too slowly
+            return error_response(408, "request_timeout", clip(exc.detail, 300), headers)
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(allowed_methods(request))
             message = (

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from service.auth.models import Identity
 from service.courses.models import CourseSettings
+from service.grades.sheet import guard_row
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
 
@@ -78,7 +79,7 @@ def to_csv(rows: list[dict]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(guard_row(row) for row in rows)  # display names, subjects, issuers: never formulas
     return out.getvalue()
 
 

@@ -10,10 +10,10 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from service.deps import CatalogueDep, SessionDep, SettingsDep, StaffUser
+from service.deps import AdminUser, CatalogueDep, SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden, clip
 from service.intake import service
-from service.intake.models import IntakeIntegration
+from service.intake.models import IntakeIntegration, IssuerKind
 from service.openapi import errors
 from service.patterns import PRINTABLE
 from service.submissions import service as submissions
@@ -67,19 +67,21 @@ async def signed_intake(
     settings: SettingsDep,
     catalogue: CatalogueDep,
     integration: Annotated[str | None, Query(max_length=100)] = None,
+    course: Annotated[str | None, Query(max_length=200, description="the integration's course")] = None,
 ):
     """File a submission for a learner, sent by an LMS or repository host and signed with its intake secret
     (headers webhook-id, webhook-timestamp, webhook-signature). Nothing is stored unless the signature holds."""
     raw = await request.body()
     headers = {k.lower(): v for k, v in request.headers.items()}
-    return await run_in_threadpool(_file, request, session, settings, catalogue, integration, raw, headers)
+    return await run_in_threadpool(_file, request, session, settings, catalogue, (course, integration), raw, headers)
 
 
-def _file(request, session, settings, catalogue, name, raw: bytes, headers: dict[str, str]) -> Response:
+def _file(request, session, settings, catalogue, named, raw: bytes, headers: dict[str, str]) -> Response:
     from grading.pipeline import load_submission
 
-    row = service.integration_named(session, name)
+    row = service.integration_named(session, named[1], course=named[0])
     webhook_id = service.verify(row, raw=raw, headers=headers)
+    service.check_issuer(row)  # before reading the body: an unconfirmed issuer files nothing
     body, notebook = service.parse(raw)
     key = service.idempotency_key(row, webhook_id)
     if (first := service.earlier(session, key=key, raw=raw)) is not None:
@@ -112,11 +114,13 @@ class IntegrationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9._-]+$", description="used in ?integration=")
-    issuer: str = Field(
+    issuer: str | None = Field(
+        None,
         min_length=1,
         max_length=200,
         pattern=PRINTABLE,
-        description="learners it sends are identities of this issuer, e.g. the LMS's URL",
+        description="leave out: its learners are identities of its own issuer, intake:<course>:<name>. "
+        "Admins only: link it to another issuer (the local one, an LTI platform's), whose identities it then acts for",
     )
 
 
@@ -125,6 +129,11 @@ class IntegrationPublic(BaseModel):
     name: str
     course: str
     issuer: str
+    issuer_kind: IssuerKind = Field(
+        description="own: its own namespace; linked: an admin linked the issuer; unconfirmed: made before "
+        "issuers were namespaced, refused until an admin confirms it"
+    )
+    linked_by: str | None
     intake_url: str
     created_at: Timestamp
     previous_expires_at: Timestamp | None
@@ -140,7 +149,9 @@ def _public(row: IntakeIntegration) -> IntegrationPublic:
         name=row.name,
         course=row.course,
         issuer=row.issuer,
-        intake_url=f"/api/v1{INTAKE_PATH}?integration={row.name}",
+        issuer_kind=IssuerKind(row.issuer_kind),
+        linked_by=row.linked_by,
+        intake_url=service.intake_url(row),
         created_at=row.created_at,
         previous_expires_at=row.previous_expires_at,
     )
@@ -161,7 +172,14 @@ def add_integration(
 ) -> IntegrationWithSecret:
     """Let an LMS or repository host file submissions into this course; the secret is in the answer, once."""
     _teacher(user, course)
-    row = service.create(session, name=body.name, course=course, issuer=body.issuer, by=user.name)
+    row = service.create(
+        session,
+        name=body.name,
+        course=course,
+        issuer=body.issuer,
+        linked_by=user.name if user.is_admin else None,
+        by=user.name,
+    )
     session.commit()
     return IntegrationWithSecret(**_public(row).model_dump(), secret=row.secret)
 
@@ -184,6 +202,20 @@ def rotate_integration(
     secret = service.rotate(session, integration=row, overlap_s=settings.webhook_rotation_overlap_s)
     session.commit()
     return IntegrationWithSecret(**_public(row).model_dump(), secret=secret)
+
+
+@router.post(
+    "/courses/{course}/intake/{integration_id}/confirm-issuer",
+    response_model=IntegrationPublic,
+    responses=errors(403, 404),
+)
+def confirm_issuer(course: str, integration_id: RowId, user: AdminUser, session: SessionDep) -> IntegrationPublic:
+    """Admins: vouch for the issuer an integration registered before issuers were namespaced names, so it
+    may act for that issuer's identities again."""
+    row = service.get(session, course=course, integration_id=integration_id)
+    service.confirm_issuer(session, integration=row, by=user.name)
+    session.commit()
+    return _public(row)
 
 
 @router.delete("/courses/{course}/intake/{integration_id}", status_code=204, responses=errors(403, 404))

@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Mapping
+from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
@@ -19,12 +20,15 @@ from standardwebhooks import Webhook, WebhookVerificationError
 from service.auth.principal import Principal
 from service.auth.service import get_or_create_identity, memberships, set_membership
 from service.db import utcnow
-from service.errors import NotAuthenticated, NotFound, ServiceError, clip
+from service.errors import Forbidden, NotAuthenticated, NotFound, ServiceError, clip
 from service.http_errors import validation_text
-from service.intake.models import IntakeIntegration
+from service.intake.models import IntakeIntegration, IssuerKind
 from service.patterns import PRINTABLE
 from service.submissions.models import Submission
 from service.webhooks import signing
+
+OWN_PREFIX = "intake:"
+ISSUER_MAX = 200  # identities.issuer and intake_integrations.issuer
 
 
 class Learner(BaseModel):
@@ -51,18 +55,25 @@ def _rejected(message: str, code: str) -> NotAuthenticated:
     return NotAuthenticated(message, code=code, headers={"WWW-Authenticate": 'Webhook realm="titangrade-intake"'})
 
 
-def integration_named(session: Session, name: str | None) -> IntakeIntegration:
-    row = (
-        session.scalar(
-            select(IntakeIntegration).where(IntakeIntegration.name == name, IntakeIntegration.removed_at.is_(None))
-        )
-        if name
-        else None
-    )
+def own_issuer(*, course: str, name: str) -> str:
+    """An integration's own namespace: its learners are nobody else's (names hold no ':', so it parses)."""
+    return f"{OWN_PREFIX}{course}:{name}"
+
+
+def integration_named(session: Session, name: str | None, *, course: str | None = None) -> IntakeIntegration:
+    """The live integration `?course=C&integration=NAME` names. Without a course (intake URLs made before
+    names were per course) the oldest live one of that name, so a later namesake in another course cannot
+    take over an existing URL."""
+    row = None
+    if name:
+        stmt = select(IntakeIntegration).where(IntakeIntegration.name == name, IntakeIntegration.removed_at.is_(None))
+        if course is not None:
+            stmt = stmt.where(IntakeIntegration.course == course)
+        row = session.scalar(stmt.order_by(IntakeIntegration.id).limit(1))
     if row is None:
         raise _rejected(
-            f"unknown intake integration {clip(name or '')!r}; send ?integration=NAME as registered "
-            "with POST /api/v1/courses/{course}/intake",
+            f"unknown intake integration {clip(name or '')!r}; send ?course=COURSE&integration=NAME as "
+            "registered with POST /api/v1/courses/{course}/intake",
             "unknown_integration",
         )
     return row
@@ -137,6 +148,7 @@ def body_hash(raw: bytes) -> str:
 
 def learner_principal(session: Session, *, integration: IntakeIntegration, body: IntakeSubmission) -> Principal:
     """The learner as the integration names them (its own issuer only), enrolled in its course if new there."""
+    check_issuer(integration)
     if body.course not in (None, integration.course):
         raise ServiceError(
             f"integration {integration.name!r} files into course {integration.course!r}, not {clip(body.course)!r}",
@@ -150,6 +162,22 @@ def learner_principal(session: Session, *, integration: IntakeIntegration, body:
             code="wrong_issuer",
             status_code=403,
         )
+    return _enrolled(session, integration=integration, body=body)
+
+
+def check_issuer(integration: IntakeIntegration) -> None:
+    """403 for an integration whose issuer nobody vouched for (made before 0008 and not confirmed yet)."""
+    if integration.issuer_kind == IssuerKind.UNCONFIRMED:
+        raise ServiceError(
+            f"integration {integration.name!r} was registered before intake issuers were namespaced and names "
+            f"issuer {clip(integration.issuer)!r}; an admin must confirm that link (POST /api/v1/courses/"
+            f"{integration.course}/intake/{integration.id}/confirm-issuer), or register it again without an issuer",
+            code="issuer_unconfirmed",
+            status_code=403,
+        )
+
+
+def _enrolled(session: Session, *, integration: IntakeIntegration, body: IntakeSubmission) -> Principal:
     identity = get_or_create_identity(
         session, issuer=integration.issuer, subject=body.learner.subject, name=body.learner.name
     )
@@ -171,17 +199,72 @@ def learner_principal(session: Session, *, integration: IntakeIntegration, body:
 # ---- integration verbs (admin/instructor API and CLI) ------------------------------------------------
 
 
-def create(session: Session, *, name: str, course: str, issuer: str, by: str = "") -> IntakeIntegration:
-    if session.scalar(select(IntakeIntegration.id).where(IntakeIntegration.name == name)) is not None:
+def create(
+    session: Session,
+    *,
+    name: str,
+    course: str,
+    issuer: str | None = None,
+    linked_by: str | None = None,
+    by: str = "",
+) -> IntakeIntegration:
+    """A new integration of `course`. Its learners are identities of its own namespace; another issuer
+    (the local one, an LTI platform's) only when an admin links it (`linked_by`, the admin's name)."""
+    if session.scalar(
+        select(IntakeIntegration.id).where(IntakeIntegration.course == course, IntakeIntegration.name == name)
+    ):
         raise ServiceError(
-            f"an intake integration named {clip(name)!r} exists already; pick another name",
+            f"this course already has an intake integration named {clip(name)!r}; pick another name",
             code="conflict",
             status_code=409,
         )
-    row = IntakeIntegration(name=name, course=course, issuer=issuer, secret=signing.new_secret(), created_by=by)
+    own = own_issuer(course=course, name=name)
+    if len(own) > ISSUER_MAX:
+        raise ServiceError(
+            f"the integration's issuer {OWN_PREFIX}<course>:<name> would be longer than {ISSUER_MAX} "
+            "characters; pick a shorter name",
+            code="invalid_request",
+            status_code=422,
+        )
+    kind = IssuerKind.OWN
+    if issuer is not None and issuer != own:
+        if linked_by is None:
+            raise Forbidden(
+                f"only an admin can link an intake integration to issuer {clip(issuer)!r} (its learners would "
+                f"be that issuer's identities); leave `issuer` out to use the integration's own {own!r}",
+                code="issuer_link_requires_admin",
+            )
+        if issuer.startswith(OWN_PREFIX):
+            raise ServiceError(
+                f"issuer {clip(issuer)!r} is in the namespace of intake integrations ({OWN_PREFIX}...); "
+                "link an LMS's or the local issuer instead",
+                code="issuer_reserved",
+                status_code=422,
+            )
+        kind = IssuerKind.LINKED
+    row = IntakeIntegration(
+        name=name,
+        course=course,
+        issuer=own if kind == IssuerKind.OWN else issuer,
+        issuer_kind=kind,
+        linked_by=linked_by if kind == IssuerKind.LINKED else None,
+        secret=signing.new_secret(),
+        created_by=by,
+    )
     session.add(row)
     session.flush()
     return row
+
+
+def confirm_issuer(session: Session, *, integration: IntakeIntegration, by: str) -> None:
+    """An admin vouches for the issuer an integration made before 0008 names (it then works again)."""
+    if integration.issuer_kind == IssuerKind.UNCONFIRMED:
+        integration.issuer_kind, integration.linked_by = IssuerKind.LINKED, by
+
+
+def intake_url(row: IntakeIntegration) -> str:
+    """Where the integration POSTs its signed submissions."""
+    return f"/api/v1/intake/submissions?{urlencode({'course': row.course, 'integration': row.name})}"
 
 
 def list_for(session: Session, *, course: str | None) -> list[IntakeIntegration]:

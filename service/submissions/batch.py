@@ -117,14 +117,19 @@ def supersede_queued(
     return cancelled
 
 
+_Group = tuple[int, str, str]  # (identity, course, exercise): what the limits count per
+
+
 @dataclass(slots=True)
 class _Counts:
-    """The limit counters of the batch's learners, from the database and then from the batch itself."""
+    """The limit counters of the batch's learners per course and exercise, from the database and then from
+    the batch itself. Per course: what a learner does in one course (or what an integration files for them
+    there) never uses up their submissions in another."""
 
-    recent: Counter[int] = field(default_factory=Counter)  # identity -> submissions in the last minute
-    oldest: dict[int, dt.datetime] = field(default_factory=dict)  # identity -> oldest of those
-    done: Counter[tuple[int, str]] = field(default_factory=Counter)  # (identity, exercise) -> attempts
-    superseded: Counter[tuple[int, str]] = field(default_factory=Counter)
+    recent: Counter[_Group] = field(default_factory=Counter)  # submissions in the last minute
+    oldest: dict[_Group, dt.datetime] = field(default_factory=dict)  # the oldest of those
+    done: Counter[_Group] = field(default_factory=Counter)  # attempts
+    superseded: Counter[_Group] = field(default_factory=Counter)
 
 
 @dataclass(slots=True)
@@ -204,6 +209,7 @@ _RECENT = Submission.created_at >= bindparam("since")
 _LIMIT_COUNTS = (  # built once: building a statement per batch cost more than compiling it (that is cached)
     select(
         Submission.identity_id,
+        Submission.course,
         Submission.exercise_id,
         func.count().filter(_RECENT),
         func.min(Submission.created_at).filter(_RECENT),
@@ -211,7 +217,7 @@ _LIMIT_COUNTS = (  # built once: building a statement per batch cost more than c
         func.count().filter(Submission.status == "superseded"),
     )
     .where(Submission.identity_id.in_(bindparam("ids", expanding=True)))
-    .group_by(Submission.identity_id, Submission.exercise_id)
+    .group_by(Submission.identity_id, Submission.course, Submission.exercise_id)
 )
 
 
@@ -222,37 +228,40 @@ def _limit_counts(session: Session, items: Sequence[Intake]) -> _Counts:
     rows = session.connection().execute(
         _LIMIT_COUNTS, {"since": since, "ids": sorted({i.user.identity_id for i in items})}
     )
-    for uid, exercise_id, n_recent, oldest, done, superseded in rows:
-        counts.recent[uid] += n_recent
-        if oldest is not None and (uid not in counts.oldest or oldest < counts.oldest[uid]):
-            counts.oldest[uid] = oldest
-        counts.done[(uid, exercise_id)] = done
-        counts.superseded[(uid, exercise_id)] = superseded
+    for uid, course, exercise_id, n_recent, oldest, done, superseded in rows:
+        group = (uid, course, exercise_id)
+        counts.recent[group] = n_recent
+        if oldest is not None:
+            counts.oldest[group] = oldest
+        counts.done[group] = done
+        counts.superseded[group] = superseded
     return counts
 
 
 def _admit(item: Intake, counts: _Counts, *, now: dt.datetime, settings: Settings) -> int:
-    """Enforce the per-learner rate and attempt limits, count the item in; return its attempt number."""
-    user, uid = item.user, item.user.identity_id
-    if counts.recent[uid] >= settings.submissions_per_minute and not user.is_staff:
-        oldest = counts.oldest.get(uid)
+    """Enforce the rate and attempt limits of the learner's course and exercise (the course's staff are
+    exempt), count the item in; return its attempt number."""
+    key = (item.user.identity_id, item.course, item.exercise.id)
+    exempt = item.user.can_teach(item.course)
+    if counts.recent[key] >= settings.submissions_per_minute and not exempt:
+        oldest = counts.oldest.get(key)
         wait_s = 60 - (now - oldest).total_seconds() if oldest else 60
         raise TooMany(
-            f"more than {settings.submissions_per_minute} submissions in the last minute; "
+            f"more than {settings.submissions_per_minute} submissions of {item.exercise.id} in the last minute; "
             f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again",
             retry_after_s=int(wait_s) + 1,
-            zh=f"一分钟内提交超过 {settings.submissions_per_minute} 次；请等待 {max(1, round(wait_s))} 秒后再提交",
+            zh=f"一分钟内 {item.exercise.id} 的提交超过 {settings.submissions_per_minute} 次；"
+            f"请等待 {max(1, round(wait_s))} 秒后再提交",
         )
-    key = (uid, item.exercise.id)
     done, limit = counts.done[key], settings.max_attempts_per_exercise
-    if limit and done - counts.superseded[key] >= limit and not user.is_staff:  # superseded: never graded
+    if limit and done - counts.superseded[key] >= limit and not exempt:  # superseded: never graded
         raise Forbidden(
             f"you have used all {limit} attempts for {item.exercise.id}; ask an instructor if you need more",
             code="attempt_limit",
             zh=f"{item.exercise.id} 的 {limit} 次提交机会已用完；如需更多请联系教师",
         )
-    counts.recent[uid] += 1
-    counts.oldest.setdefault(uid, now)
+    counts.recent[key] += 1
+    counts.oldest.setdefault(key, now)
     counts.done[key] += 1
     return done + 1
 
@@ -297,11 +306,11 @@ def _supersede(session: Session, row: dict, latest: dict[tuple[int, str, str], d
             course=group[1],
             exercise_id=group[2],
         )
-        counts.superseded[(group[0], group[2])] += len(cancelled)
+        counts.superseded[group] += len(cancelled)
     else:
         previous["status"], previous["superseded_by"] = "superseded", row["id"]
         previous["message"] = superseded_message(attempt=row["attempt"], by_id=row["id"])
-        counts.superseded[(group[0], group[2])] += 1
+        counts.superseded[group] += 1
     latest[group] = row
 
 

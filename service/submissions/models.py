@@ -43,8 +43,8 @@ class Submission(Base):
     __tablename__ = "submissions"
     __table_args__ = (
         UniqueConstraint("identity_id", "idempotency_key", name="uq_submission_idempotency"),
-        # covers the intake's rate and attempt limits (service.submissions.service._check_limits)
-        Index("ix_submissions_learner_limits", "identity_id", "exercise_id", "status", "created_at"),
+        # covers the intake's rate and attempt limits, per learner, course and exercise (batch._limit_counts)
+        Index("ix_submissions_learner_limits", "identity_id", "course", "exercise_id", "status", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)

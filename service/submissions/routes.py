@@ -16,7 +16,7 @@ from service.errors import ServiceError
 from service.openapi import errors
 from service.patterns import PRINTABLE
 from service.queue.service import SINGLE_REGRADE_PRIORITY
-from service.submissions import events, service
+from service.submissions import events, service, stream_slots
 from service.submissions.batch import Accepted, Intake, accepted
 from service.submissions.schemas import (
     OverrideCreate,
@@ -183,7 +183,7 @@ def get_submission(
             "cell (index/total), checks, requeued, done; ends after done",
         },
         204: {"description": "Last-Event-ID is the current run's done: nothing more to send"},
-        **errors(404),
+        **errors(404, 429),
     },
 )
 def submission_events(
@@ -202,16 +202,19 @@ def submission_events(
     session.commit()
     if start is None:
         return Response(status_code=204)
+    slots = stream_slots.slots_of(request.app, per_identity=settings.events_max_streams_per_identity)
+    release = slots.take(user.identity_id)  # 429 when the caller holds all of theirs
     estimate = events.estimator(request.app.state.sessions, submission_id=sub.id, settings=settings)
+    frames = events.stream(
+        request.app.state.sessions,
+        submission_id=sub.id,
+        start=start,
+        poll_s=settings.events_poll_s,
+        max_s=settings.events_max_s,
+        estimate=estimate,
+    )
     return StreamingResponse(
-        events.stream(
-            request.app.state.sessions,
-            submission_id=sub.id,
-            start=start,
-            poll_s=settings.events_poll_s,
-            max_s=settings.events_max_s,
-            estimate=estimate,
-        ),
+        stream_slots.Held(frames, release),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

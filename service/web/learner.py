@@ -9,9 +9,9 @@ from fastapi import APIRouter, File, Form, Header, Request, UploadFile
 from fastapi.responses import FileResponse, RedirectResponse, Response, StreamingResponse
 
 from grading.errors import InvalidSubmission
-from service.errors import ServiceError, from_engine
+from service.errors import ServiceError, TooMany, from_engine
 from service.exercises import service as exercises
-from service.submissions import events
+from service.submissions import events, stream_slots
 from service.submissions import service as submissions
 from service.web import charts, sessions
 from service.web.core import LANG_COOKIE, ViewerDep, local_path, page_lang, render, web_secret
@@ -76,6 +76,9 @@ def logout(request: Request, viewer: ViewerDep, csrf: Annotated[str, Form(max_le
 
     if not sessions.csrf_ok(secret=web_secret(request), ws=viewer.ws, sent=csrf):
         raise BadForm()
+    with request.app.state.sessions() as session:  # on the server: a copy of the cookie stops working too
+        sessions.revoke_web_session(session, ws=viewer.ws)
+        session.commit()
     resp = RedirectResponse("/login", status_code=303)
     resp.delete_cookie(sessions.COOKIE, path="/")
     return resp
@@ -242,14 +245,20 @@ def submission_events(
         session.commit()
     if start is None:
         return Response(status_code=204)
+    slots = stream_slots.slots_of(request.app, per_identity=settings.events_max_streams_per_identity)
+    try:
+        release = slots.take(viewer.principal.identity_id)  # the API's cap: one count per identity
+    except TooMany as exc:  # for EventSource, not a page: the status and Retry-After are what count
+        return Response(exc.text(viewer.lang), status_code=429, headers=exc.headers, media_type="text/plain")
+    frames = events.stream(
+        request.app.state.sessions,
+        submission_id=sid,
+        start=start,
+        poll_s=settings.events_poll_s,
+        max_s=settings.events_max_s,
+    )
     return StreamingResponse(
-        events.stream(
-            request.app.state.sessions,
-            submission_id=sid,
-            start=start,
-            poll_s=settings.events_poll_s,
-            max_s=settings.events_max_s,
-        ),
+        stream_slots.Held(frames, release),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache"},
     )

@@ -1,25 +1,31 @@
 """Web sessions: a signed cookie naming an identity, and the CSRF token bound to it.
 
 The cookie holds `identity_id.scope.token_id.expires.nonce` and an HMAC-SHA256 of it keyed by the service
-secret, so nothing is stored server-side and nothing in it is secret. Each request rebuilds the Principal
-from the database (memberships, and the token it was signed in with, which must still be active), so a
-revoked token ends its web sessions too. `create_web_session` is the hook other sign-ins (LTI) call.
+secret, and nothing in it is secret. Each request rebuilds the Principal from the database (memberships,
+and the token it was signed in with, which must still be active), so a revoked token ends its web sessions
+too; signing out records the session's nonce (`web_session_revocations`, kept until the session would have
+expired), so a copy of the cookie stops working at once. `create_web_session` is the hook other sign-ins
+(LTI) call.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
 import secrets
 import time
 from dataclasses import dataclass
 
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from service.auth import service as auth
 from service.auth.models import Identity, Token
 from service.auth.principal import Principal
+from service.db import utcnow
+from service.web.models import RevokedWebSession
 
 COOKIE = "tg_session"
 SESSION_TTL_S = 12 * 3600
@@ -95,10 +101,25 @@ def csrf_ok(*, secret: str, ws: WebSession, sent: str | None) -> bool:
     return bool(sent) and hmac.compare_digest(sent or "", csrf_token(secret=secret, ws=ws))
 
 
+def revoke_web_session(session: Session, *, ws: WebSession) -> None:
+    """End `ws` on the server (sign-out): every later request with its cookie is refused, whoever holds a
+    copy. Revocations of sessions that have expired anyway are removed on the way (in the caller's transaction)."""
+    now = utcnow()
+    session.execute(delete(RevokedWebSession).where(RevokedWebSession.expires_at < now))
+    if session.get(RevokedWebSession, ws.nonce) is None:
+        expires = dt.datetime.fromtimestamp(ws.expires, dt.UTC).replace(tzinfo=None)
+        session.add(RevokedWebSession(nonce=ws.nonce, expires_at=max(expires, now), revoked_at=now))
+
+
+def is_revoked(session: Session, *, ws: WebSession) -> bool:
+    return session.get(RevokedWebSession, ws.nonce) is not None
+
+
 def principal_for_session(session: Session, *, ws: WebSession) -> Principal | None:
-    """Who a web session stands for now, or None if its identity or sign-in token is gone or revoked."""
+    """Who a web session stands for now, or None if it was signed out, or its identity or sign-in token is
+    gone or revoked."""
     identity = session.get(Identity, ws.identity_id)
-    if identity is None:
+    if identity is None or is_revoked(session, ws=ws):
         return None
     if ws.token_id is not None:
         token = session.get(Token, ws.token_id)

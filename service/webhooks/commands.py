@@ -1,4 +1,4 @@
-"""`titangrade webhooks add|list|rotate|remove|replay|deliver` and `titangrade intake add|list|rotate|remove`."""
+"""`titangrade webhooks add|list|rotate|remove|replay|deliver` and `titangrade intake add|list|rotate|...|remove`."""
 
 from __future__ import annotations
 
@@ -46,8 +46,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = i.add_parser("add", help="prints the integration's intake URL and secret (shown once)")
     c.add_argument("--course", required=True)
     c.add_argument("--name", required=True)
-    c.add_argument("--issuer", required=True, help="learners it sends are identities of this issuer")
+    c.add_argument(
+        "--issuer",
+        default=None,
+        help="leave out: its own issuer intake:COURSE:NAME; else link it (as an admin) to this issuer's identities",
+    )
     c.set_defaults(func=cmd_intake_add)
+    c = i.add_parser("confirm-issuer", help="vouch for the issuer of an integration made before 0008")
+    c.add_argument("id", type=int)
+    c.set_defaults(func=cmd_intake_confirm_issuer)
     c = i.add_parser("list")
     c.add_argument("--course", default=None)
     c.set_defaults(func=cmd_intake_list)
@@ -194,8 +201,8 @@ def cmd_intake_add(args) -> int:
     from service.intake import service
 
     with _writing() as (_, s):
-        row = service.create(s, name=args.name, course=args.course, issuer=args.issuer, by="cli")
-        print(f"integration {row.id}: POST /api/v1/intake/submissions?integration={row.name} (course {row.course})")
+        row = service.create(s, name=args.name, course=args.course, issuer=args.issuer, linked_by="cli", by="cli")
+        print(f"integration {row.id}: POST {service.intake_url(row)} (course {row.course}, issuer {row.issuer})")
         print(f"secret (shown once): {row.secret}")
     return 0
 
@@ -208,7 +215,7 @@ def cmd_intake_list(args) -> int:
         rows = service.list_for(s, course=args.course)
         s.commit()
     for r in rows:
-        print(f"{r.id:>5}  {r.name:24} {r.course:16} {r.issuer}")
+        print(f"{r.id:>5}  {r.name:24} {r.course:16} {r.issuer} ({r.issuer_kind})")
     return 0
 
 
@@ -222,6 +229,16 @@ def cmd_intake_rotate(args) -> int:
             overlap_s=settings.webhook_rotation_overlap_s,
         )
     print(f"new secret for integration {args.id} (shown once): {secret}")
+    return 0
+
+
+def cmd_intake_confirm_issuer(args) -> int:
+    from service.intake import service
+
+    with _writing() as (_, s):
+        row = service.get(s, course=None, integration_id=args.id)
+        service.confirm_issuer(s, integration=row, by="cli")
+        print(f"titangrade: integration {row.id} acts for identities of {row.issuer} ({row.issuer_kind})")
     return 0
 
 

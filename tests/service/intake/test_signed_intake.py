@@ -21,7 +21,8 @@ def integration(live_api):
     from service.intake import service
 
     with transaction(live_api.app.state.sessions) as s:
-        row = service.create(s, name=f"moodle-{uuid.uuid4().hex[:6]}", course="c1", issuer="https://moodle.example.edu")
+        row = service.create(s, name=f"moodle-{uuid.uuid4().hex[:6]}", course="c1", issuer="https://moodle.example.edu",
+                             linked_by="root")
         return {"id": row.id, "name": row.name, "secret": row.secret}
 
 

@@ -68,7 +68,10 @@ def test_webhooks_and_intake_commands(sqlite_template, tmp_path):
     assert intake.returncode == 0 and "integration=gitea" in intake.stdout and "whsec_" in intake.stdout
     assert "gitea" in _cli("intake", "list", db_url=url).stdout
     again = _cli("intake", "add", "--course", "c1", "--name", "gitea", "--issuer", "x", db_url=url)
-    assert again.returncode != 0 and "exists already" in again.stderr
+    assert again.returncode != 0 and "already has an intake integration" in again.stderr
+    own = _cli("intake", "add", "--course", "c1", "--name", "forge", db_url=url)  # no --issuer: its own namespace
+    assert own.returncode == 0 and "issuer intake:c1:forge" in own.stdout
+    assert _cli("intake", "confirm-issuer", "1", db_url=url).returncode == 0
     assert _cli("intake", "rotate", "1", db_url=url).returncode == 0
     assert _cli("intake", "remove", "1", db_url=url).returncode == 0
     assert "gitea" not in _cli("intake", "list", db_url=url).stdout

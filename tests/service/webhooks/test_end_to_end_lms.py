@@ -26,7 +26,7 @@ def test_signed_intake_is_graded_and_the_grade_events_reach_the_lms(module_db_ur
     sessions = e2e.sessions_for(module_db_url)
     course = f"lms-{uuid.uuid4().hex[:6]}"
     with transaction(sessions) as s:
-        integration = intake.create(s, name=course, course=course, issuer="https://canvas.example.edu")
+        integration = intake.create(s, name=course, course=course, issuer="https://canvas.example.edu", linked_by="root")
         name, intake_secret = integration.name, integration.secret
         endpoint = webhooks.create(s, course=course, url="http://placeholder.invalid/h",
                                    event_types=["grade.stored", "grade.changed"], policy=AddressPolicy(enforce=False))

@@ -6,7 +6,7 @@ Rows made before this revision have no hash and can no longer be spent; they exp
 `LTI_STATE_TTL_S` and are deleted by the next login.
 
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 Create Date: 2026-12-02
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0009"
-down_revision = "0007"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

@@ -132,7 +132,7 @@ def test_0009_up_and_down(db_engine):
     cfg = _alembic_config(db_engine)
     columns = lambda: {c["name"] for c in inspect(db_engine).get_columns("lti_login_states")}  # noqa: E731
     assert "browser_hash" in columns()
-    command.downgrade(cfg, "0007")
+    command.downgrade(cfg, "0008")
     assert "browser_hash" not in columns() and "nonce" in columns()
     command.upgrade(cfg, "head")
     assert "browser_hash" in columns()

@@ -13,6 +13,9 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v useradd >/dev/null 2>&1 || need+=(passwd)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# libseccomp's Python bindings build the kernels' system-call filter (grading/sandbox/seccomp.py loads
+# Debian's extension from the venv: the same CPython 3.11 ABI); prod refuses to start without them
+compgen -G "/usr/lib/python3/dist-packages/seccomp.cpython-*.so" >/dev/null || need+=(python3-seccomp)
 if [ ${#need[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >/dev/null

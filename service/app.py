@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI, Response
 
 from grading.exercise import Catalogue
 from service import http_deadlines, signals
@@ -23,7 +23,7 @@ from service.intake.routes import router as intake_router
 from service.lti.routes import api as lti_api_router
 from service.lti.routes import tool as lti_tool_router
 from service.middleware import RequestGuard, install_security_headers
-from service.openapi import build_openapi
+from service.openapi import build_openapi, docs_page
 from service.ops import router as ops_router
 from service.queue import service as queue
 from service.submissions.routes import router as submissions_router
@@ -71,6 +71,12 @@ def app_from_environment() -> FastAPI:
     return create_app(load_settings())
 
 
+def _no_store(response: Response) -> None:
+    """Every API answer is the caller's own (grades, tokens, settings): no browser or proxy may keep a copy.
+    Routes that build their own Response (CSV, event streams) set it there."""
+    response.headers["Cache-Control"] = "no-store"
+
+
 def create_app(
     settings: Settings,
     *,
@@ -86,7 +92,7 @@ def create_app(
         version="1",
         description="Grades TorchTitan Wordle course notebooks.",
         openapi_url=API_PREFIX + "/openapi.json",
-        docs_url=API_PREFIX + "/docs",
+        docs_url=None,  # served below from the service's own Swagger UI copy (service/openapi.py), not a CDN
         redoc_url=None,
         redirect_slashes=False,
         lifespan=_lifespan,
@@ -129,7 +135,7 @@ def create_app(
         intake_router,
         lti_api_router,
     ):
-        app.include_router(router, prefix=API_PREFIX)
+        app.include_router(router, prefix=API_PREFIX, dependencies=[Depends(_no_store)])
     install_web_pages(app)  # HTML pages for learners and instructors (session cookie, same services)
     install_security_headers(app)  # CSP, framing, nosniff on every HTML answer (error pages included)
 
@@ -139,4 +145,10 @@ def create_app(
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    app.add_api_route(
+        API_PREFIX + "/docs",
+        lambda: docs_page(title=app.title, openapi_url=API_PREFIX + "/openapi.json"),
+        methods=["GET"],
+        include_in_schema=False,
+    )
     return app

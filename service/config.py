@@ -70,6 +70,11 @@ class Settings(BaseSettings):
         description="whole-run memory/process/CPU caps per sandbox run (control groups): auto = required in "
         "prod, used where possible in dev (with a warning where not); off = dev only",
     )
+    sandbox_seccomp: Literal["auto", "require", "off"] = Field(
+        "auto",
+        description="the sandboxed kernels' system-call filter (libseccomp's Python bindings, python3-seccomp): "
+        "auto = required in prod, used where possible in dev (with a warning where not); off = dev only",
+    )
     sandbox_cpus_per_run: float = Field(
         0.0,
         ge=0,
@@ -244,6 +249,10 @@ class Settings(BaseSettings):
                 problems.append(
                     "TITANGRADE_SANDBOX_CGROUPS=off leaves a run's total memory, processes and CPU uncapped; use auto"
                 )
+            if self.sandbox_seccomp == "off":
+                problems.append(
+                    "TITANGRADE_SANDBOX_SECCOMP=off lets learner code create namespaces, mount and use bpf; use auto"
+                )
             if problems:
                 raise UnsafeSettings("refusing to start in prod mode: " + "; ".join(problems))
         if self.short_reserved_slots >= self.worker_slots and self.worker_slots > 1:
@@ -334,16 +343,40 @@ class Settings(BaseSettings):
                 "(development only; every result says sandbox: unsafe-local)"
             )
         if self.sandbox != "auto":
-            return self._resolve_cgroups()
+            return self._resolve_bwrap()
         from grading.sandbox import probe
 
         found = probe()
         if found.usable:
-            return self.model_copy(update={"sandbox": "bwrap"})._resolve_cgroups()
+            return self.model_copy(update={"sandbox": "bwrap"})._resolve_bwrap()
         raise UnsafeSettings(
             f"refusing to start: the bwrap sandbox is unavailable: {found.reason}. Fix the host "
             "(run scripts/install-system-deps.sh as root), or, on a development machine only, opt in "
             "to unisolated kernels with TITANGRADE_SANDBOX=unsafe-local"
+        )
+
+    def _resolve_bwrap(self) -> tuple[Settings, str]:
+        settings, warning = self._resolve_cgroups()
+        settings, seccomp_warning = settings._resolve_seccomp()
+        return settings, "; ".join(filter(None, (warning, seccomp_warning)))
+
+    def _resolve_seccomp(self) -> tuple[Settings, str]:
+        """Decide once whether kernels get the system-call filter: prod requires it, dev warns without."""
+        if self.sandbox_seccomp == "off":  # dev only (prod refuses it in _refuse_unsafe)
+            return self, ""
+        from grading.sandbox import seccomp
+
+        found = seccomp.probe()
+        if found.usable:
+            return self.model_copy(update={"sandbox_seccomp": "require"}), ""
+        if self.mode == "prod" or self.sandbox_seccomp == "require":
+            raise UnsafeSettings(
+                f"refusing to start: sandboxed kernels need their system-call filter, which cannot be built "
+                f"here: {found.reason}"
+            )
+        return self.model_copy(update={"sandbox_seccomp": "off"}), (
+            "WARNING: sandboxed kernels run WITHOUT a system-call filter: learner code can create namespaces, "
+            f"mount and use bpf (development only): {found.reason}"
         )
 
     def _resolve_cgroups(self) -> tuple[Settings, str]:
@@ -387,6 +420,7 @@ class Settings(BaseSettings):
             "cgroups": self.sandbox_cgroups,
             "cpus_per_run": self.sandbox_cpus_per_run,
             "cpu_weight": self.sandbox_cpu_weight,
+            "seccomp": self.sandbox_seccomp,
         }
 
     def with_dev_secret(self) -> tuple[Settings, bool]:

@@ -3,13 +3,25 @@ tell clients (and schemathesis' stateful tests) how a new submission's id feeds 
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse
 
 from service.http_errors import ErrorBody
 
+SWAGGER_UI = "/static/swagger-ui"  # the service's own copy of swagger-ui-dist (its VERSION file says which)
+# The docs page runs only this origin's scripts and styles (Swagger UI sets its inline styles through the DOM,
+# which CSP allows), fetches only the schema and the API it documents, and is never framed.
+DOCS_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+    "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 DESCRIPTIONS = {
     400: "malformed body",
@@ -79,3 +91,24 @@ def build_openapi(app: FastAPI, *, api_prefix: str, public_paths: set[str]) -> d
                     body["content"] = {"application/json": {"schema": ERROR_REF}}
     _links(schema["paths"])
     return schema
+
+
+def docs_page(*, title: str, openapi_url: str) -> HTMLResponse:
+    """Swagger UI from the service itself: no CDN (clusters often have no internet, and a floating CDN
+    version with no integrity check would run whatever it serves in this origin)."""
+    html = f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{escape(title)} API</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="{SWAGGER_UI}/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui" data-openapi="{escape(openapi_url)}"></div>
+<script src="{SWAGGER_UI}/swagger-ui-bundle.js"></script>
+<script src="/static/docs.js"></script>
+</body>
+</html>
+"""
+    return HTMLResponse(html, headers=DOCS_HEADERS)

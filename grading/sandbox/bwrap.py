@@ -26,7 +26,7 @@ from jupyter_client.session import Session
 
 from grading.errors import GraderFault
 from grading.exercise import Limits
-from grading.sandbox import KernelRequest, KernelSession, Sandbox
+from grading.sandbox import KernelRequest, KernelSession, Sandbox, seccomp
 from grading.sandbox.bwrap_command import (
     INNER_KERNEL_BOOT,
     KERNEL_DIR,
@@ -260,6 +260,7 @@ class BwrapSandbox(Sandbox):
             self.config.cgroups, cpus_per_run=self.config.cpus_per_run, cpu_weight=self.config.cpu_weight
         )
         self.groups.sweep(self.uids)  # a SIGKILLed worker's groups
+        self.seccomp = seccomp.use_filter(self.config.seccomp)
 
     def start(self, request: KernelRequest) -> BwrapSession:
         cfg = self.config
@@ -269,14 +270,22 @@ class BwrapSandbox(Sandbox):
         shutil.rmtree(runtime, ignore_errors=True)  # a crashed worker's leftovers
         runtime.mkdir(mode=0o700)  # root only: the sandbox sees just runtime/kernel, bound in
         group = NO_GROUP
+        filter_fd = None
         try:
             group = self.groups.create(
                 user.pw_name, memory_mb=request.limits.memory_mb, max_processes=request.limits.max_processes
             )
-            km = self._kernel_manager(request, user, runtime)
+            filter_fd = seccomp.filter_fd() if self.seccomp else None
+            km = self._kernel_manager(request, user, runtime, seccomp_fd=filter_fd)
             km.wrap_argv = group.exec_prefix() + km.wrap_argv  # bwrap is born in the run's group
-            with open(runtime / "launch.log", "wb") as log:
-                km.start_kernel(cwd="/", env=self._host_env(), stdout=log, stderr=log)
+            with open(runtime / "launch.log", "wb") as launch_log:
+                km.start_kernel(
+                    cwd="/",
+                    env=self._host_env(),
+                    stdout=launch_log,
+                    stderr=launch_log,
+                    pass_fds=() if filter_fd is None else (filter_fd,),
+                )
             session = BwrapSession(
                 km=km,
                 runtime=runtime,
@@ -293,6 +302,9 @@ class BwrapSandbox(Sandbox):
             group.destroy()
             self.uids.release(user)
             raise GraderFault(f"sandboxed kernel failed to start: {exc}") from exc
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)  # bwrap has its own copy (and has read it, or will before it execs)
         self._wait_ready(session)
         deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
         session.watcher = LimitWatcher(
@@ -328,7 +340,9 @@ class BwrapSandbox(Sandbox):
         # bwrap and the launcher see only this; nothing of the grader's own environment passes through
         return {"PATH": "/usr/bin:/bin", "LANG": os.environ.get("LANG", "C.UTF-8")}
 
-    def _kernel_manager(self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path) -> _SandboxKernelManager:
+    def _kernel_manager(
+        self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path, *, seccomp_fd: int | None = None
+    ) -> _SandboxKernelManager:
         kernel_dir = runtime / KERNEL_DIR
         kernel_dir.mkdir(mode=0o700)
         os.chown(kernel_dir, user.pw_uid, user.pw_gid)  # ipykernel binds its sockets here; sealed once ready
@@ -342,12 +356,14 @@ class BwrapSandbox(Sandbox):
             interrupt_mode="message",
         )
         km.owner = (user.pw_uid, user.pw_gid)
-        km.wrap_argv = self.bwrap_argv(request, user, runtime)
+        km.wrap_argv = self.bwrap_argv(request, user, runtime, seccomp_fd=seccomp_fd)
         return km
 
     def kernel_env(self, request: KernelRequest) -> dict[str, str]:
         return kernel_env(self.config, request)
 
-    def bwrap_argv(self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path) -> list[str]:
+    def bwrap_argv(
+        self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path, *, seccomp_fd: int | None = None
+    ) -> list[str]:
         """The full command line up to (not including) the kernel's own argv (bwrap_command.py)."""
-        return bwrap_argv(self.config, request, user, runtime)
+        return bwrap_argv(self.config, request, user, runtime, seccomp_fd=seccomp_fd)

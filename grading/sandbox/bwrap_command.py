@@ -77,6 +77,7 @@ class BwrapConfig:
     always_hidden: tuple[str, ...] = ("debugpy",)  # hidden from every kernel, whatever the exercise: ipykernel
     # imports its debugger (pydevd) at start when it can, a quarter of a kernel start's CPU, and grading never
     # debugs; without it ipykernel starts without the debugger
+    seccomp: str = "auto"  # the kernel's system-call filter (seccomp.py): auto | require | off, as for cgroups
 
 
 def rlimits(limits: Limits, *, accelerator: bool) -> dict[str, tuple[int, int]]:
@@ -144,13 +145,22 @@ def _etc_files(runtime: Path, user: pwd.struct_passwd) -> list[str]:
     return args
 
 
-def bwrap_argv(config: BwrapConfig, request: KernelRequest, user: pwd.struct_passwd, runtime: Path) -> list[str]:
-    """The full command line up to (not including) the kernel's own argv."""
+def bwrap_argv(
+    config: BwrapConfig,
+    request: KernelRequest,
+    user: pwd.struct_passwd,
+    runtime: Path,
+    *,
+    seccomp_fd: int | None = None,
+) -> list[str]:
+    """The full command line up to (not including) the kernel's own argv. `seccomp_fd`: an inherited
+    descriptor holding the system-call filter (seccomp.py), which bwrap installs before it execs the launcher."""
     cfg, lim = config, request.limits
     scratch = str(lim.scratch_mb * MiB)
     args = [
         cfg.bwrap,
         *ISOLATION,
+        *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
         "--hostname",
         "titangrade",
         "--cap-drop",

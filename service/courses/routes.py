@@ -42,7 +42,11 @@ def gradebook(
         return PlainTextResponse(
             service.to_csv(rows),
             media_type="text/csv",
-            headers={"Content-Disposition": service.attachment(f"{course}-gradebook.csv")},
+            headers={
+                "Content-Disposition": service.attachment(f"{course}-gradebook.csv"),
+                "Cache-Control": "no-store",
+                "X-Content-Type-Options": "nosniff",
+            },
         )
     return {"course": course, "policy": policy, "rows": rows}
 

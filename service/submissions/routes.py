@@ -216,7 +216,7 @@ def submission_events(
     return StreamingResponse(
         stream_slots.Held(frames, release),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 
 

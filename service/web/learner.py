@@ -15,7 +15,8 @@ from service.submissions import events, stream_slots
 from service.submissions import service as submissions
 from service.web import charts, sessions
 from service.web.core import LANG_COOKIE, ViewerDep, local_path, page_lang, render, web_secret
-from service.web.i18n import LANGS, t
+from service.web.i18n import LANGS
+from service.web.notices import page_error
 
 router = APIRouter(include_in_schema=False)
 PRE_CSRF = "tg_login_csrf"  # login CSRF: a double-submit cookie, since there is no session yet
@@ -38,7 +39,7 @@ def login_page(request: Request, error: str = "", next: str = "/exercises") -> R
         "login.html",
         pre_csrf=nonce,
         next_path=local_path(next, "/exercises"),
-        error=t(error, page_lang(request)) if error in ("bad_token", "bad_form") else "",
+        error=page_error(error, page_lang(request)),
     )
     resp.set_cookie(PRE_CSRF, nonce, max_age=3600, **_cookie_flags(request))
     return resp
@@ -122,7 +123,9 @@ def _exercise_rows(request: Request, viewer) -> tuple[list[dict], list]:
 @router.get("/exercises")
 def exercises_page(request: Request, viewer: ViewerDep, error: str = "") -> Response:
     rows, recent = _exercise_rows(request, viewer)
-    return render(request, "exercises.html", viewer=viewer, rows=rows, recent=recent, error=error)
+    return render(
+        request, "exercises.html", viewer=viewer, rows=rows, recent=recent, error=page_error(error, viewer.lang)
+    )
 
 
 @router.get("/exercises/{exercise_id}/notebook")
@@ -260,5 +263,5 @@ def submission_events(
     return StreamingResponse(
         stream_slots.Held(frames, release),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache"},
+        headers={"Cache-Control": "no-store"},
     )

@@ -19,6 +19,7 @@ from service.submissions.models import Submission
 from service.web import charts
 from service.web.core import PostViewerDep, ViewerDep, render
 from service.web.learner import submission_context
+from service.web.notices import page_error
 
 router = APIRouter(prefix="/teach", include_in_schema=False)
 SORTS = {
@@ -75,7 +76,11 @@ def gradebook_csv(request: Request, course: str, viewer: ViewerDep, policy: str 
     return PlainTextResponse(
         courses.to_csv(rows),
         media_type="text/csv",
-        headers={"Content-Disposition": courses.attachment(f"{course}-gradebook.csv")},
+        headers={
+            "Content-Disposition": courses.attachment(f"{course}-gradebook.csv"),
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+        },
     )
 
 
@@ -117,7 +122,14 @@ def staff_submission(request: Request, submission_id: str, viewer: ViewerDep, er
         sub = submissions.get_for_staff(session, user=viewer.principal, submission_id=submission_id)
         history = submissions.overrides(session, submission_id=sub.id)
         context = submission_context(request, viewer, sub)
-        page = render(request, "staff_submission.html", viewer=viewer, history=history, error=error, **context)
+        page = render(
+            request,
+            "staff_submission.html",
+            viewer=viewer,
+            history=history,
+            error=page_error(error, viewer.lang),
+            **context,
+        )
         session.commit()
     return page
 

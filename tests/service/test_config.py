@@ -64,6 +64,9 @@ def test_auto_sandbox_resolves_once(monkeypatch):
 def test_whole_run_caps_are_required_in_prod_and_warned_about_once_in_dev(monkeypatch):
     """The host's cgroup state is the one thing faked here (this machine has usable cgroups)."""
     from grading.sandbox.probe import Probe
+    from grading.sandbox.seccomp import SeccompProbe
+
+    monkeypatch.setattr("grading.sandbox.seccomp.probe", lambda: SeccompProbe(True, "153 BPF instructions"))
 
     monkeypatch.setattr("grading.sandbox.cgroups.probe", lambda: Probe(False, "no memory hierarchy; mount it"))
     with pytest.raises(UnsafeSettings, match="control groups.*no memory hierarchy; mount it"):
@@ -72,17 +75,47 @@ def test_whole_run_caps_are_required_in_prod_and_warned_about_once_in_dev(monkey
         Settings(mode="dev", sandbox="bwrap", sandbox_cgroups="require").resolve_sandbox()
     settings, warning = Settings(mode="dev", sandbox="bwrap").resolve_sandbox()
     assert warning.startswith("WARNING") and "no memory hierarchy; mount it" in warning
-    assert settings.sandbox_options() == {"cgroups": "off", "cpus_per_run": 0.0, "cpu_weight": 10}  # quiet pools
+    assert settings.sandbox_options() == {"cgroups": "off", "cpus_per_run": 0.0, "cpu_weight": 10,
+                                          "seccomp": "require"}  # quiet pools
     monkeypatch.setattr("grading.sandbox.cgroups.probe", lambda: Probe(True, "cgroup v1"))
     settings, warning = Settings(mode="prod", secret_key="s" * 40, sandbox="bwrap",
                                  sandbox_cpus_per_run=1.5, sandbox_cpu_weight=50).resolve_sandbox()
     assert warning == "" and settings.sandbox_options() == {"cgroups": "require", "cpus_per_run": 1.5,
-                                                            "cpu_weight": 50}
+                                                            "cpu_weight": 50, "seccomp": "require"}
     assert Settings(sandbox="unsafe-local").sandbox_options() == {}
     with pytest.raises(ValidationError, match="TITANGRADE_SANDBOX_CGROUPS=off"):
         Settings(mode="prod", secret_key="s" * 40, sandbox_cgroups="off")
     with pytest.raises(ValidationError):
         Settings(sandbox_cpus_per_run=-1)
+
+
+@pytest.fixture
+def no_seccomp_bindings(monkeypatch, tmp_path):
+    """libseccomp's Python bindings really absent: the venv has none, and Debian's folder is an empty one."""
+    import sys
+
+    from grading.sandbox import seccomp
+
+    monkeypatch.delitem(sys.modules, "seccomp", raising=False)  # the extension registers itself once loaded
+    monkeypatch.setattr(seccomp, "DIST_PACKAGES", (str(tmp_path),))
+    seccomp.program.cache_clear()
+    yield
+    seccomp.program.cache_clear()
+
+
+def test_the_system_call_filter_is_required_in_prod_and_warned_about_in_dev(monkeypatch, no_seccomp_bindings):
+    from grading.sandbox.probe import Probe
+
+    monkeypatch.setattr("grading.sandbox.cgroups.probe", lambda: Probe(True, "cgroup v1"))
+    with pytest.raises(UnsafeSettings, match=r"system-call filter.*python3-seccomp"):
+        Settings(mode="prod", secret_key="s" * 40, sandbox="bwrap").resolve_sandbox()
+    with pytest.raises(UnsafeSettings, match="python3-seccomp"):
+        Settings(mode="dev", sandbox="bwrap", sandbox_seccomp="require").resolve_sandbox()
+    settings, warning = Settings(mode="dev", sandbox="bwrap").resolve_sandbox()
+    assert warning.startswith("WARNING: sandboxed kernels run WITHOUT a system-call filter")
+    assert "python3-seccomp" in warning and settings.sandbox_options()["seccomp"] == "off"
+    with pytest.raises(ValidationError, match="TITANGRADE_SANDBOX_SECCOMP=off"):
+        Settings(mode="prod", secret_key="s" * 40, sandbox_seccomp="off")
 
 
 def test_prewarm_spec_is_parsed_and_checked():

@@ -244,7 +244,14 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
         return encode({"metrics": metrics, "run": run, "files": _sorted(files)[:2000]})
 
     def publish(payload):
-        publish_display_data({mime: _loads(_dumps(payload, allow_nan=False))})
+        text = _dumps(payload, allow_nan=False, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # a lone surrogate (in a repr, a message, a key) made ipykernel's send fail, and the grader waited
+            # out the call's clock for a result that never came: each one becomes U+FFFD
+            text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        publish_display_data({mime: _loads(text)})
 
     def each_call(nonce, check, fn, specs, timeout_s):
         """One payload per call, published as it ends: the grader's clock restarts for the next call on its

@@ -36,16 +36,19 @@ def _strings(value) -> list[str]:
 def test_hostile_strings_from_a_real_kernel_arrive_clean_and_readable(toy_catalogue, toy_solution, engine_sandbox):
     """Before: a call whose result held a lone surrogate never came back (ipykernel could not encode it), so
     the learner read `raised a timeout (exceeded 3.5 s)` after waiting the call's clock out; NUL, ESC and
-    U+202E from a cell's exception reached the result raw."""
+    U+202E from a cell's exception reached the result raw; an exception whose message held a lone surrogate
+    was reported as ipykernel's own UnicodeEncodeError."""
     nb = nbformat.read(toy_solution, as_version=4)
     fn = next(c for c in nb.cells if "def partial_reward" in c.source)
     fn.source = HOSTILE_FUNCTION
     nb.cells.insert(1, nbformat.v4.new_code_cell("raise ValueError('bad byte \\x00 in input \\x1b[31mred\\u202e')"))
+    nb.cells.insert(2, nbformat.v4.new_code_cell("raise ValueError('lone \\ud800 surrogate')"))
     result = grade_notebook(nbformat.writes(nb), catalogue=toy_catalogue, sandbox=engine_sandbox).to_dict()
     for text in _strings(result):
         assert FORBIDDEN.search(text) is None, ascii(text)
     assert result["status"] == "error"
-    assert result["message"] == "cell 0 raised ValueError: bad byte \\x00 in input red\\u202e"
+    assert result["message"] == ("cell 0 raised ValueError: bad byte \\x00 in input red\\u202e; "
+                                 "cell 1 raised ValueError: lone \ufffd surrogate")
     feedback = next(c["feedback"] for c in result["checks"] if c["name"] == "reward_function")
     assert "partial_reward(2, 1) returned odd \ufffd \\x00  \\u202e end" in feedback
     assert "raised ValueError: bad \ufffd byte \\x00" in feedback and "timeout" not in feedback

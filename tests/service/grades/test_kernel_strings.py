@@ -202,9 +202,9 @@ def test_a_real_kernel_raising_nul_and_a_lone_surrogate_ends_error_with_a_readab
     with sessions() as s:
         stored = s.get(Submission, held.submission_id)
         assert stored.status == "error" and stored.score == 0.0
-        # the second cell's own words never left the kernel: ipykernel could not encode its error reply and
-        # sent that failure instead, which is what the learner reads for that cell
-        assert stored.message.startswith("cell 0 raised ValueError: bad byte \\x00 in input; cell 1 raised ")
+        # the second cell's own words, too (ipykernel could not encode them and sent a UnicodeEncodeError)
+        assert stored.message == ("cell 0 raised ValueError: bad byte \\x00 in input; "
+                                  "cell 1 raised ValueError: bad byte \\x00 in input\ufffd")
         assert stored.result["cells"][1]["status"] == "error"
         for text in _strings(stored.result):
             assert_safe(text)

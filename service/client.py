@@ -82,31 +82,33 @@ def submit_and_follow(
         data = {"exercise_id": exercise_id} if exercise_id else {}
         resp = client.post("/api/v1/submissions", files={"notebook": (path.name, path.read_bytes())}, data=data)
         if resp.status_code >= 400:
-            err = resp.json().get("error", {}) if "json" in resp.headers.get("content-type", "") else {}
-            sys.exit(
-                f"titangrade: rejected ({resp.status_code} {err.get('code', '')}): {err.get('message', resp.text)}"
-            )
+            code, message = _error_parts(resp)
+            sys.exit(f"titangrade: rejected ({resp.status_code} {code}): {message}")
         sub_id = resp.json()["id"]
         print(f"submitted {path.name} as {sub_id}", file=sys.stderr)
         _follow(client, sub_id)
         got = client.get(f"/api/v1/submissions/{sub_id}")
         if got.status_code != 200:
-            sys.exit(f"titangrade: could not read the result of {sub_id}: {_error_text(got)}; try again later")
+            code, message = _error_parts(got)
+            sys.exit(
+                f"titangrade: could not read the result of {sub_id}: {got.status_code} {code}: {message}; try again later"
+            )
         sub = got.json()
     _safe_streams()
     print(json.dumps(clean_value(sub), indent=2) if as_json else render_submission(sub))
     return 0 if sub.get("status") == "graded" else 1
 
 
-def _error_text(resp: httpx.Response) -> str:
-    """The error schema's code and message, or the status line: never a KeyError on an unexpected body."""
+def _error_parts(resp: httpx.Response) -> tuple[str, str]:
+    """(code, message) of the error schema, else ("", the body's start), cleaned: the message can quote the
+    notebook (its exercise id). Never a KeyError on a body of another shape."""
     try:
-        err = resp.json().get("error", {})
+        err = resp.json().get("error", {}) if "json" in resp.headers.get("content-type", "") else {}
     except (ValueError, AttributeError):
         err = {}
     if not isinstance(err, dict):
         err = {}
-    return clean_text(f"{resp.status_code} {err.get('code', '')}: {err.get('message', resp.text[:300])}")
+    return clean_text(str(err.get("code", ""))), clean_text(str(err.get("message", resp.text[:300])))
 
 
 def _safe_streams() -> None:

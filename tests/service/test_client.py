@@ -103,4 +103,3 @@ def test_submit_reports_a_failing_result_read_in_words(svc, tmp_path):
         server.shutdown()
         server.server_close()
     assert ended.value.code == "titangrade: could not read the result of s1: 500 internal_error: boom ; try again later"
-

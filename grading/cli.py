@@ -17,6 +17,7 @@ from grading.errors import GraderFault, InvalidSubmission
 from grading.exercise import DEFAULT_EXERCISES_ROOT, DEFAULT_REFERENCE_ROOT, Catalogue
 from grading.result import GradeResult, Status
 from grading.sandbox import CPU_ONLY, KernelRequest, Sandbox
+from grading.text import clean_text, clean_value
 
 if TYPE_CHECKING:
     from grading.sandbox.headstart import HeadStart
@@ -66,6 +67,7 @@ def _catalogue_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _error(args: argparse.Namespace, code: str, message: str) -> int:
+    message = clean_text(message)  # it can quote the notebook (an exercise id, a field it lacks)
     if getattr(args, "json", False):
         print(json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False))
     else:
@@ -107,8 +109,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
     finally:
         if head is not None:
             head.close()
-    print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) if args.json else render(result))
+    _safe_streams()
+    print(json.dumps(clean_value(result.to_dict()), ensure_ascii=False, indent=2) if args.json else render(result))
     return EXIT_CODES[result.status]
+
+
+def _safe_streams() -> None:
+    """A terminal whose encoding lacks a character (a C locale, a Windows code page) gets an escape, not a
+    UnicodeEncodeError that would turn an ordinary grade into exit 1 with a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _peek_exercise_id(source: bytes) -> str | None:
@@ -132,7 +143,12 @@ def _head_start(sandbox: Sandbox, catalogue: Catalogue, exercise_id: str | None)
 
 
 def render(result: GradeResult) -> str:
-    """A terminal report: status and score, one line per check, then why the run was not clean."""
+    """A terminal report: status and score, one line per check, then why the run was not clean. The
+    engine normalised every string already; the report is cleaned again because it goes to a terminal."""
+    return clean_text(_report(result))
+
+
+def _report(result: GradeResult) -> str:
     lines = [f"{result.exercise_id}: {result.status.value}  {result.score:g} / {result.max_score:g}"]
     for c in result.checks:
         mark = "PASS" if c.passed else "FAIL"

@@ -10,6 +10,33 @@ Nothing here ever sees an expected value: it encodes answers and calls functions
 import builtins as _b
 
 
+def _sendable_errors():
+    """A learner exception whose text holds a lone surrogate could not be sent: ipykernel failed to encode
+    its error reply and reported that UnicodeEncodeError instead. Each one becomes U+FFFD (in the
+    exception's args, so the reply's evalue is the learner's own words) before the traceback is sent."""
+    import re
+
+    shell = _b.getattr(_b, "get_ipython", lambda: None)()
+    if shell is None or not _b.hasattr(shell, "_showtraceback"):
+        return
+    shown = shell._showtraceback
+    lone = re.compile("[\ud800-\udfff]")
+
+    def fix(text):
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+    def showtraceback(etype, evalue, stb):
+        try:
+            if lone.search(_b.str(evalue)):
+                evalue.args = _b.tuple(fix(a) if _b.isinstance(a, _b.str) else a for a in evalue.args)
+            stb = [fix(line) if lone.search(line) else line for line in stb]
+        except Exception:  # an exception whose str() or args misbehave is shown as IPython would
+            pass
+        return shown(etype, evalue, stb)
+
+    shell._showtraceback = showtraceback
+
+
 def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
     """Seed random/numpy/torch and return `extract(nonce, answers, calls)`; run before learner code."""
     import json
@@ -81,6 +108,8 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
                 return spec
 
         sys.meta_path.insert(0, _SeedOnImport())
+
+    _sendable_errors()
 
     budget = [max_bytes]  # the whole run's answers; the grader enforces the same cap on what it decodes
 
@@ -244,7 +273,14 @@ def install(seed, eager_torch, max_bytes=16 * 1024 * 1024):
         return encode({"metrics": metrics, "run": run, "files": _sorted(files)[:2000]})
 
     def publish(payload):
-        publish_display_data({mime: _loads(_dumps(payload, allow_nan=False))})
+        text = _dumps(payload, allow_nan=False, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # a lone surrogate (in a repr, a message, a key) made ipykernel's send fail, and the grader waited
+            # out the call's clock for a result that never came: each one becomes U+FFFD
+            text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        publish_display_data({mime: _loads(text)})
 
     def each_call(nonce, check, fn, specs, timeout_s):
         """One payload per call, published as it ends: the grader's clock restarts for the next call on its

@@ -164,6 +164,9 @@ def grade_notebook(
     except Exception as exc:  # an engine bug must not become a learner's zero
         log.exception("internal error while grading %s", exercise.id)
         result = _not_gradable(exercise, f"internal error {type(exc).__name__}", lang=lang, devices=devices)
+    # the result boundary: every string from the kernel is normalised once (grading/text.py), before the
+    # scrub, so an escape sequence or control character cannot split a hidden string past it
+    result.normalise()
     result.scrub(scrub.get("needles", ()), t("redacted", lang), public=scrub.get("public", ""))
     result.duration_s = round(time.monotonic() - started, 3)
     emit({"event": "done", "status": result.status.value, "score": result.score, "max_score": result.max_score})

@@ -14,6 +14,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from grading.text import clean_text, clean_value
+
 ENGINE_VERSION = "1"
 SCRUB_FRAGMENT = 6  # characters: shorter fragments of a secret are too common to remove
 # The shapes of any run's extractor name and nonce (`_tg_` + hex, 32 hex digits): an earlier run's, replayed
@@ -117,10 +119,24 @@ class GradeResult:
     trace: list[dict[str, Any]] = field(default_factory=list)  # a training run's metrics per step (plots)
     profile: str | None = None  # the training profile the run says it used (which reference band to plot)
 
+    def normalise(self) -> None:
+        """Clean every string of this result in place (grading/text.py): the engine's result boundary, where
+        what a kernel sent becomes safe to store, serialise, print and render."""
+        self.exercise_id, self.message = clean_text(self.exercise_id), clean_text(self.message)
+        self.sandbox, self.device = clean_text(self.sandbox), clean_text(self.device)
+        self.limits_hit = [clean_text(x) for x in self.limits_hit]
+        for c in self.checks:
+            c.name, c.feedback, c.title = clean_text(c.name), clean_text(c.feedback), clean_text(c.title)
+        for cell in self.cells:
+            cell.status, cell.message = clean_text(cell.status), clean_text(cell.message)
+        self.trace = clean_value(self.trace)
+        self.profile = clean_text(self.profile) if self.profile is not None else None
+
     def scrub(self, needles: tuple[str, ...] | list[str], replacement: str, *, public: str = "") -> None:
         """Remove every needle, and every fragment of one that is SCRUB_FRAGMENT characters or longer and
         not in `public`, from every string of this result, in place (a cut-off echo leaks its fragments)."""
-        scrub = _Scrubber(needles, public, replacement)
+        # a normalised result holds a hidden string's clean form (an escape where it had a control character)
+        scrub = _Scrubber([*needles, *(clean_text(n) for n in needles)], public, replacement)
 
         def clean(text: str) -> str:
             return _GRADER_NAMES.sub(replacement, scrub(text))

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import httpx
 
+from grading.text import clean_text, clean_value
+
 
 def _about(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
@@ -80,23 +82,56 @@ def submit_and_follow(
         data = {"exercise_id": exercise_id} if exercise_id else {}
         resp = client.post("/api/v1/submissions", files={"notebook": (path.name, path.read_bytes())}, data=data)
         if resp.status_code >= 400:
-            err = resp.json().get("error", {}) if "json" in resp.headers.get("content-type", "") else {}
-            sys.exit(
-                f"titangrade: rejected ({resp.status_code} {err.get('code', '')}): {err.get('message', resp.text)}"
-            )
+            code, message = _error_parts(resp)
+            sys.exit(f"titangrade: rejected ({resp.status_code} {code}): {message}")
         sub_id = resp.json()["id"]
         print(f"submitted {path.name} as {sub_id}", file=sys.stderr)
         _follow(client, sub_id)
-        sub = client.get(f"/api/v1/submissions/{sub_id}").json()
-    if as_json:
-        print(json.dumps(sub, indent=2))
-    else:
-        print(
-            f"{sub['exercise_id']} attempt {sub['attempt']}: {sub['status']}, score {sub['score']} / {sub['max_score']}"
+        got = client.get(f"/api/v1/submissions/{sub_id}")
+        if got.status_code != 200:
+            code, message = _error_parts(got)
+            sys.exit(
+                f"titangrade: could not read the result of {sub_id}: {got.status_code} {code}: {message}; try again later"
+            )
+        sub = got.json()
+    _safe_streams()
+    print(json.dumps(clean_value(sub), indent=2) if as_json else render_submission(sub))
+    return 0 if sub.get("status") == "graded" else 1
+
+
+def _error_parts(resp: httpx.Response) -> tuple[str, str]:
+    """(code, message) of the error schema, else ("", the body's start), cleaned: the message can quote the
+    notebook (its exercise id). Never a KeyError on a body of another shape."""
+    try:
+        err = resp.json().get("error", {}) if "json" in resp.headers.get("content-type", "") else {}
+    except (ValueError, AttributeError):
+        err = {}
+    if not isinstance(err, dict):
+        err = {}
+    return clean_text(str(err.get("code", ""))), clean_text(str(err.get("message", resp.text[:300])))
+
+
+def _safe_streams() -> None:
+    """A terminal whose encoding lacks a character gets an escape, not a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def render_submission(sub: dict) -> str:
+    """The terminal report of one submission as the API sent it; every string is normalised again
+    (grading/text.py), so nothing the server stored can move the cursor, recolour or reorder a terminal."""
+    sub = clean_value(sub)
+    lines = [
+        f"{sub.get('exercise_id', '?')} attempt {sub.get('attempt', '?')}: {sub.get('status', '?')}, "
+        f"score {sub.get('score')} / {sub.get('max_score')}"
+    ]
+    for check in sub.get("checks") or []:
+        mark = "PASS" if check.get("passed") else "FAIL"
+        lines.append(
+            f"  [{mark}] {check.get('name', '?')}: {check.get('score')}/{check.get('max_score')} "
+            f"{check.get('feedback', '')}".rstrip()
         )
-        for check in sub["checks"]:
-            mark = "PASS" if check["passed"] else "FAIL"
-            print(f"  [{mark}] {check['name']}: {check['score']}/{check['max_score']} {check['feedback']}")
-        if sub["message"]:
-            print(f"  {sub['message']}")
-    return 0 if sub["status"] == "graded" else 1
+    if sub.get("message"):
+        lines.append(f"  {sub['message']}")
+    return "\n".join(lines)

@@ -2,16 +2,26 @@
 
 The queue decides whether a worker may store (its lease fence); this module decides what is stored. The
 caller passes its open transaction, so the job's fenced status change and the grade commit together.
+What a kernel sent is normalised by the engine (grading/text.py); storing normalises again as a last
+defence, and a result the database still refuses becomes an error the learner sees, never a worker crash.
 """
 
 from __future__ import annotations
 
+import logging
+import math
+
+from sqlalchemy.exc import DataError, StatementError
 from sqlalchemy.orm import Session
 
+from grading.text import clean_text, clean_value
 from service.db import utcnow
 from service.grades.models import OutboxEvent
 from service.submissions.models import ProgressEvent, Submission
 from service.timefmt import rfc3339
+
+log = logging.getLogger(__name__)
+REASON_CHARS = 300  # of the database's own words kept in the learner-facing message
 
 
 def not_gradable_message(error: str) -> str:
@@ -21,14 +31,118 @@ def not_gradable_message(error: str) -> str:
     )
 
 
+def unstorable_message(reason: str) -> str:
+    return (
+        f"the result could not be stored: {reason[:REASON_CHARS]}. The checks' feedback is left out; change "
+        "what your code prints or returns (very long or unusual text), then resubmit, or ask an instructor."
+    )
+
+
 def record_grade(session: Session, *, submission_id: str, result: dict | None, fault: str | None = None) -> None:
     """Store the engine's `result` (graded or error), or with `fault` a not_gradable outcome (keeping the
-    engine's partial `result` if it produced one). A failed regrade never destroys an earlier grade."""
+    engine's partial `result` if it produced one). A failed regrade never destroys an earlier grade.
+
+    The write happens in a SAVEPOINT: a result the database refuses for its content (too large, a value it
+    cannot encode) is rolled back alone and replaced by a smaller error result naming the reason, which the
+    learner sees. A lost connection still raises: the caller's transaction is gone and the job is retried."""
+    if fault is None and result is None:
+        raise ValueError("record_grade needs the engine's result, or a fault")
+    result = clean_value(result) if result is not None else None  # idempotent: the engine did it already
+    fault = clean_text(fault) if fault is not None else None
+    try:
+        _write_savepoint(session, submission_id=submission_id, result=result, fault=fault)
+        return
+    except _CONTENT_ERRORS as exc:
+        if not _refused_for_content(exc):
+            raise
+        reason = _reason(exc)
+    log.warning("submission %s: the database refused its result (%s); storing a smaller one", submission_id, reason)
+    for smaller, smaller_fault in (_reduced(result, fault, reason), _bare(result, fault, reason)):
+        try:
+            _write_savepoint(session, submission_id=submission_id, result=smaller, fault=smaller_fault)
+            return
+        except _CONTENT_ERRORS as exc:
+            if not _refused_for_content(exc):
+                raise
+            log.warning("submission %s: the smaller result was refused too (%s)", submission_id, _reason(exc))
+    raise RuntimeError(f"submission {submission_id}: not even a bare error result could be stored ({reason})")
+
+
+_CONTENT_ERRORS = (StatementError, UnicodeError)  # DataError is a StatementError; _refused_for_content sorts
+
+
+def _write_savepoint(session: Session, *, submission_id: str, result: dict | None, fault: str | None) -> None:
+    with session.begin_nested():
+        _write(session, submission_id=submission_id, result=result, fault=fault)
+        session.flush()  # inside the savepoint: a refused value raises here, not at the caller's commit
+
+
+def _reduced(result: dict | None, fault: str | None, reason: str) -> tuple[dict | None, str | None]:
+    """Keep the score and each check's numbers; drop every text a kernel could have grown."""
+    if fault is not None:
+        return None, fault  # a grader fault stays one; only the engine's partial result is left out
+    assert result is not None
+    checks = [
+        {
+            "name": str(c.get("name", ""))[:200],
+            "score": _number(c.get("score")),
+            "max_score": _number(c.get("max_score")),
+            "passed": bool(c.get("passed")),
+            "feedback": "",
+            "title": "",
+        }
+        for c in result.get("checks", [])
+        if isinstance(c, dict)
+    ]
+    return _error_result(result, checks=checks, score=_number(result.get("score")), reason=reason), None
+
+
+def _bare(result: dict | None, fault: str | None, reason: str) -> tuple[dict | None, str | None]:
+    """Only our own words: storable whenever the database is."""
+    if fault is not None:
+        return None, "the grader's result could not be stored"
+    assert result is not None
+    return _error_result(result, checks=[], score=0.0, reason=reason), None
+
+
+def _error_result(result: dict, *, checks: list[dict], score: float, reason: str) -> dict:
+    return {
+        "exercise_id": str(result.get("exercise_id", ""))[:100],
+        "status": "error",
+        "score": score,
+        "max_score": _number(result.get("max_score")),
+        "checks": checks,
+        "message": unstorable_message(reason),
+        "cells": [],
+        "limits_hit": [],
+        "sandbox": str(result.get("sandbox", ""))[:40],
+        "device": str(result.get("device", ""))[:20],
+        "duration_s": _number(result.get("duration_s")),
+    }
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
+
+
+def _refused_for_content(exc: Exception) -> bool:
+    """A DataError, or a value the driver or the JSON serialiser could not encode; not a lost connection."""
+    if isinstance(exc, DataError | UnicodeError):
+        return True
+    return type(exc) is StatementError and isinstance(exc.orig, UnicodeError | ValueError | TypeError | OverflowError)
+
+
+def _reason(exc: Exception) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    return clean_text(text)[:REASON_CHARS]
+
+
+def _write(session: Session, *, submission_id: str, result: dict | None, fault: str | None) -> None:
     now = utcnow()
     sub = session.get_one(Submission, submission_id)
     if fault is None:
-        if result is None:
-            raise ValueError("record_grade needs the engine's result, or a fault")
+        assert result is not None
         status, score, message = result["status"], result["score"], result.get("message", "")
     else:
         status, score, message = "not_gradable", None, not_gradable_message(fault)

@@ -21,6 +21,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Update, and_, false, func, insert, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
+from grading.text import clean_text
 from service.db import utcnow
 from service.queue.models import Job, WorkerBeat
 from service.submissions.models import ProgressEvent, Submission
@@ -338,7 +339,9 @@ def complete(session: Session, *, job: ClaimedJob) -> bool:
 
 def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, backoff_s: float) -> str:
     """A grader fault: requeue while attempts remain, else mark the job failed. Returns "queued", "failed"
-    (the caller then records the submission as not_gradable) or "lost" (the lease is gone)."""
+    (the caller then records the submission as not_gradable) or "lost" (the lease is gone). The error may
+    quote an exception raised by grading, so it is cleaned like any kernel string before it is stored."""
+    error = clean_text(error)
     current = session.get(Job, job.job_id)
     if retryable and current is not None and current.attempts < current.max_attempts:
         if _fence(
@@ -371,7 +374,7 @@ def release(session: Session, *, job: ClaimedJob, reason: str, after_s: float = 
         lease_expires_at=None,
         attempts=Job.attempts - 1,
         available_at=utcnow() + dt.timedelta(seconds=after_s),
-        last_error=reason[:2000],
+        last_error=clean_text(reason)[:2000],
     ):
         return False
     _requeued(session, job.submission_id, reason)

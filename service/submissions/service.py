@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from grading.exercise import Exercise
+from grading.text import clean_text, clean_value
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import utcnow
@@ -32,7 +33,9 @@ SUBMISSION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex; anything else cannot
 
 
 def to_public(sub: Submission, *, queue_estimate: dict | None = None) -> SubmissionPublic:
-    result = sub.result or {}
+    """The API's view of a row. Its kernel-made strings are cleaned again on the way out (one regex scan when
+    clean), so a row stored before the result boundary normalised them still reads, never a 500."""
+    result = clean_value(sub.result or {})
     return SubmissionPublic(
         id=sub.id,
         user=sub.user,
@@ -46,7 +49,7 @@ def to_public(sub: Submission, *, queue_estimate: dict | None = None) -> Submiss
         attempt=sub.attempt,
         run=sub.run,
         lang=sub.lang,
-        message=sub.message,
+        message=clean_text(sub.message) if sub.message else sub.message,
         checks=[CheckPublic(**c) for c in result.get("checks", [])],
         limits_hit=result.get("limits_hit", []),
         sandbox=result.get("sandbox", ""),

@@ -208,3 +208,23 @@ def test_a_real_kernel_raising_nul_and_a_lone_surrogate_ends_error_with_a_readab
         assert stored.result["cells"][1]["status"] == "error"
         for text in _strings(stored.result):
             assert_safe(text)
+
+
+def test_a_row_stored_before_the_boundary_still_reads(api, svc, add_submission):
+    """Rows written before the result boundary normalised kernel strings can hold a lone surrogate (the JSON
+    column keeps it as a \\u escape) or an escape sequence: the routes clean on the way out instead of 500."""
+    sessions = api.app_state.sessions
+    with transaction(sessions) as session:
+        sub, _ = add_submission(session)
+    with transaction(sessions) as session:
+        row = session.get(Submission, sub.id)
+        row.status, row.score, row.message = "error", 1.0, "cell 1 raised ValueError: \x1b[2Jgone"
+        row.result = _result("\udc80\u202e")  # as an old engine stored it: nothing cleaned
+    learner, teacher = svc.auth(api.tokens["alice"]), svc.auth(api.tokens["teacher"])
+    one = api.get(f"{URL}/{sub.id}", headers=learner)
+    course = api.get(URL, params={"course": "c1"}, headers=teacher)
+    assert (one.status_code, course.status_code) == (200, 200)
+    assert one.json()["checks"][0]["feedback"] == "got \ufffd\\u202e"
+    assert one.json()["message"] == "cell 1 raised ValueError: gone"
+    for text in _strings(one.json()) + _strings(course.json()):
+        assert_safe(text)

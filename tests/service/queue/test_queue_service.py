@@ -181,3 +181,15 @@ def test_release_requeues_at_once_without_counting_an_attempt(sessions, add_subm
     assert again.job_id == held.job_id and again.attempt == 1
     with sessions() as s:
         assert s.get(Submission, sub.id).status == "running"
+
+
+def test_a_fault_reason_quoting_hostile_text_is_stored_cleaned(sessions, add_submission):
+    """A fault's reason can quote an exception raised by grading (`grading process died: ...`): PostgreSQL
+    refuses NUL in the job's text column and no driver encodes a lone surrogate, so it is cleaned first."""
+    with transaction(sessions) as s:
+        add_submission(s)
+    job = _claim(sessions)
+    with transaction(sessions) as s:
+        assert queue.fault(s, job=job, error="died: \x00 \udc80 \x1b[31m", retryable=True, backoff_s=0) == "queued"
+    with sessions() as s:
+        assert s.get(Job, job.job_id).last_error == "died: \\x00 \ufffd "

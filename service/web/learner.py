@@ -9,6 +9,7 @@ from fastapi import APIRouter, File, Form, Header, Request, UploadFile
 from fastapi.responses import FileResponse, RedirectResponse, Response, StreamingResponse
 
 from grading.errors import InvalidSubmission
+from grading.text import clean_value
 from service.errors import ServiceError, TooMany, from_engine
 from service.exercises import service as exercises
 from service.submissions import events, stream_slots
@@ -205,7 +206,7 @@ def submission_context(request: Request, viewer, sub) -> dict:
     titles = {
         c.name: (c.title.zh if viewer.lang == "zh" else c.title.en) if c.title else c.name for c in manifest.checks
     }
-    result = sub.result or {}
+    result = clean_value(sub.result or {})  # a row stored before the result boundary may hold raw kernel text
     checks = [{**c, "title": titles.get(c.get("name"), c.get("name"))} for c in result.get("checks", [])]
     plots = None
     if manifest.kernel_family == "training" or any(c.kind == "metric_trace" for c in manifest.checks):

@@ -228,3 +228,6 @@ def test_a_row_stored_before_the_boundary_still_reads(api, svc, add_submission):
     assert one.json()["message"] == "cell 1 raised ValueError: gone"
     for text in _strings(one.json()) + _strings(course.json()):
         assert_safe(text)
+    _sign_in(api, api.tokens["alice"])
+    page = api.get(f"/submissions/{sub.id}")
+    assert page.status_code == 200 and "got \ufffd\\u202e" in page.text

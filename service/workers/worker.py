@@ -32,7 +32,8 @@ from service.grades import service as grades
 from service.outage import Backoff, Outage, describe, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
-from service.workers.executor import Executor, Faulted, Graded, GradingTicket, NotStarted, Outcome
+from service.workers import outcomes
+from service.workers.executor import Executor, Faulted, GradingTicket, NotStarted, Outcome
 
 log = logging.getLogger("titangrade.worker")
 _WAKE = -1  # put on the done-queue by a wake-up: not a job id, "look at the queue now"
@@ -109,7 +110,11 @@ class Worker:
             self._drain()
 
     def _step(self, *, burst: bool) -> bool:
-        """One round: store held outcomes, reap, claim, collect; True when a burst run is done."""
+        """One round: store held outcomes, reap, claim, collect; True when a burst run is done. After an
+        error the round starts with a heartbeat (a write), so only a database that answers ends an outage."""
+        if self.outage.down:  # the writes the heartbeat makes: a half-full disk may take one and not the other
+            self._beat()
+            self._renew()
         self._store_held()
         self._reap()
         claimed = self._fill_slots()
@@ -316,39 +321,11 @@ class Worker:
 
     def _store_in_transaction(self, job: ClaimedJob, outcome: Outcome) -> str:
         with transaction(self.sessions) as s:
-            return self._store(s, job, outcome)
-
-    def _store(self, s: Session, job: ClaimedJob, outcome: Outcome) -> str:
-        """Store a grade or apply the retry policy, fenced by the lease; returns what happened (for logs)."""
-        match outcome:
-            case Graded(result) if result["status"] != "not_gradable":
-                stored = queue.complete(s, job=job)
-                if stored:
-                    grades.record_grade(s, submission_id=job.submission_id, result=result)
-                self.stored += stored
-                return "stored" if stored else "discarded (lease lost)"
-            case Graded(result):  # the engine caught a grader fault itself: same retry policy
-                return self._fault(s, job, error=result.get("message") or "not gradable", retryable=True, final=result)
-            case Faulted(reason, retryable):
-                return self._fault(s, job, error=reason, retryable=retryable, final=None)
-            case NotStarted(reason):  # nothing ran: not an attempt (the executor keeps off the node a while)
-                released = queue.release(
-                    s, job=job, reason=f"not started: {reason}", after_s=self.settings.retry_backoff_s
-                )
-                if released:
-                    self._wake_after(self.settings.retry_backoff_s)
-                return "handed back (not started)" if released else "discarded (lease lost)"
-        raise TypeError(f"executor returned {outcome!r}; expected Graded, Faulted or NotStarted")
-
-    def _fault(self, s: Session, job: ClaimedJob, *, error: str, retryable: bool, final: dict | None) -> str:
-        """Requeue, or (retries spent) record the submission as not gradable with the engine's result if any."""
-        backoff_s = self.settings.retry_backoff_s
-        state = queue.fault(s, job=job, error=error, retryable=retryable, backoff_s=backoff_s)
-        if state == "failed":
-            grades.record_grade(s, submission_id=job.submission_id, result=final, fault=error)
-        elif state == "queued":
-            self._wake_after(backoff_s)
-        return state
+            done = outcomes.store(s, job=job, outcome=outcome, retry_backoff_s=self.settings.retry_backoff_s)
+        self.stored += done.graded  # counted once committed
+        if done.wake_after_s is not None:
+            self._wake_after(done.wake_after_s)
+        return done.state
 
     def _wake_after(self, delay_s: float) -> None:
         """A job requeued with a backoff becomes claimable later: wake then, not a poll later (the commit's
@@ -390,6 +367,8 @@ class Worker:
                 self._leases_fresh = False
                 raise
             self._leases_fresh = True
+            with self._lock:  # a job stored meanwhile is not lost
+                lost = {job_id for job_id in lost if job_id in self._inflight}
             for job_id in lost:
                 log.warning("worker %s lost the lease on job %s; its result will be discarded", self.id, job_id)
 

@@ -6,7 +6,8 @@ the job reclaimed, the old attempt's events are dropped instead of joining the n
 A stream follows the submission's current run and ends after that run's `done`. A client that reconnects
 with the `done` event's id (as a browser's EventSource does after every normal close) gets 204 No
 Content, which tells EventSource to stop. A stream also ends after `max_s`; the client resumes with
-Last-Event-ID.
+Last-Event-ID. While the database cannot be reached an open stream stays open (keep-alives) and resumes
+when it answers; a new one is refused with 503 like any route.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from service import signals
+from service.outage import is_unavailable
 from service.queue.models import Job
 from service.submissions.models import ProgressEvent, Submission
 
@@ -152,7 +154,12 @@ async def stream(
         yield f"retry: {RETRY_MS}\n\n"
         while True:
             new_event.clear()  # before the fetch: an event committed after it sets this again
-            rows = await run_in_threadpool(_fetch, factory, submission_id, start.run, after_id)
+            try:
+                rows = await run_in_threadpool(_fetch, factory, submission_id, start.run, after_id)
+            except Exception as exc:  # the response has started: no 503 now; keep the stream, poll again
+                if not is_unavailable(exc):
+                    raise
+                rows = []
             for event_id, event, data in rows:
                 after_id = event_id
                 yield format_sse(event_id, event, {**data, "run": start.run})
@@ -161,7 +168,12 @@ async def stream(
             now = time.monotonic()
             if estimate is not None and now - estimated_at >= ESTIMATE_S:
                 estimated_at = now
-                found = await run_in_threadpool(estimate)
+                try:
+                    found = await run_in_threadpool(estimate)
+                except Exception as exc:
+                    if not is_unavailable(exc):
+                        raise
+                    found = None
                 if found is not None and _worth_sending(found, last_estimate):
                     last_estimate, quiet_since = found, now
                     yield f"event: estimate\ndata: {json.dumps({'event': 'estimate', **found})}\n\n"

@@ -125,6 +125,31 @@ def _outage_answers(url: str, token: str, sid: str, nb: bytes) -> list[int]:
     return answers
 
 
+class _Stream:
+    """Follows one submission's event stream in a thread; `events` are the event names seen."""
+
+    def __init__(self, url: str, token: str, sid: str) -> None:
+        import threading
+
+        self.events: list[str] = []
+        self.error: BaseException | None = None
+        self._args = (f"{url}/api/v1/submissions/{sid}/events", {"Authorization": f"Bearer {token}"})
+        self.thread = threading.Thread(target=self._follow, daemon=True)
+        self.thread.start()
+
+    def _follow(self) -> None:
+        path, headers = self._args
+        try:
+            with httpx.stream("GET", path, headers=headers, timeout=httpx.Timeout(120, connect=10)) as resp:
+                for line in resp.iter_lines():
+                    if line.startswith("event: "):
+                        self.events.append(line[len("event: "):])
+                        if self.events[-1] == "done":
+                            return
+        except BaseException as exc:
+            self.error = exc
+
+
 def _submit_and_wait_running(e2e, url, token, nb, n, proc) -> list[str]:
     ids = [e2e.submit(url, token, nb) for _ in range(n)]
     e2e.wait_for(lambda: any(_running(url, token, sid) for sid in ids), 90, "a job mid-grading", proc)
@@ -135,7 +160,7 @@ def _submit_and_wait_running(e2e, url, token, nb, n, proc) -> list[str]:
 def _all_graded_once(e2e, db_url, url, token, ids, proc) -> None:
     for sid in ids:
         e2e.final(url, token, sid, timeout_s=240, proc=proc)
-    assert _once_each(e2e, db_url, ids) == {sid: ("graded", 3.0, 1, 1) for sid in ids}, proc.output()
+    assert _once_each(e2e, db_url, ids) == dict.fromkeys(ids, ("graded", 3.0, 1, 1)), proc.output()
 
 
 def _ready_again(e2e, url, proc) -> None:
@@ -153,12 +178,16 @@ def test_postgresql_down_10_s_and_a_3_s_blip_mid_grading_lose_nothing(private_pg
         # 1. down for 10 s while jobs are mid-grading; the API answers 503, never 500
         ids = _submit_and_wait_running(e2e, api.url, token, slow, 4, worker)
         ids += [e2e.submit(api.url, token, svc.notebook()) for _ in range(2)]  # queued behind them
+        stream = _Stream(api.url, token, ids[-1])  # an open event stream outlives the outage
+        e2e.wait_for(lambda: stream.events, 30, "the stream's first event", api)
         private_pg.kill()
         down_at = time.monotonic()
         _outage_answers(api.url, token, ids[0], svc.notebook())
         time.sleep(max(0.0, 10.0 - (time.monotonic() - down_at)))
         private_pg.start()
         _all_graded_once(e2e, db_url, api.url, token, ids, worker)
+        stream.thread.join(60)
+        assert stream.error is None and stream.events[-1] == "done", (stream.events, stream.error)
         _ready_again(e2e, api.url, api)
         assert worker.p.poll() is None, worker.output()
 

@@ -130,7 +130,14 @@ class Worker:
             self.outage.failed(exc, doing=doing, retry_in_s=delay_s, held=self._held_text())
         else:
             log.exception("worker %s: unexpected error while %s; retrying in %.1f s", self.id, doing, delay_s)
-        self.stop.wait(delay_s)
+        deadline = time.monotonic() + delay_s
+        while not self.stop.is_set() and (left_s := deadline - time.monotonic()) > 0:
+            try:  # gradings that end meanwhile: their outcome is taken now and held until it can be stored
+                job_id = self._done.get(timeout=left_s)
+            except stdlib_queue.Empty:
+                return
+            if job_id != _WAKE:
+                self._settle(job_id)
 
     def _held_text(self) -> str:
         with self._lock:
@@ -268,10 +275,16 @@ class Worker:
                 return
 
     def _finish(self, job_id: int) -> None:
+        flight = self._settle(job_id)
+        if flight is not None:
+            self._store_flight(flight)
+
+    def _settle(self, job_id: int) -> _InFlight | None:
+        """Take a finished grading's outcome and free its devices (once); the flight stays until stored."""
         with self._lock:
             flight = self._inflight.get(job_id)
         if flight is None or flight.outcome is not None:
-            return
+            return flight
         dirty = self.devices.release(flight.grant)
         if dirty:
             log.error(
@@ -284,7 +297,7 @@ class Worker:
                 flight.outcome = NotStarted(f"the database was unreachable when grading began ({describe(exc)})")
             else:  # the grading process (or its node) died: our fault, retry
                 flight.outcome = Faulted(f"grading process died: {type(exc).__name__}: {exc}", retryable=True)
-        self._store_flight(flight)
+        return flight
 
     def _store_held(self) -> None:
         """Store the outcomes kept in memory while the database was unreachable (oldest first)."""

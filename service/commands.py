@@ -136,6 +136,34 @@ def _engine(settings, *, migrate: bool):
     return engine
 
 
+def _engine_when_reachable(settings, stopping: threading.Event):
+    """The worker's engine once the database answers: a worker started during an outage waits for it
+    (capped exponential backoff, logged) instead of exiting; None when stopped meanwhile."""
+    import logging
+
+    from service.db import SchemaMismatch, check_schema, make_engine
+    from service.outage import Backoff, Outage, is_unavailable
+
+    engine = make_engine(settings.database_url)
+    backoff = Backoff(base_s=settings.db_retry_base_s, cap_s=settings.db_retry_max_s)
+    outage = Outage(who="worker start-up", log=logging.getLogger("titangrade.worker"))
+    while not stopping.is_set():
+        try:
+            check_schema(engine, migrate=False)
+        except SchemaMismatch as exc:
+            sys.exit(f"titangrade: {exc}")
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            delay_s = backoff.next_s()
+            outage.failed(exc, doing="checking the schema", retry_in_s=delay_s)
+            stopping.wait(delay_s)
+            continue
+        outage.recovered()
+        return engine
+    return None
+
+
 def _bootstrap_token(settings, sessions) -> None:
     from service.auth.service import create_token, has_admin
     from service.db import transaction
@@ -245,9 +273,17 @@ def cmd_worker(args) -> int:
     _logging()
     overrides = ({} if args.slots is None else {"worker_slots": args.slots}) | _executor_overrides(args)
     settings = _resolve_sandbox(_settings(**overrides))
-    engine = _engine(settings, migrate=False)
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+    engine = _engine_when_reachable(settings, stopping)
+    if engine is None:  # stopped while waiting for the database
+        return 0
     worker = _build_worker(settings, make_sessionmaker(engine))
-    signal.signal(signal.SIGTERM, lambda *_: worker.request_stop())
+    for signum in (signal.SIGTERM, signal.SIGINT):  # both drain; no KeyboardInterrupt lands mid-store
+        signal.signal(signum, lambda *_: worker.request_stop())
+    if stopping.is_set():
+        worker.request_stop()
     where = (
         f"Ray cluster {settings.ray_address}"
         if settings.executor == "ray"
@@ -257,10 +293,7 @@ def cmd_worker(args) -> int:
         f"titangrade: worker {worker.id} with {settings.worker_slots} slot(s), {where}, sandbox {settings.sandbox}",
         flush=True,
     )
-    try:
-        worker.run(burst=args.burst)  # drains (finishes or hands back running jobs) before returning
-    except KeyboardInterrupt:
-        worker.request_stop()
+    worker.run(burst=args.burst)  # returns only on a signal or an empty queue in burst mode, after draining
     return 0
 
 

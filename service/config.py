@@ -129,6 +129,15 @@ class Settings(BaseSettings):
     max_attempts: int = Field(3, ge=1, description="grader-fault retries before a submission is not_gradable")
     retry_backoff_s: float = Field(2.0, ge=0, description="delay before a retried job may run again")
 
+    # database outages (service/outage.py): workers wait them out, the API answers 503 with Retry-After
+    db_retry_base_s: float = Field(
+        0.5, gt=0, description="a worker's first wait after a database error; doubles per failure, with jitter"
+    )
+    db_retry_max_s: float = Field(10.0, gt=0, description="the longest a worker waits between two database retries")
+    db_retry_after_s: int = Field(
+        5, ge=1, le=3600, description="the Retry-After (seconds) of a 503 answered while the database is unreachable"
+    )
+
     # request limits
     max_upload_bytes: int = Field(
         DEFAULT_MAX_BYTES,
@@ -264,6 +273,8 @@ class Settings(BaseSettings):
                 "TITANGRADE_API_WORKERS (--api-workers) above 1 needs PostgreSQL: SQLite takes one writer at a time, "
                 "so more API processes only queue for its lock; keep 1 or set TITANGRADE_DATABASE_URL=postgresql://..."
             )
+        if self.db_retry_base_s > self.db_retry_max_s:
+            raise ValueError("TITANGRADE_DB_RETRY_BASE_S must not exceed TITANGRADE_DB_RETRY_MAX_S")
         if self.heartbeat_s >= self.lease_s:
             raise ValueError(
                 "TITANGRADE_HEARTBEAT_S must be shorter than TITANGRADE_LEASE_S or leases expire while held"

@@ -90,6 +90,22 @@ class Unsatisfiable(ServiceError):
     status_code, code = 422, "resources_unavailable"
 
 
+class DatabaseUnavailable(ServiceError):
+    """A 503: the database cannot be reached now (down, restarting, out of disk); nothing was changed."""
+
+    status_code, code = 503, "database_unavailable"
+
+    def __init__(self, *, retry_after_s: int) -> None:
+        wait = max(1, int(retry_after_s))
+        super().__init__(
+            f"the grading service cannot reach its database right now, so nothing was read or changed; "
+            f"retry in {wait} s (see Retry-After), and tell an administrator if this persists",
+            zh=f"评分服务暂时无法连接数据库，本次请求未读取或修改任何内容；"
+            f"请在 {wait} 秒后重试，如持续出现请联系管理员",
+            headers={"Retry-After": str(wait)},
+        )
+
+
 # ---- the engine's InvalidSubmission codes -> HTTP ------------------------------------------------------
 
 ENGINE_STATUS: dict[str, int] = {"too_large": 413, "unknown_exercise": 404}  # every other code is a 422

@@ -1,19 +1,25 @@
 """Every error response has one shape, `{"error": {"code", "message"}}`, with the headers HTTP asks for
-(WWW-Authenticate on 401, Retry-After on 429, Allow on 405) and the message in the caller's language."""
+(WWW-Authenticate on 401, Retry-After on 429 and 503, Allow on 405) and the message in the caller's language.
+A database that cannot be reached is a 503 on every route (service/outage.py decides); other database
+errors stay 500s."""
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from grading.errors import InvalidSubmission
-from service.errors import ServiceError, clip, from_engine, preferred_lang
+from service.errors import DatabaseUnavailable, ServiceError, clip, from_engine, preferred_lang
+from service.outage import describe, is_unavailable
 
 log = logging.getLogger("titangrade.api")
 API_DOCS = "/api/v1/docs"
@@ -188,6 +194,19 @@ def install_error_handlers(app: FastAPI) -> None:
             )
             return error_response(404, "not_found", message, headers)
         return error_response(exc.status_code, "http_error", clip(exc.detail, 300), headers)
+
+    async def _database(request: Request, exc: Exception):
+        if not is_unavailable(exc):  # a bug, not an outage: the 500 below, with its traceback logged
+            raise exc
+        log.warning("database unavailable on %s %s: %s", request.method, clip(request.url.path), describe(exc))
+        err = DatabaseUnavailable(retry_after_s=request.app.state.settings.db_retry_after_s)
+        handler = app.exception_handlers[ServiceError]  # looked up now: web pages answer with a page
+        response = await handler(request, err)  # type: ignore[misc]  # registered as async
+        response.headers.setdefault("Retry-After", err.headers["Retry-After"])
+        return response
+
+    for database_error in (SQLAlchemyError, sqlite3.Error, psycopg.Error):
+        app.add_exception_handler(database_error, _database)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):

@@ -3,7 +3,8 @@
 1. A trailing slash is dropped (`/api/v1/submissions/` is `/api/v1/submissions`, no 307 redirect).
 2. Under /api/v1 (docs and schema excepted) the caller is authenticated from the headers alone; an
    unauthenticated request gets its 401 before a byte of its body is read. A good credential's principal
-   is reused for `auth_cache_s` seconds (service/auth/cache.py), without a thread hop or a query.
+   is reused for `auth_cache_s` seconds (service/auth/cache.py), without a thread hop or a query. A lookup
+   that finds the database unreachable is a 503 with Retry-After, as on every route.
 3. The body is capped: the notebook limit (+ multipart framing) for uploads, `JSON_BODY_LIMIT` elsewhere;
    by Content-Length when sent, and by counting the stream when not (chunked uploads).
 
@@ -21,8 +22,9 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.auth.authenticators import Authenticator, CredentialRejected, authenticate
-from service.errors import preferred_lang
+from service.errors import DatabaseUnavailable, preferred_lang
 from service.http_errors import BodyTooLarge, error_response, too_large_text
+from service.outage import is_unavailable
 
 JSON_BODY_LIMIT = 64 * 1024
 MULTIPART_SLACK = 64 * 1024  # boundaries, part headers and the exercise_id field around the notebook
@@ -68,6 +70,13 @@ class RequestGuard:
                         cache.put(key, principal, generation=generation)
             except CredentialRejected as exc:
                 await self._reject(scope, receive, send, exc.zh if lang == "zh" else exc.message, exc.challenge)
+                return
+            except Exception as exc:  # the credential could not be looked up: 503 while the database is away
+                if not is_unavailable(exc):
+                    raise
+                err = DatabaseUnavailable(retry_after_s=state.settings.db_retry_after_s)
+                response = error_response(err.status_code, err.code, err.text(lang), err.headers)
+                await response(scope, receive, send)
                 return
             if principal is None:
                 message = (

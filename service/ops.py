@@ -28,8 +28,10 @@ def readyz(request: Request) -> JSONResponse:
             session.execute(text("SELECT 1"))
             workers = queue.live_workers(session, within_s=3 * settings.heartbeat_s)
             session.commit()
-    except Exception as exc:  # readiness reports, it does not raise
-        return JSONResponse({"status": "unavailable", "database": f"unreachable: {type(exc).__name__}"}, 503)
+    except Exception as exc:  # readiness reports, it does not raise; it is asked afresh each time, so it
+        # recovers by itself once the database answers and a worker's heartbeat is seen again
+        retry = {"Retry-After": str(settings.db_retry_after_s)}
+        return JSONResponse({"status": "unavailable", "database": f"unreachable: {type(exc).__name__}"}, 503, retry)
     body = {"status": "ready" if workers else "no_workers", "database": "ok", "workers": len(workers)}
     if not workers:
         body["hint"] = "no worker heartbeat recently; start one with `titangrade worker` or `serve --workers N`"

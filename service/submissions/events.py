@@ -1,10 +1,13 @@
 """Progress events: written by workers into the database, streamed to clients as server-sent events.
 
 Every event belongs to one grading run of a submission (ProgressEvent.run; a regrade starts run + 1).
+A grading process writes its events fenced by its job's lease (`add_fenced`): once the lease is lost and
+the job reclaimed, the old attempt's events are dropped instead of joining the new attempt's stream.
 A stream follows the submission's current run and ends after that run's `done`. A client that reconnects
 with the `done` event's id (as a browser's EventSource does after every normal close) gets 204 No
 Content, which tells EventSource to stop. A stream also ends after `max_s`; the client resumes with
-Last-Event-ID.
+Last-Event-ID. While the database cannot be reached an open stream stays open (keep-alives) and resumes
+when it answers; a new one is refused with 503 like any route.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import contextlib
 import datetime as dt
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
@@ -22,6 +25,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from service import signals
+from service.outage import is_unavailable
+from service.queue.models import Job
 from service.submissions.models import ProgressEvent, Submission
 
 KEEPALIVE_S = 15.0
@@ -33,6 +38,22 @@ def add(session: Session, *, submission_id: str, event: dict) -> None:
     """Persist one engine progress event (so any API process can stream it); it joins the current run."""
     data = {k: v for k, v in event.items() if k != "event"}
     session.add(ProgressEvent(submission_id=submission_id, event=str(event.get("event", "progress"))[:20], data=data))
+
+
+def add_fenced(session: Session, *, submission_id: str, job_id: int, lease_token: str, batch: Sequence[dict]) -> bool:
+    """Persist a grading run's events only while its lease is still held; False (nothing written) once the
+    lease was lost, so a run that was reclaimed never writes into the new attempt's stream. The job row is
+    locked (FOR SHARE) so a reclaim cannot commit between the check and the insert."""
+    held = session.scalar(
+        select(Job.id)
+        .where(Job.id == job_id, Job.lease_token == lease_token, Job.status == "running")
+        .with_for_update(read=True)
+    )
+    if held is None:
+        return False
+    for event in batch:
+        add(session, submission_id=submission_id, event=event)
+    return True
 
 
 def since(session: Session, *, submission_id: str, after_id: int, run: int | None = None) -> list[ProgressEvent]:
@@ -133,7 +154,12 @@ async def stream(
         yield f"retry: {RETRY_MS}\n\n"
         while True:
             new_event.clear()  # before the fetch: an event committed after it sets this again
-            rows = await run_in_threadpool(_fetch, factory, submission_id, start.run, after_id)
+            try:
+                rows = await run_in_threadpool(_fetch, factory, submission_id, start.run, after_id)
+            except Exception as exc:  # the response has started: no 503 now; keep the stream, poll again
+                if not is_unavailable(exc):
+                    raise
+                rows = []
             for event_id, event, data in rows:
                 after_id = event_id
                 yield format_sse(event_id, event, {**data, "run": start.run})
@@ -142,7 +168,12 @@ async def stream(
             now = time.monotonic()
             if estimate is not None and now - estimated_at >= ESTIMATE_S:
                 estimated_at = now
-                found = await run_in_threadpool(estimate)
+                try:
+                    found = await run_in_threadpool(estimate)
+                except Exception as exc:
+                    if not is_unavailable(exc):
+                        raise
+                    found = None
                 if found is not None and _worth_sending(found, last_estimate):
                     last_estimate, quiet_since = found, now
                     yield f"event: estimate\ndata: {json.dumps({'event': 'estimate', **found})}\n\n"

@@ -5,6 +5,8 @@ transaction each (plus its wake-up datagram or NOTIFY) was a visible share of a 
 `ProgressWriter` writes an event at once when the last write is `flush_s` old, else holds it and writes
 the held events together, in order, one transaction, at most `flush_s` later (a timer) or at `close()`.
 A stream therefore lags by at most `flush_s`; `close()` runs before the worker writes `done`.
+Writes are fenced by the job's lease (events.add_fenced): after a lost lease they are dropped, so a
+reclaimed attempt's stream never shows the old attempt's cells.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import threading
 import time
 from collections.abc import Callable
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import transaction
+from service.outage import is_unavailable
+from service.queue.models import Job
 from service.submissions import events
 
 FLUSH_S = 0.25  # the most a progress event waits to be written with the next ones
@@ -33,9 +38,17 @@ class ProgressWriter:
         submission_id: str,
         flush_s: float = FLUSH_S,
         clock: Callable[[], float] = time.monotonic,
+        job_id: int | None = None,
+        lease_token: str | None = None,
     ) -> None:
+        """`job_id`/`lease_token`: the lease this run holds (the grading ticket's). Not given: the lease the
+        submission's running job holds now, read here, right after the ticket was checked against it."""
         self.sessions = sessions
         self.submission_id = submission_id
+        self.lease: tuple[int, str] | None = (
+            (job_id, lease_token) if job_id is not None and lease_token else self._current_lease()
+        )
+        self.dropped = 0  # events not written because the lease was lost (for tests and logs)
         self.flush_s = flush_s
         self.clock = clock
         self.writes = 0  # transactions made (for tests)
@@ -43,6 +56,21 @@ class ProgressWriter:
         self._last = float("-inf")
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
+
+    def _current_lease(self) -> tuple[int, str] | None:
+        """None: the submission has no running job (a test, a direct call): its events are not fenced."""
+        try:
+            with self.sessions() as s:
+                row = s.execute(
+                    select(Job.id, Job.lease_token).where(
+                        Job.submission_id == self.submission_id, Job.status == "running", Job.lease_token.is_not(None)
+                    )
+                ).first()
+                s.commit()
+        except Exception:  # progress is best effort: unfenced rather than no progress at all
+            log.warning("lease of %s not read; its progress events are not fenced", self.submission_id, exc_info=True)
+            return None
+        return (int(row[0]), str(row[1])) if row is not None else None
 
     def __call__(self, event: dict) -> None:
         with self._lock:
@@ -74,8 +102,21 @@ class ProgressWriter:
         self._last = self.clock()
         try:
             with transaction(self.sessions) as s:
-                for event in held:
-                    events.add(s, submission_id=self.submission_id, event=event)
+                if self.lease is None:
+                    for event in held:
+                        events.add(s, submission_id=self.submission_id, event=event)
+                    kept = True
+                else:
+                    job_id, token = self.lease
+                    kept = events.add_fenced(
+                        s, submission_id=self.submission_id, job_id=job_id, lease_token=token, batch=held
+                    )
             self.writes += 1
-        except Exception:  # progress is best effort; grading goes on
-            log.warning("progress events for %s not written", self.submission_id, exc_info=True)
+            if not kept:
+                self.dropped += len(held)
+                log.info("progress events of %s dropped: the lease on job %s was lost", self.submission_id, job_id)
+        except Exception as exc:  # progress is best effort; grading goes on
+            if is_unavailable(exc):  # the worker logs the outage itself; one line here, no traceback
+                log.warning("progress events for %s not written: database unreachable", self.submission_id)
+            else:
+                log.warning("progress events for %s not written", self.submission_id, exc_info=True)

@@ -2,6 +2,10 @@
 
 Slots follow lanes: `short_reserved_slots` slots never take long-lane jobs, so a quiz never waits behind a
 training run. The executor and device inventory are injected (chosen once by the caller).
+
+The loop outlives every error of its own: while the database is unreachable it backs off and retries
+(service/outage.py), keeping finished outcomes in memory until they are stored (fenced by the lease as
+always); any other error while handling one job ends that job as a grader fault and the loop goes on.
 """
 
 from __future__ import annotations
@@ -23,10 +27,13 @@ from grading.sandbox import DeviceGrant
 from service import signals
 from service.config import Settings
 from service.db import transaction
+from service.errors import clip
 from service.grades import service as grades
+from service.outage import Backoff, Outage, describe, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
-from service.workers.executor import Executor, Faulted, Graded, GradingTicket, NotStarted, Outcome
+from service.workers import outcomes
+from service.workers.executor import Executor, Faulted, GradingTicket, NotStarted, Outcome
 
 log = logging.getLogger("titangrade.worker")
 _WAKE = -1  # put on the done-queue by a wake-up: not a job id, "look at the queue now"
@@ -39,6 +46,7 @@ class _InFlight:
     grant: DeviceGrant
     future: Future
     started: float = field(default_factory=time.monotonic)
+    outcome: Outcome | None = None  # set when grading ended; the flight stays until the outcome is stored
 
 
 class Worker:
@@ -64,10 +72,19 @@ class Worker:
         self._lock = threading.Lock()
         self.stored = 0  # grades this worker stored (for tests and logs)
         self._last_reap = float("-inf")
+        self._leases_fresh = True  # False after a failed renewal: renew before reaping, never reap our own
+        self.outage = Outage(who=f"worker {self.id}", log=log)
+        self._backoff = Backoff(base_s=settings.db_retry_base_s, cap_s=settings.db_retry_max_s)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def run(self, *, burst: bool = False) -> None:
-        self._beat()
+        """Schedule until `stop` (or, in burst mode, until the queue is empty); returns only then."""
+        while not self.stop.is_set():  # a worker started while the database is down waits for it
+            try:
+                self._beat()
+                break
+            except Exception as exc:
+                self._loop_failed(exc, doing="registering the worker")
         self.executor.wait_ready(timeout_s=READY_TIMEOUT_S)  # no lease is taken before grading can start
         beater = threading.Thread(target=self._heartbeat_loop, name="tg-heartbeat", daemon=True)
         beater.start()
@@ -77,18 +94,56 @@ class Worker:
         listener = signals.listen_if_postgresql(self.settings.database_url, (signals.JOBS,))
         try:
             while not self.stop.is_set():
-                self._reap()
-                claimed = self._fill_slots()
-                # idle: a wake-up ends the wait; the heartbeat bound keeps lease reaping on time whatever poll_s
-                self._collect(timeout=0 if claimed else min(self.settings.poll_s, self.settings.heartbeat_s))
-                if burst and not claimed and not self._inflight and self._queue_empty():
-                    break
+                try:
+                    if self._step(burst=burst):
+                        break
+                except Exception as exc:  # nothing ends the loop but `stop`
+                    self._loop_failed(exc, doing="scheduling")
+                else:
+                    self._backoff.reset()
+                    self.outage.recovered(held=self._held_text())
         finally:
             unsubscribe()
             if listener is not None:
                 listener.close()
             self.stop.set()
             self._drain()
+
+    def _step(self, *, burst: bool) -> bool:
+        """One round: store held outcomes, reap, claim, collect; True when a burst run is done. After an
+        error the round starts with a heartbeat (a write), so only a database that answers ends an outage."""
+        if self.outage.down:  # the writes the heartbeat makes: a half-full disk may take one and not the other
+            self._beat()
+            self._renew()
+        self._store_held()
+        self._reap()
+        claimed = self._fill_slots()
+        # idle: a wake-up ends the wait; the heartbeat bound keeps lease reaping on time whatever poll_s
+        self._collect(timeout=0 if claimed else min(self.settings.poll_s, self.settings.heartbeat_s))
+        return burst and not claimed and not self._inflight and self._queue_empty()
+
+    def _loop_failed(self, exc: Exception, *, doing: str) -> None:
+        """Back off after an error of the loop: a database outage is waited out, anything else is logged
+        with its traceback (a job it concerned was already ended as a grader fault) and retried."""
+        delay_s = self._backoff.next_s()
+        if is_unavailable(exc):
+            self.outage.failed(exc, doing=doing, retry_in_s=delay_s, held=self._held_text())
+        else:
+            log.exception("worker %s: unexpected error while %s; retrying in %.1f s", self.id, doing, delay_s)
+        deadline = time.monotonic() + delay_s
+        while not self.stop.is_set() and (left_s := deadline - time.monotonic()) > 0:
+            try:  # gradings that end meanwhile: their outcome is taken now and held until it can be stored
+                job_id = self._done.get(timeout=left_s)
+            except stdlib_queue.Empty:
+                return
+            if job_id != _WAKE:
+                self._settle(job_id)
+
+    def _held_text(self) -> str:
+        with self._lock:
+            held = sum(1 for f in self._inflight.values() if f.outcome is not None)
+            running = len(self._inflight) - held
+        return f"{held} finished result(s) held in memory, {running} job(s) still grading"
 
     def request_stop(self) -> None:
         """Stop after the current step; safe in a signal handler (the wake-up is put from a new thread, so
@@ -105,15 +160,31 @@ class Worker:
         the queue at once (not counted as an attempt) instead of making them wait for lease expiry."""
         deadline = time.monotonic() + self.settings.shutdown_grace_s
         while self._inflight and time.monotonic() < deadline:
-            self._renew()
-            self._collect(timeout=min(self.settings.heartbeat_s, 0.5))
+            try:
+                self._renew()
+                self._store_held()
+                self._collect(timeout=min(self.settings.heartbeat_s, 0.5))
+            except Exception as exc:
+                if not is_unavailable(exc):
+                    log.exception("worker %s: error while draining", self.id)
+                time.sleep(min(0.5, max(deadline - time.monotonic(), 0)))
         with self._lock:
             leftover = list(self._inflight.values())
             self._inflight.clear()
         for flight in leftover:
-            with transaction(self.sessions) as s:
-                released = queue.release(s, job=flight.job, reason=f"worker {self.id} shut down")
-            self.devices.release(flight.grant)
+            if flight.outcome is None:
+                self.devices.release(flight.grant)
+            try:
+                with transaction(self.sessions) as s:
+                    released = queue.release(s, job=flight.job, reason=f"worker {self.id} shut down")
+            except Exception as exc:  # the lease expires and the job is reclaimed: nothing is lost
+                log.warning(
+                    "worker %s could not hand job %s back (%s); it is reclaimed when its lease expires",
+                    self.id,
+                    flight.job.job_id,
+                    describe(exc),
+                )
+                continue
             log.info("worker %s handed job %s back to the queue: %s", self.id, flight.job.job_id, released)
         self.executor.shutdown()
 
@@ -158,18 +229,28 @@ class Worker:
         return claimed
 
     def _start(self, job: ClaimedJob) -> None:
-        grant = DeviceGrant() if self.executor.grants_devices else self.devices.acquire(job.devices)
-        ticket = GradingTicket(
-            job_id=job.job_id,
-            submission_id=job.submission_id,
-            lease_token=job.lease_token,
-            device_kind=grant.kind,
-            device_ids=tuple(grant.ids),
-            lane=job.lane,
-            devices=job.devices,
-            world_size=job.world_size,
-        )
-        future = self.executor.submit(ticket)
+        """Hand a claimed job to the executor; one that cannot be started ends as a grader fault (retried)."""
+        grant = DeviceGrant()
+        try:
+            if not self.executor.grants_devices:
+                grant = self.devices.acquire(job.devices)
+            ticket = GradingTicket(
+                job_id=job.job_id,
+                submission_id=job.submission_id,
+                lease_token=job.lease_token,
+                device_kind=grant.kind,
+                device_ids=tuple(grant.ids),
+                lane=job.lane,
+                devices=job.devices,
+                world_size=job.world_size,
+            )
+            future = self.executor.submit(ticket)
+        except Exception as exc:
+            log.exception("worker %s could not start job %s", self.id, job.job_id)
+            future = Future()
+            future.set_result(
+                Faulted(f"the grading could not be started: {type(exc).__name__}: {clip(exc, 300)}", retryable=True)
+            )
         with self._lock:
             self._inflight[job.job_id] = _InFlight(job=job, grant=grant, future=future)
         future.add_done_callback(functools.partial(self._finished, job.job_id))
@@ -194,52 +275,70 @@ class Worker:
                 return
 
     def _finish(self, job_id: int) -> None:
+        flight = self._settle(job_id)
+        if flight is not None:
+            self._store_flight(flight)
+
+    def _settle(self, job_id: int) -> _InFlight | None:
+        """Take a finished grading's outcome and free its devices (once); the flight stays until stored."""
         with self._lock:
-            flight = self._inflight.pop(job_id)
+            flight = self._inflight.get(job_id)
+        if flight is None or flight.outcome is not None:
+            return flight
         dirty = self.devices.release(flight.grant)
         if dirty:
             log.error(
                 "worker %s quarantined %s devices %s left busy by job %s", self.id, flight.grant.kind, dirty, job_id
             )
         try:
-            outcome = flight.future.result()
-        except Exception as exc:  # the grading process (or its node) died: our fault, retry
-            outcome = Faulted(f"grading process died: {type(exc).__name__}: {exc}", retryable=True)
+            flight.outcome = flight.future.result()
+        except Exception as exc:
+            if is_unavailable(exc):  # the grading could not even load the submission: not an attempt
+                flight.outcome = NotStarted(f"the database was unreachable when grading began ({describe(exc)})")
+            else:  # the grading process (or its node) died: our fault, retry
+                flight.outcome = Faulted(f"grading process died: {type(exc).__name__}: {exc}", retryable=True)
+        return flight
+
+    def _store_held(self) -> None:
+        """Store the outcomes kept in memory while the database was unreachable (oldest first)."""
+        with self._lock:
+            held = sorted((f for f in self._inflight.values() if f.outcome is not None), key=lambda f: f.started)
+        for flight in held:
+            self._store_flight(flight)
+
+    def _store_flight(self, flight: _InFlight) -> None:
+        """Store one finished job's outcome. The database unreachable: raise, the outcome stays held and the
+        lease renewed. Any other error: the job ends as a retryable grader fault, never a worker crash."""
+        job, outcome = flight.job, flight.outcome
+        assert outcome is not None
+        try:
+            state = self._store_in_transaction(job, outcome)
+        except Exception as exc:
+            if is_unavailable(exc):
+                raise
+            log.exception(
+                "worker %s could not store the outcome of job %s; ending it as a grader fault", self.id, job.job_id
+            )
+            reason = f"the result could not be stored: {type(exc).__name__}: {clip(exc, 300)}"
+            flight.outcome = Faulted(reason, retryable=True)
+            try:
+                state = self._store_in_transaction(job, flight.outcome)
+            except Exception as again:
+                if is_unavailable(again):
+                    raise
+                log.exception("worker %s could not record the fault of job %s", self.id, job.job_id)
+                state = "left to lease expiry (the fault could not be recorded)"
+        with self._lock:
+            self._inflight.pop(job.job_id, None)
+        log.info("worker %s job %s: %s", self.id, job.job_id, state)
+
+    def _store_in_transaction(self, job: ClaimedJob, outcome: Outcome) -> str:
         with transaction(self.sessions) as s:
-            state = self._store(s, flight.job, outcome)
-        log.info("worker %s job %s: %s", self.id, job_id, state)
-
-    def _store(self, s: Session, job: ClaimedJob, outcome: Outcome) -> str:
-        """Store a grade or apply the retry policy, fenced by the lease; returns what happened (for logs)."""
-        match outcome:
-            case Graded(result) if result["status"] != "not_gradable":
-                stored = queue.complete(s, job=job)
-                if stored:
-                    grades.record_grade(s, submission_id=job.submission_id, result=result)
-                self.stored += stored
-                return "stored" if stored else "discarded (lease lost)"
-            case Graded(result):  # the engine caught a grader fault itself: same retry policy
-                return self._fault(s, job, error=result.get("message") or "not gradable", retryable=True, final=result)
-            case Faulted(reason, retryable):
-                return self._fault(s, job, error=reason, retryable=retryable, final=None)
-            case NotStarted(reason):  # nothing ran: not an attempt (the executor keeps off the node a while)
-                released = queue.release(
-                    s, job=job, reason=f"not started: {reason}", after_s=self.settings.retry_backoff_s
-                )
-                if released:
-                    self._wake_after(self.settings.retry_backoff_s)
-                return "handed back (not started)" if released else "discarded (lease lost)"
-        raise TypeError(f"executor returned {outcome!r}; expected Graded, Faulted or NotStarted")
-
-    def _fault(self, s: Session, job: ClaimedJob, *, error: str, retryable: bool, final: dict | None) -> str:
-        """Requeue, or (retries spent) record the submission as not gradable with the engine's result if any."""
-        backoff_s = self.settings.retry_backoff_s
-        state = queue.fault(s, job=job, error=error, retryable=retryable, backoff_s=backoff_s)
-        if state == "failed":
-            grades.record_grade(s, submission_id=job.submission_id, result=final, fault=error)
-        elif state == "queued":
-            self._wake_after(backoff_s)
-        return state
+            done = outcomes.store(s, job=job, outcome=outcome, retry_backoff_s=self.settings.retry_backoff_s)
+        self.stored += done.graded  # counted once committed
+        if done.wake_after_s is not None:
+            self._wake_after(done.wake_after_s)
+        return done.state
 
     def _wake_after(self, delay_s: float) -> None:
         """A job requeued with a backoff becomes claimable later: wake then, not a poll later (the commit's
@@ -259,6 +358,8 @@ class Worker:
         now = time.monotonic()
         if now - self._last_reap < self.settings.heartbeat_s:
             return
+        if not self._leases_fresh:  # after an outage our own leases may look expired: renew them first
+            self._renew()
         self._last_reap = now
         with transaction(self.sessions) as s:
             expired = queue.reap_expired(s)
@@ -272,8 +373,15 @@ class Worker:
         with self._lock:
             held = [f.job for f in self._inflight.values()]
         if held:
-            with transaction(self.sessions) as s:
-                lost = queue.renew(s, held=held, lease_s=self.settings.lease_s)
+            try:
+                with transaction(self.sessions) as s:
+                    lost = queue.renew(s, held=held, lease_s=self.settings.lease_s)
+            except Exception:
+                self._leases_fresh = False
+                raise
+            self._leases_fresh = True
+            with self._lock:  # a job stored meanwhile is not lost
+                lost = {job_id for job_id in lost if job_id in self._inflight}
             for job_id in lost:
                 log.warning("worker %s lost the lease on job %s; its result will be discarded", self.id, job_id)
 
@@ -295,8 +403,11 @@ class Worker:
             try:
                 self._beat()
                 self._renew()
-            except Exception:  # a DB blip must not kill the heartbeat; the lease has slack
-                log.exception("heartbeat failed")
+            except Exception as exc:  # a DB blip must not kill the heartbeat; the lease has slack
+                if not is_unavailable(exc):
+                    log.exception("worker %s: heartbeat failed", self.id)
+                elif not self.outage.down:
+                    self.outage.failed(exc, doing="renewing leases", retry_in_s=None, held=self._held_text())
 
 
 def build_worker(

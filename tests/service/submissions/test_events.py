@@ -109,3 +109,44 @@ def test_cli_client_resumes_a_timed_out_stream_until_done(live_api, svc):
             assert time.monotonic() - started < 3
     finally:
         state.settings = saved
+
+
+def test_an_open_stream_outlives_a_database_outage(tmp_path, sqlite_template, add_submission):
+    """The database file goes away mid-stream ("unable to open database file") and comes back: the stream
+    keeps its connection and ends with the run's `done` instead of failing."""
+    import asyncio
+    import shutil
+    import threading
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import sessionmaker
+    from sqlalchemy.pool import NullPool
+
+    from service.db import transaction
+    from service.submissions import events
+
+    home = tmp_path / "db"
+    home.mkdir()
+    shutil.copyfile(sqlite_template, home / "tg.db")
+    engine = create_engine(f"sqlite:///{home / 'tg.db'}", poolclass=NullPool)  # the file is opened per fetch
+    factory = sessionmaker(engine, expire_on_commit=False)
+    with transaction(factory) as s:
+        sub, _ = add_submission(s)
+
+    async def follow() -> list[str]:
+        seen = []
+        async for frame in events.stream(factory, submission_id=sub.id, start=events.StreamPlan(1, 0),
+                                         poll_s=0.05, max_s=30):
+            seen += [line[7:] for line in frame.splitlines() if line.startswith("event: ")]
+            if seen == ["queued"]:
+                threading.Thread(target=outage).start()  # while the stream polls on
+        return seen
+
+    def outage() -> None:
+        home.rename(tmp_path / "away")  # the database is gone
+        time.sleep(0.5)  # several polls fail meanwhile
+        (tmp_path / "away").rename(home)
+        with transaction(factory) as s:
+            events.add(s, submission_id=sub.id, event={"event": "done", "status": "graded"})
+
+    assert asyncio.run(follow()) == ["queued", "done"]

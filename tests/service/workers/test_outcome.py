@@ -10,7 +10,7 @@ from service.db import transaction
 from service.queue import service as queue
 from service.queue.models import Job
 from service.submissions.models import Submission
-from service.workers.executor import _CHILD, Faulted, Graded, GradingTicket, NotStarted, grade_ticket
+from service.workers.executor import _CHILD, Executor, Faulted, Graded, GradingTicket, NotStarted, grade_ticket
 from service.workers.worker import Worker
 
 
@@ -70,8 +70,7 @@ def _state(sessions, sub_id):
 def test_worker_branches_on_the_outcome_type(db_url, sessions, svc, add_submission, outcome, expected):
     sub, job = _claimed(sessions, add_submission)
     worker = _worker(sessions, svc, db_url)
-    with transaction(sessions) as s:
-        state = worker._store(s, job, outcome)
+    state = worker._store_in_transaction(job, outcome)
     assert (state, _state(sessions, sub.id)) == expected
     assert worker.stored == (1 if state == "stored" else 0)
 
@@ -88,22 +87,21 @@ def test_a_job_that_never_started_is_not_an_attempt(db_url, sessions, svc, add_s
         executor=None,  # type: ignore[arg-type]
         devices=WorkerDevices.from_setting(""),
     )
-    with transaction(sessions) as s:
-        assert worker._store(s, job, NotStarted("node gone")) == "handed back (not started)"
+    assert worker._store_in_transaction(job, NotStarted("node gone")) == "handed back (not started)"
     with sessions() as s:
         row = s.scalar(select(Job).where(Job.submission_id == sub.id))
         assert (row.status, row.attempts, row.last_error) == ("queued", 0, "not started: node gone")
     with transaction(sessions) as s:  # not claimable during the backoff
         assert queue.claim(s, worker_id="w2", lanes=("short",), free_devices=0, max_world_size=1, lease_s=30) is None
-    with transaction(sessions) as s:  # the old lease cannot hand it back twice
-        assert worker._store(s, job, NotStarted("node gone")) == "discarded (lease lost)"
+    # the old lease cannot hand it back twice
+    assert worker._store_in_transaction(job, NotStarted("node gone")) == "discarded (lease lost)"
 
 
 def test_an_untyped_outcome_is_refused(db_url, sessions, svc, add_submission):
     _, job = _claimed(sessions, add_submission)
     worker = _worker(sessions, svc, db_url)
-    with pytest.raises(TypeError, match="expected Graded, Faulted or NotStarted"), transaction(sessions) as s:
-        worker._store(s, job, {"result": _result("graded", 3.0)})
+    with pytest.raises(TypeError, match="expected Graded, Faulted or NotStarted"):
+        worker._store_in_transaction(job, {"result": _result("graded", 3.0)})
     assert worker.stored == 0
 
 
@@ -113,3 +111,48 @@ def test_a_stale_ticket_is_a_final_fault(db_url, sessions, add_submission, monke
     monkeypatch.setitem(_CHILD, "sessions", sessions)
     outcome = grade_ticket(GradingTicket(job_id=job.job_id, submission_id=sub.id, lease_token="0" * 32))
     assert isinstance(outcome, Faulted) and not outcome.retryable and "lease no longer held" in outcome.reason
+
+
+class _ScriptedExecutor(Executor):
+    """Answers each submission from a script, at once: the loop's error paths without a process pool."""
+
+    name = "scripted"
+
+    def __init__(self, script) -> None:
+        self.script = list(script)
+
+    def submit(self, ticket: GradingTicket):
+        import concurrent.futures as cf
+
+        step = self.script.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        future: cf.Future = cf.Future()
+        future.set_result(step)
+        return future
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_an_unexpected_error_in_one_job_is_a_grader_fault_and_the_loop_goes_on(db_url, sessions, svc, add_submission):
+    """One job cannot be started (the executor raised), one result cannot be stored (record_grade raised
+    on a malformed result): both end as retryable grader faults, the worker keeps going and grades the
+    rest, and the faulted jobs are graded on their next attempt."""
+    from service.workers.devices import WorkerDevices
+
+    with transaction(sessions) as s:
+        ids = [add_submission(s)[0].id for _ in range(3)]
+    good = Graded(_result("graded", 3.0))
+    script = [RuntimeError("executor bug"), Graded({"status": "graded"}), good, good, good]
+    executor = _ScriptedExecutor(script)
+    worker = Worker(settings=svc.settings(db_url, worker_slots=1, short_reserved_slots=0), sessions=sessions,
+                    executor=executor, devices=WorkerDevices.from_setting(""))
+    worker.run(burst=True)
+    with sessions() as s:
+        jobs = {j.submission_id: (j.status, j.attempts) for j in s.scalars(select(Job))}
+        subs = {sid: (s.get(Submission, sid).status, s.get(Submission, sid).score) for sid in ids}
+    assert subs == dict.fromkeys(ids, ("graded", 3.0))
+    assert {status for status, _ in jobs.values()} == {"done"}
+    assert sum(attempts for _, attempts in jobs.values()) == 5  # two faulted attempts, three graded ones
+    assert worker.stored == 3 and not executor.script

@@ -50,3 +50,34 @@ def test_a_held_event_is_written_within_flush_s_without_more_events(sessions, ad
     assert [e for e, _ in _events(sessions, sub_id)[before:]] == ["started", "cell"]
     writer.close()
     assert writer.writes == 2
+
+
+def _claim(sessions, worker_id: str, lease_s: float):
+    from service.queue import service as queue
+
+    with transaction(sessions) as s:
+        return queue.claim(s, worker_id=worker_id, lanes=("short",), free_devices=0, max_world_size=1, lease_s=lease_s)
+
+
+def test_events_of_a_lost_lease_never_reach_the_new_attempts_stream(sessions, add_submission):
+    from service.queue import service as queue
+
+    sub_id, before = _submission(sessions, add_submission)
+    first = _claim(sessions, "w-old", lease_s=0.05)
+    old = ProgressWriter(sessions, submission_id=sub_id, flush_s=0.0)  # fenced by the lease held now
+    old({"event": "cell", "index": 0, "total": 2})
+    time.sleep(0.1)
+    with transaction(sessions) as s:  # the old worker stalled: its lease expired and the job was reclaimed
+        assert [(e.submission_id, e.gave_up) for e in queue.reap_expired(s)] == [(sub_id, False)]
+    second = _claim(sessions, "w-new", lease_s=60)
+    assert second.job_id == first.job_id and second.lease_token != first.lease_token
+    new = ProgressWriter(sessions, submission_id=sub_id, flush_s=0.0, job_id=second.job_id,
+                         lease_token=second.lease_token)
+    new({"event": "started"})
+    old({"event": "cell", "index": 1, "total": 2})  # the old attempt wakes up and reports on
+    old.close()
+    new({"event": "cell", "index": 0, "total": 1})
+    new.close()
+    cells = [(e, d.get("index")) for e, d in _events(sessions, sub_id)[before:] if e in ("cell", "started")]
+    assert cells == [("cell", 0), ("started", None), ("cell", 0)]
+    assert old.dropped == 1 and new.dropped == 0

@@ -155,7 +155,12 @@ class Settings(BaseSettings):
         description="a delivery is retried for this long after its "
         "first attempt, then dead-lettered (default 25 h; tests shorten it)",
     )
-    webhook_timeout_s: float = Field(10.0, gt=0, description="connect and read timeout of one delivery attempt")
+    webhook_timeout_s: float = Field(
+        20.0,
+        ge=1,
+        le=120,
+        description="connect and read timeout of one delivery attempt (15-30 s is what receivers expect)",
+    )
     webhook_concurrency: int = Field(8, ge=1, description="deliveries sent at once by one delivery loop")
     webhook_batch: int = Field(64, ge=1, description="deliveries claimed per round")
     webhook_poll_s: float = Field(1.0, gt=0, description="an idle delivery loop looks for due deliveries this often")
@@ -218,6 +223,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 "TITANGRADE_API_WORKERS (--api-workers) above 1 needs PostgreSQL: SQLite takes one writer at a time, "
                 "so more API processes only queue for its lock; keep 1 or set TITANGRADE_DATABASE_URL=postgresql://..."
+            )
+        if self.webhook_lease_s < self.webhook_timeout_s:
+            raise ValueError(
+                "TITANGRADE_WEBHOOK_LEASE_S must be at least TITANGRADE_WEBHOOK_TIMEOUT_S, or another delivery loop "
+                "retakes a delivery that is still being sent"
             )
         if self.heartbeat_s >= self.lease_s:
             raise ValueError(

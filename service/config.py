@@ -33,6 +33,16 @@ class Settings(BaseSettings):
     exercises_root: Path = DEFAULT_EXERCISES_ROOT
     reference_root: Path = DEFAULT_REFERENCE_ROOT
     migrate_on_start: bool = Field(True, description="`serve` upgrades the schema itself; workers never do")
+    malloc_arena_max: int = Field(
+        2,
+        ge=0,
+        le=1024,
+        description="glibc malloc arenas of an API process (0: glibc's default, 8 per core); few arenas keep "
+        "memory freed by many threads from staying fragmented (service/memory.py)",
+    )
+    malloc_trim_s: float = Field(
+        30.0, ge=0, description="an API process hands freed memory back to the system this often (0: never)"
+    )
     api_workers: int = Field(
         1,
         ge=1,

@@ -117,3 +117,29 @@ def test_the_delivery_timeout_defaults_to_what_receivers_expect_and_is_validated
                 {"webhook_timeout_s": 30, "webhook_lease_s": 10}):
         with pytest.raises(ValidationError, match=r"webhook_timeout_s|WEBHOOK_LEASE_S"):
             svc.settings(db_url, **bad)
+
+
+def test_the_cli_shows_a_disabled_endpoint_and_enables_it(db_url, sessions, svc, receivers, store_grade, wait_for,
+                                                          monkeypatch, capsys):
+    from service.cli import main
+    from service.db import transaction
+    from service.webhooks import service
+    from service.webhooks.ssrf import AddressPolicy
+
+    gone = receivers(["whsec_" + "C" * 43 + "="], status=410).start()
+    with transaction(sessions) as s:
+        row = service.create(s, course="c1", url=gone.url, event_types=["grade.stored"],
+                             policy=AddressPolicy(enforce=False), secret=gone.secrets[0])
+        endpoint_id = row.id
+    store_grade(sessions)
+    monkeypatch.setenv("TITANGRADE_DATABASE_URL", db_url)
+    assert main(["webhooks", "deliver", "--burst"]) == 0
+    assert len(gone.entries()) == 1
+    capsys.readouterr()
+    assert main(["webhooks", "list", "--course", "c1"]) == 0
+    listed = capsys.readouterr().out
+    assert "DISABLED since " in listed and "1 held: HTTP 410 Gone" in listed, listed
+    assert main(["webhooks", "enable", str(endpoint_id)]) == 0
+    assert f"endpoint {endpoint_id} enabled; 1 held deliveries are sent now" in capsys.readouterr().out
+    assert main(["webhooks", "list", "--course", "c1"]) == 0
+    assert "DISABLED" not in capsys.readouterr().out

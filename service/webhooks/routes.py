@@ -130,7 +130,8 @@ def rotate_secret(
     row = service.get(session, course=course, endpoint_id=endpoint_id)
     secret = service.rotate(session, endpoint=row, overlap_s=settings.webhook_rotation_overlap_s, secret=body.secret)
     session.commit()
-    return EndpointWithSecret(**to_public(row).model_dump(), secret=secret)
+    off = service.disabled(session, endpoint_ids=[row.id]).get(row.id)
+    return EndpointWithSecret(**to_public(row, off).model_dump(), secret=secret)
 
 
 @router.delete("/{endpoint_id}", status_code=204, responses=errors(403, 404))

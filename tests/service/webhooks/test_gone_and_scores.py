@@ -46,6 +46,8 @@ def test_a_410_disables_the_endpoint_holds_what_follows_and_enable_sends_it(api,
     refused = api.post(f"/api/v1/courses/c1/webhooks/{endpoint_id}/replay", headers=teacher,
                        json={"event_id": held["items"][0]["event_id"]})
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "endpoint_disabled", refused.text
+    rotated = api.post(f"/api/v1/courses/c1/webhooks/{endpoint_id}/rotate", headers=teacher, json={}).json()
+    assert rotated["disabled"] is True and rotated["held"] == 2  # the old secret still signs: the receiver verifies
 
     # the receiver is fixed; re-enabling sends what was held, with the webhook-id it always had
     gone.stop()

@@ -51,6 +51,20 @@ def test_a_run_that_hit_the_clock_is_graded_again_before_it_counts(tmp_path, cap
 
 
 @pytest.mark.slow
+def test_a_verdict_only_the_clock_gave_asks_for_a_quiet_host_not_a_new_declaration(tmp_path, capsys):
+    roots = _scaffold(tmp_path, (
+        "    import time\n"
+        "    if numbers == [-2, 5]:  # always past the hidden check's 1 s: no run beats the clock\n"
+        "        time.sleep(3)\n" + SOLUTION))
+    assert main(["exercises", "validate", "ch09.squares", "--sandbox", SANDBOX, "--retries", "1", *roots]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("solution.ipynb again: graded, 7/10") == 1  # one retry, then the verdict
+    assert "the solution scores 7/10" in captured.err
+    assert "[every run (2) hit the clock: call time limit" in captured.err
+    assert "fix: grade it again on a quiet machine" in captured.err
+
+
+@pytest.mark.slow
 def test_repeat_grades_each_notebook_again_and_a_changing_verdict_is_a_problem(tmp_path, capsys):
     roots = _scaffold(tmp_path)
     assert main(["exercises", "validate", "ch09.squares", "--sandbox", SANDBOX, "--repeat", "2", *roots]) == 0

@@ -38,6 +38,7 @@ from grading.trace import training_trace
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 5_000_000
+CALL_TIME_LIMIT = "call time limit"  # in limits_hit: an answer or a check call ran out of its time
 PROGRESS_BURST = 20  # cell events sent at once before throttling starts
 PROGRESS_PER_S = 2.0  # cell events a second after the burst
 _default_catalogue: Catalogue | None = None
@@ -214,12 +215,29 @@ def _grade(
         checks=checks,
         message=message,
         cells=execution.cells,
-        limits_hit=execution.limits_hit,
+        limits_hit=execution.limits_hit + ([CALL_TIME_LIMIT] if _a_call_timed_out(execution.payloads) else []),
         sandbox=execution.sandbox_mode,
         device=devices.kind,
         trace=trace,
         profile=profile,
     )
+
+
+def _a_call_timed_out(payloads: dict[str, dict[str, Any]]) -> bool:
+    """Did reading an answer or a check's call run out of its time? Hidden checks' feedback does not say so,
+    so `limits_hit` does (for `exercises validate`: such a verdict is the host's speed as much as the code)."""
+
+    def late(value: Any) -> bool:
+        return isinstance(value, dict) and (value.get("__raised__") or {}).get("type") == "__timeout__"
+
+    for payload in payloads.values():
+        if not isinstance(payload, dict):
+            continue
+        if any(late(v) for v in (payload.get("answers") or {}).values()):
+            return True
+        if any(late(r) for results in (payload.get("calls") or {}).values() for r in (results or ())):
+            return True
+    return False
 
 
 def _not_gradable(exercise: Exercise, reason: str, *, lang: str, devices: DeviceGrant) -> GradeResult:

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI, Response
 
 from grading.exercise import Catalogue
-from service import http_deadlines, signals
+from service import http_deadlines, memory, signals
 from service.auth import cache as credential_cache
 from service.auth.authenticators import Authenticator, default_authenticators
 from service.auth.routes import router as auth_router
@@ -47,13 +47,16 @@ PUBLIC_PATHS = {
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """On PostgreSQL, relay NOTIFYs of progress events written by other processes (grading processes,
     other workers) to this process's open event streams; SQLite streams poll (service/signals.py).
-    At shutdown the intake writer stores the uploads already handed to it and refuses new ones (503)."""
+    At shutdown the intake writer stores the uploads already handed to it and refuses new ones (503).
+    Meanwhile freed native memory is handed back every `malloc_trim_s` (service/memory.py)."""
     listener = signals.listen_if_postgresql(app.state.settings.database_url, (signals.EVENTS,))
     if app.state.intake.closed:  # the app is started again (tests): a fresh writer
         app.state.intake = _intake_writer(app)
+    trimmer = memory.Trimmer(app.state.settings.malloc_trim_s).start()
     try:
         yield
     finally:
+        trimmer.close()
         await asyncio.to_thread(app.state.intake.close)
         if listener is not None:
             listener.close()
@@ -97,6 +100,7 @@ def create_app(
         redirect_slashes=False,
         lifespan=_lifespan,
     )
+    memory.limit_arenas(settings.malloc_arena_max)  # before `serve` starts its threads
     app.state.settings = settings
     app.state.engine = engine if engine is not None else make_engine(settings.database_url)
     app.state.sessions = make_sessionmaker(app.state.engine)

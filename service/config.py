@@ -34,6 +34,16 @@ class Settings(BaseSettings):
     exercises_root: Path = DEFAULT_EXERCISES_ROOT
     reference_root: Path = DEFAULT_REFERENCE_ROOT
     migrate_on_start: bool = Field(True, description="`serve` upgrades the schema itself; workers never do")
+    malloc_arena_max: int = Field(
+        2,
+        ge=0,
+        le=1024,
+        description="glibc malloc arenas of an API process (0: glibc's default, 8 per core); few arenas keep "
+        "memory freed by many threads from staying fragmented (service/memory.py)",
+    )
+    malloc_trim_s: float = Field(
+        30.0, ge=0, description="an API process hands freed memory back to the system this often (0: never)"
+    )
     api_workers: int = Field(
         1,
         ge=1,
@@ -184,7 +194,12 @@ class Settings(BaseSettings):
         description="a delivery is retried for this long after its "
         "first attempt, then dead-lettered (default 25 h; tests shorten it)",
     )
-    webhook_timeout_s: float = Field(10.0, gt=0, description="connect and read timeout of one delivery attempt")
+    webhook_timeout_s: float = Field(
+        20.0,
+        ge=1,
+        le=120,
+        description="connect and read timeout of one delivery attempt (15-30 s is what receivers expect)",
+    )
     webhook_concurrency: int = Field(8, ge=1, description="deliveries sent at once by one delivery loop")
     webhook_batch: int = Field(64, ge=1, description="deliveries claimed per round")
     webhook_poll_s: float = Field(1.0, gt=0, description="an idle delivery loop looks for due deliveries this often")
@@ -275,6 +290,11 @@ class Settings(BaseSettings):
             )
         if self.db_retry_base_s > self.db_retry_max_s:
             raise ValueError("TITANGRADE_DB_RETRY_BASE_S must not exceed TITANGRADE_DB_RETRY_MAX_S")
+        if self.webhook_lease_s < self.webhook_timeout_s:
+            raise ValueError(
+                "TITANGRADE_WEBHOOK_LEASE_S must be at least TITANGRADE_WEBHOOK_TIMEOUT_S, or another delivery loop "
+                "retakes a delivery that is still being sent"
+            )
         if self.heartbeat_s >= self.lease_s:
             raise ValueError(
                 "TITANGRADE_HEARTBEAT_S must be shorter than TITANGRADE_LEASE_S or leases expire while held"

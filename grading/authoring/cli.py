@@ -33,6 +33,20 @@ def register(ex_sub: argparse._SubParsersAction, catalogue_args: Callable[[argpa
     )
     val.add_argument("ids", nargs="*", metavar="ID", help="exercise ids (default: all)")
     val.add_argument("--sandbox", default="auto", help="auto | bwrap | unsafe-local")
+    val.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="grade every notebook N times and report any run that disagrees (finds nondeterministic checks)",
+    )
+    val.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help="grade a run that hit a time limit (or was not gradable) again, up to N times (default 2)",
+    )
     _common(val, catalogue_args)
     val.set_defaults(func=cmd_validate)
 
@@ -145,6 +159,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from grading.authoring.validate import validate
     from grading.sandbox import make_sandbox
 
+    if args.repeat < 1 or args.retries < 0:
+        print("error: --repeat must be at least 1 and --retries at least 0", file=sys.stderr)
+        return 2
     picked = _selected(args)
     if picked is None:
         return 2
@@ -162,7 +179,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print()
     for i, out in enumerate(outputs, start=1):
         print(f"[{i}/{len(outputs)}] validating {out.exercise.id}", flush=True)
-        row = validate(out, catalogue=catalogue, sandbox=sandbox)
+        row = validate(out, catalogue=catalogue, sandbox=sandbox, retries=args.retries, repeat=args.repeat)
         problems += row.problems
         rows.append(
             (

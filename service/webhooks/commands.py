@@ -1,4 +1,4 @@
-"""`titangrade webhooks add|list|rotate|remove|replay|deliver` and `titangrade intake add|list|rotate|...|remove`."""
+"""`titangrade webhooks add|list|rotate|remove|enable|replay|deliver` and `titangrade intake add|list|...`."""
 
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = w.add_parser("remove", help="stop sending to an endpoint (its delivery log is kept)")
     c.add_argument("id", type=int)
     c.set_defaults(func=cmd_remove)
+    c = w.add_parser("enable", help="re-enable an endpoint disabled by a 410 Gone; what it held is sent now")
+    c.add_argument("id", type=int)
+    c.set_defaults(func=cmd_enable)
     c = w.add_parser("replay", help="send an event (--event) or a time range (--since [--until]) again")
     c.add_argument("id", type=int, help="the endpoint")
     c.add_argument("--event", type=int, default=None)
@@ -119,11 +122,24 @@ def cmd_list(args) -> int:
     _, sessions = _sessions()
     with sessions() as s:
         rows = service.list_for(s, course=args.course)
+        off = service.disabled(s, endpoint_ids=[r.id for r in rows])
         s.commit()
     print(f"{'id':>5}  {'course':16} {'events':48} url")
     for r in rows:
         rotating = f"  (old secret until {rfc3339(r.previous_expires_at)})" if r.previous_secret else ""
         print(f"{r.id:>5}  {r.course[:16]:16} {','.join(r.event_types)[:48]:48} {r.url}{rotating}")
+        if (d := off.get(r.id)) is not None:
+            since = f" since {rfc3339(d.since)}" if d.since else ""
+            print(f"       DISABLED{since}, {d.held} held: {d.reason[:200]}")
+    return 0
+
+
+def cmd_enable(args) -> int:
+    from service.webhooks import service
+
+    with _writing() as (_, s):
+        resumed = service.enable(s, endpoint=service.get(s, course=None, endpoint_id=args.id))
+    print(f"titangrade: endpoint {args.id} enabled; {resumed} held deliveries are sent now")
     return 0
 
 

@@ -3,8 +3,9 @@
 At-least-once: a delivery is marked delivered only after a 2xx, so a loop killed mid-send leaves it
 pending and another loop (or the restarted one) sends it again after the lease, with the same webhook-id.
 Failures retry on an exponential schedule with jitter until `webhook_retry_window_s` has passed since
-the first try, then the delivery is dead-lettered (replay revives it). Senders are chosen by
-`target_kind`, so LTI passback can reuse all of this with its own sender.
+the first try, then the delivery is dead-lettered (replay revives it). An answer that says the target is
+gone for good (410 Gone, as Standard Webhooks advises) disables the target instead: its deliveries are held
+until an instructor re-enables it. Senders are chosen by `target_kind`, so LTI passback reuses all of this.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import transaction, utcnow
-from service.webhooks.models import DeliveryAttempt, OutboxDelivery
+from service.webhooks.models import DeliveryAttempt, DeliveryStatus, OutboxDelivery
 from service.webhooks.targets import TargetSource, default_sources, fan_out
 
 log = logging.getLogger("titangrade.webhooks")
@@ -33,13 +34,15 @@ ERROR_CHARS = 1000
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Outcome:
-    """What one attempt came to; `ok` only for a 2xx."""
+    """What one attempt came to; `ok` only for a 2xx. `gone`: the receiver said the target no longer exists
+    (HTTP 410), so retrying is pointless: the target is disabled and its deliveries are held."""
 
     ok: bool
     status_code: int | None
     latency_ms: float
     error: str = ""
     excerpt: str = ""
+    gone: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,12 +149,33 @@ def record(
         row.status, row.delivered_at, row.last_error = "delivered", now, ""
         return row.status
     row.last_error = (outcome.error or f"HTTP {outcome.status_code}")[:ERROR_CHARS]
+    if outcome.gone and job.work is not None:
+        hold_target(session, kind=row.target_kind, target_id=row.target_id, reason=row.last_error)
+        row.status = DeliveryStatus.DISABLED.value
+        log.warning("%s target %s answered gone; disabled: %s", row.target_kind, row.target_id, row.last_error)
+        return row.status
     started = row.window_started_at or now
     if job.work is None or (now - started).total_seconds() >= policy.window_s:
         row.status = "dead"
     else:
         row.next_attempt_at = now + dt.timedelta(seconds=policy.delay_s(job.attempt, rng))
     return row.status
+
+
+def hold_target(session: Session, *, kind: str, target_id: int, reason: str) -> int:
+    """Disable a target: every pending delivery to it is held (status disabled, with the reason) until it is
+    re-enabled. A delivery claimed by another loop right now loses its lease and is resent on re-enabling."""
+    result = session.execute(
+        update(OutboxDelivery)
+        .where(
+            OutboxDelivery.target_kind == kind,
+            OutboxDelivery.target_id == target_id,
+            OutboxDelivery.status == DeliveryStatus.PENDING.value,
+        )
+        .values(status=DeliveryStatus.DISABLED.value, last_error=reason, lease_token=None, lease_expires_at=None)
+        .execution_options(synchronize_session="fetch")
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 class Deliverer:

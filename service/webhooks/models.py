@@ -8,11 +8,22 @@ dead-lettering and replay (service/webhooks/delivery.py).
 from __future__ import annotations
 
 import datetime as dt
+import enum
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db import Base, utcnow
+
+
+class DeliveryStatus(enum.StrEnum):
+    """Where a delivery stands. `disabled`: held, not sent, because its target answered 410 Gone (Standard
+    Webhooks: stop sending); re-enabling the target makes its held deliveries pending again."""
+
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    DEAD = "dead"
+    DISABLED = "disabled"
 
 
 class WebhookEndpoint(Base):
@@ -35,7 +46,8 @@ class WebhookEndpoint(Base):
 
 
 class OutboxDelivery(Base):
-    """One outbox event on its way to one target: pending -> delivered, or dead after the retry window."""
+    """One outbox event on its way to one target: pending -> delivered, or dead after the retry window, or
+    disabled (held) while its target is disabled. A target is disabled exactly while it has a disabled row."""
 
     __tablename__ = "outbox_deliveries"
     __table_args__ = (UniqueConstraint("event_id", "target_kind", "target_id", name="uq_delivery_event_target"),)
@@ -48,7 +60,7 @@ class OutboxDelivery(Base):
     event_type: Mapped[str] = mapped_column(String(60))
     message_id: Mapped[str] = mapped_column(String(64), index=True)  # webhook-id: the same on every retry
     body: Mapped[str] = mapped_column(Text)  # the exact JSON sent, fixed at fan-out so retries are identical
-    status: Mapped[str] = mapped_column(String(20), default="pending", index=True)  # pending|delivered|dead
+    status: Mapped[str] = mapped_column(String(20), default="pending", index=True)  # a DeliveryStatus
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, index=True)
     window_started_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)

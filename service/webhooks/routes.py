@@ -1,5 +1,5 @@
 """Webhook endpoints of a course (instructors of the course, admins): register, list, rotate, remove,
-read the delivery log, replay. Thin wrappers over service.webhooks.service."""
+re-enable after a 410 Gone, read the delivery log, replay. Thin wrappers over service.webhooks.service."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from service.webhooks.schemas import (
     AttemptPublic,
     DeliveryList,
     DeliveryPublic,
+    EnableAnswer,
     EndpointCreate,
     EndpointPublic,
     EndpointWithSecret,
@@ -38,9 +39,13 @@ def _teacher(user, course: str) -> None:
         )
 
 
-def to_public(row: WebhookEndpoint) -> EndpointPublic:
+def to_public(row: WebhookEndpoint, off: service.Disabled | None = None) -> EndpointPublic:
     rotating = len(signing.live_secrets(row.secret, row.previous_secret, row.previous_expires_at, utcnow())) > 1
     return EndpointPublic(
+        disabled=off is not None,
+        disabled_at=off.since if off else None,
+        disabled_reason=off.reason if off else "",
+        held=off.held if off else 0,
         id=row.id,
         course=row.course,
         url=row.url,
@@ -101,7 +106,19 @@ def add_endpoint(
 @router.get("", response_model=list[EndpointPublic], responses=errors(403))
 def list_endpoints(course: str, user: StaffUser, session: SessionDep) -> list[EndpointPublic]:
     _teacher(user, course)
-    return [to_public(r) for r in service.list_for(session, course=course)]
+    rows = service.list_for(session, course=course)
+    off = service.disabled(session, endpoint_ids=[r.id for r in rows])
+    return [to_public(r, off.get(r.id)) for r in rows]
+
+
+@router.post("/{endpoint_id}/enable", response_model=EnableAnswer, responses=errors(403, 404))
+def enable_endpoint(course: str, endpoint_id: RowId, user: StaffUser, session: SessionDep) -> EnableAnswer:
+    """Re-enable an endpoint disabled by a 410 Gone: what it held is sent now. Harmless if it is enabled."""
+    _teacher(user, course)
+    row = service.get(session, course=course, endpoint_id=endpoint_id)
+    resumed = service.enable(session, endpoint=row)
+    session.commit()
+    return EnableAnswer(**to_public(row).model_dump(), resumed=resumed)
 
 
 @router.post("/{endpoint_id}/rotate", response_model=EndpointWithSecret, responses=errors(403, 404, 422))
@@ -113,7 +130,8 @@ def rotate_secret(
     row = service.get(session, course=course, endpoint_id=endpoint_id)
     secret = service.rotate(session, endpoint=row, overlap_s=settings.webhook_rotation_overlap_s, secret=body.secret)
     session.commit()
-    return EndpointWithSecret(**to_public(row).model_dump(), secret=secret)
+    off = service.disabled(session, endpoint_ids=[row.id]).get(row.id)
+    return EndpointWithSecret(**to_public(row, off).model_dump(), secret=secret)
 
 
 @router.delete("/{endpoint_id}", status_code=204, responses=errors(403, 404))
@@ -129,7 +147,7 @@ def list_deliveries(
     endpoint_id: RowId,
     user: StaffUser,
     session: SessionDep,
-    status: Literal["pending", "delivered", "dead"] | None = None,
+    status: Literal["pending", "delivered", "dead", "disabled"] | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> DeliveryList:
     """Deliveries to this endpoint, newest first, each with its attempt log (status, latency, error)."""
@@ -140,7 +158,9 @@ def list_deliveries(
     return DeliveryList(items=[_delivery(r, logs[r.id]) for r in rows])
 
 
-@router.post("/{endpoint_id}/replay", status_code=202, response_model=ReplayAccepted, responses=errors(403, 404, 422))
+@router.post(
+    "/{endpoint_id}/replay", status_code=202, response_model=ReplayAccepted, responses=errors(403, 404, 409, 422)
+)
 def replay(
     course: str, endpoint_id: RowId, body: ReplayRequest, user: StaffUser, session: SessionDep
 ) -> ReplayAccepted:

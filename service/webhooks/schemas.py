@@ -29,6 +29,14 @@ class EndpointPublic(BaseModel):
     rotating: bool = Field(description="an old secret still signs too, until previous_expires_at")
     previous_expires_at: Timestamp | None
     created_at: Timestamp
+    disabled: bool = Field(False, description="its receiver answered 410 Gone; nothing is sent until re-enabled")
+    disabled_at: Timestamp | None = Field(None, description="when the 410 Gone came")
+    disabled_reason: str = Field("", description="the answer that disabled it")
+    held: int = Field(0, description="deliveries waiting for it to be re-enabled")
+
+
+class EnableAnswer(EndpointPublic):
+    resumed: int = Field(description="held deliveries sent again now (with a fresh retry window)")
 
 
 class EndpointWithSecret(EndpointPublic):
@@ -55,7 +63,7 @@ class DeliveryPublic(BaseModel):
     event_id: int
     event_type: str
     webhook_id: str = Field(description="the webhook-id header: the same on every retry and replay")
-    status: str = Field(description="pending | delivered | dead")
+    status: str = Field(description="pending | delivered | dead | disabled (held while the endpoint is disabled)")
     attempts: int
     next_attempt_at: Timestamp | None
     last_error: str

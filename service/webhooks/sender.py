@@ -1,7 +1,8 @@
 """The webhook sender: POST the stored body to the endpoint, signed with every live secret.
 
 Each attempt gets a fresh webhook-timestamp (receivers reject stale ones) over the same webhook-id and
-body. Redirects are not followed (a 3xx is a failed attempt), the response body is read only up to
+body. A 410 Gone disables the endpoint (delivery.hold_target). Redirects are not followed (a 3xx is a
+failed attempt), the response body is read only up to
 `EXCERPT_BYTES`, and the client checks every address it connects to (service/webhooks/ssrf.py).
 """
 
@@ -73,6 +74,12 @@ class WebhookSender:
         latency = (time.perf_counter() - start) * 1000
         if 200 <= status < 300:
             return Outcome(ok=True, status_code=status, latency_ms=latency, excerpt=excerpt)
+        if status == 410:  # Standard Webhooks: 410 Gone means "stop sending", so retrying would be wrong
+            error = (
+                "HTTP 410 Gone: the receiver no longer accepts deliveries, so the endpoint was disabled; "
+                "fix the receiver, then re-enable it (POST .../webhooks/{id}/enable or `titangrade webhooks enable`)"
+            )
+            return Outcome(ok=False, status_code=status, latency_ms=latency, error=error, excerpt=excerpt, gone=True)
         error = f"HTTP {status}" + (
             " (redirects are not followed; register the final URL)" if 300 <= status < 400 else ""
         )

@@ -1,18 +1,19 @@
-"""Webhook endpoint verbs (create, list, get, rotate, remove), the delivery log, and replay."""
+"""Webhook endpoint verbs (create, list, get, rotate, remove, enable), the delivery log, and replay."""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from service.db import utcnow
-from service.errors import NotFound, ServiceError, clip
+from service.errors import Conflict, NotFound, ServiceError, clip
 from service.grades.models import OutboxEvent
 from service.webhooks import signing
-from service.webhooks.models import DeliveryAttempt, OutboxDelivery, WebhookEndpoint
+from service.webhooks.models import DeliveryAttempt, DeliveryStatus, OutboxDelivery, WebhookEndpoint
 from service.webhooks.ssrf import AddressPolicy, EndpointRefused, check_url
 from service.webhooks.targets import EVENT_TYPES, TargetSource, WebhookTargets, deliveries_for
 
@@ -99,6 +100,59 @@ def remove(session: Session, *, endpoint: WebhookEndpoint) -> None:
     endpoint.removed_at = utcnow()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Disabled:
+    """Why and since when an endpoint is disabled, and how many deliveries wait for it."""
+
+    since: dt.datetime | None
+    reason: str
+    held: int
+
+
+def disabled(session: Session, *, endpoint_ids: Sequence[int]) -> dict[int, Disabled]:
+    """The disabled endpoints among `endpoint_ids` (a 410 Gone from the receiver disables one)."""
+    if not endpoint_ids:
+        return {}
+    held = (OutboxDelivery.target_kind == "webhook") & OutboxDelivery.target_id.in_(list(endpoint_ids))
+    disabled_rows = held & (OutboxDelivery.status == DeliveryStatus.DISABLED.value)
+    counts = dict(
+        session.execute(
+            select(OutboxDelivery.target_id, func.count()).where(disabled_rows).group_by(OutboxDelivery.target_id)
+        ).all()
+    )
+    out: dict[int, Disabled] = {}
+    for target_id, n in counts.items():
+        gone = session.execute(  # the 410 that disabled it: the newest held delivery that has an error
+            select(OutboxDelivery.id, OutboxDelivery.last_error)
+            .where(disabled_rows, OutboxDelivery.target_id == target_id, OutboxDelivery.last_error != "")
+            .order_by(OutboxDelivery.id.desc())
+            .limit(1)
+        ).first()
+        since = session.scalar(
+            select(func.max(DeliveryAttempt.started_at))
+            .join(OutboxDelivery, DeliveryAttempt.delivery_id == OutboxDelivery.id)
+            .where(held, OutboxDelivery.target_id == target_id, DeliveryAttempt.status_code == 410)
+        )
+        out[target_id] = Disabled(since=since, reason=gone[1] if gone else "disabled", held=int(n))
+    return out
+
+
+def enable(session: Session, *, endpoint: WebhookEndpoint) -> int:
+    """Re-enable a disabled endpoint: its held deliveries are sent now, with a fresh retry window. Returns
+    how many; 0 if it was not disabled."""
+    result = session.execute(
+        update(OutboxDelivery)
+        .where(
+            OutboxDelivery.target_kind == "webhook",
+            OutboxDelivery.target_id == endpoint.id,
+            OutboxDelivery.status == DeliveryStatus.DISABLED.value,
+        )
+        .values(status=DeliveryStatus.PENDING.value, next_attempt_at=utcnow(), window_started_at=None)
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
 def deliveries(
     session: Session, *, endpoint: WebhookEndpoint, status: str | None = None, limit: int = 100
 ) -> list[OutboxDelivery]:
@@ -147,6 +201,12 @@ def replay(
         stmt = stmt.where(OutboxEvent.created_at >= since)
     if until is not None:
         stmt = stmt.where(OutboxEvent.created_at < until)
+    if disabled(session, endpoint_ids=[endpoint.id]):
+        raise Conflict(
+            f"webhook endpoint {endpoint.id} is disabled (its receiver answered 410 Gone); re-enable it first "
+            f"with POST /api/v1/courses/{{course}}/webhooks/{endpoint.id}/enable, which also sends what it held",
+            code="endpoint_disabled",
+        )
     events = [e for e in session.scalars(stmt) if (e.payload or {}).get("course") == endpoint.course]
     if event_id is not None and not events:
         raise NotFound(f"event {event_id} does not exist in course {clip(endpoint.course)}")

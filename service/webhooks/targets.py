@@ -20,8 +20,9 @@ from service.db import utcnow
 from service.grades.models import OutboxEvent
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
-from service.webhooks.models import OutboxDelivery, WebhookEndpoint
+from service.webhooks.models import DeliveryStatus, OutboxDelivery, WebhookEndpoint
 
+PENDING, DISABLED = DeliveryStatus.PENDING, DeliveryStatus.DISABLED
 EVENT_TYPES: tuple[str, ...] = ("grade.stored", "grade.changed", "submission.not_gradable")
 
 
@@ -88,7 +89,12 @@ class WebhookTargets:
 
 
 def envelope(*, event: OutboxEvent, event_type: str, learner: dict | None) -> str:
+    """The body receivers get. `data.score` is the effective score (the override when there is one), as the
+    API's `score` is; `data.auto_score` is the engine's (the outbox payload's `score`)."""
     data = dict(event.payload or {})
+    data["auto_score"] = data.get("score")
+    if data.get("manual_score") is not None:
+        data["score"] = data["manual_score"]
     if learner is not None:
         data["learner"] = learner
     data["event_id"] = event.id
@@ -106,6 +112,18 @@ def default_sources() -> list[TargetSource]:
     return [WebhookTargets(), LtiTargets()]
 
 
+def disabled_targets(session: Session, *, kind: str | None = None) -> set[tuple[str, int]]:
+    """(kind, id) of every disabled target: those with a held delivery (see delivery.hold_target)."""
+    stmt = (
+        select(OutboxDelivery.target_kind, OutboxDelivery.target_id)
+        .where(OutboxDelivery.status == DeliveryStatus.DISABLED.value)
+        .distinct()
+    )
+    if kind is not None:
+        stmt = stmt.where(OutboxDelivery.target_kind == kind)
+    return {(k, i) for k, i in session.execute(stmt)}
+
+
 def deliveries_for(
     session: Session,
     *,
@@ -115,10 +133,12 @@ def deliveries_for(
     fresh: bool = False,
 ) -> list[OutboxDelivery]:
     """New delivery rows for `events` (all targets, or `only` one (kind, id)), skipping targets that have one.
-    `fresh`: the events were never fanned out, so they have no deliveries yet (saves the lookups)."""
+    `fresh`: the events were never fanned out, so they have no deliveries yet (saves the lookups). A disabled
+    target's new deliveries are held (disabled) until it is re-enabled."""
     if not events:
         return []
     before, learners = _graded_before(session, events), _learners(session, events)
+    held = disabled_targets(session)
     have: set[tuple[int, str, int]] = set()
     message_ids: dict[int, str] = {}
     if not fresh:
@@ -158,7 +178,7 @@ def deliveries_for(
                         course=course,
                         event_type=event_type,
                         message_id=message_id,
-                        status="pending",
+                        status=(DISABLED if (source.kind, target_id) in held else PENDING).value,
                         attempts=0,
                         body=source.body(
                             event=event,

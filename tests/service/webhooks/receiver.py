@@ -3,7 +3,7 @@
 
     python receiver.py PORT LOG SECRET[,SECRET...] [--status N] [--redirect URL] [--body-bytes N]
 
-Each line: {"webhook_id", "timestamp", "valid", "error", "event_id", "type", "signatures"}. A valid
+Each line: {"webhook_id", "timestamp", "valid", "error", "event_id", "type", "signatures", "scores"}. A valid
 request is answered 204 (or --status); an invalid one 400. Used by tests/service/webhooks/ and
 tests/benchmarks/bench_webhooks.py.
 """
@@ -46,7 +46,8 @@ def main() -> None:
                     entry["error"] = str(exc)
                     continue
                 entry.update(valid=True, error="", event_id=body["data"]["event_id"], type=body["type"],
-                             submission_id=body["data"]["submission_id"], learner=body["data"].get("learner"))
+                             submission_id=body["data"]["submission_id"], learner=body["data"].get("learner"),
+                             scores={k: body["data"].get(k) for k in ("score", "auto_score", "manual_score")})
                 break
             with lock:
                 out.write(json.dumps(entry) + "\n")

@@ -91,7 +91,8 @@ def submit_and_follow(
         if got.status_code != 200:
             code, message = _error_parts(got)
             sys.exit(
-                f"titangrade: could not read the result of {sub_id}: {got.status_code} {code}: {message}; try again later"
+                f"titangrade: could not read the result of {sub_id}: {got.status_code} {code}: {message}; "
+                "try again later"
             )
         sub = got.json()
     _safe_streams()

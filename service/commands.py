@@ -273,6 +273,9 @@ def cmd_worker(args) -> int:
     _logging()
     overrides = ({} if args.slots is None else {"worker_slots": args.slots}) | _executor_overrides(args)
     settings = _resolve_sandbox(_settings(**overrides))
+    from service import memory
+
+    memory.limit_arenas(settings.malloc_arena_max)  # as serve does, before the worker starts its threads
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())

@@ -56,7 +56,19 @@ class PoolLedger:
     """
 
     def __init__(self, path: str | None = None) -> None:
-        self.path = path or tempfile.mkdtemp(prefix="tg-pool-")
+        self.path = path or self._new_dir()
+
+    @staticmethod
+    def _new_dir() -> str:
+        """`<tmp>/titangrade-pools/<worker pid>-XXXX`; the dirs of workers that are gone (SIGKILLed, so their
+        `close` never ran) are removed here."""
+        base = os.path.join(tempfile.gettempdir(), "titangrade-pools")
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        for name in os.listdir(base):
+            owner = name.partition("-")[0]
+            if owner.isdigit() and not _alive(int(owner)):
+                shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        return tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=base)
 
     def started(self, job_id: int) -> None:
         """In the pool process, before the job's grading begins."""
@@ -87,6 +99,16 @@ class PoolLedger:
 
     def close(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def dead_pool_pids(processes: dict[int, Any]) -> set[int]:

@@ -61,3 +61,20 @@ def test_killing_one_pool_process_costs_the_job_in_the_other_slot_no_attempt(db_
         assert sorted(job.attempts for _, job in rows) == [1, 2]
         other = next(job for _, job in rows if job.attempts == 1)
         assert other.last_error.startswith("not started: grading pool process")
+
+
+def test_a_new_ledger_removes_the_ledgers_of_workers_that_are_gone():
+    """A SIGKILLed worker never closes its ledger dir; the next worker on the host removes it."""
+    import tempfile
+
+    from service.workers.not_started import PoolLedger
+
+    base = os.path.join(tempfile.gettempdir(), "titangrade-pools")
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    gone = tempfile.mkdtemp(prefix="999999999-", dir=base)  # above any pid_max: that worker is gone
+    live = PoolLedger()
+    try:
+        assert not os.path.exists(gone) and os.path.isdir(live.path)
+        assert os.path.basename(live.path).startswith(f"{os.getpid()}-")
+    finally:
+        live.close()

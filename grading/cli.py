@@ -28,6 +28,7 @@ EXIT_INVALID = 2
 # jsonschema takes to check a notebook under ~100 kB (~0.01 s); above that fastjsonschema wins. The
 # long-lived service compiles it once and keeps it.
 ONE_SHOT_JSONSCHEMA_BYTES = 100_000
+WAIT_USER_S = 300.0  # the most `grade` waits for a sandbox user that the service's runs hold
 PEEK_MAX_BYTES = 5_000_000  # pipeline.DEFAULT_MAX_BYTES (not imported: the pipeline loads while the kernel boots)
 
 
@@ -57,8 +58,33 @@ def register_grade(subparsers: argparse._SubParsersAction) -> None:
         default=os.environ.get("TITANGRADE_SANDBOX", "auto"),
         help="auto | bwrap | unsafe-local (default: $TITANGRADE_SANDBOX or auto)",
     )
+    grade.add_argument(
+        "--wait-user-s",
+        type=_seconds,
+        default=os.environ.get("TITANGRADE_WAIT_USER_S", str(WAIT_USER_S)),
+        help="how long to wait for a free sandbox user when the host's are all busy (default: "
+        f"$TITANGRADE_WAIT_USER_S or {WAIT_USER_S:g}; 0 = fail at once)",
+    )
     _catalogue_args(grade)
     grade.set_defaults(func=cmd_grade)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0 (e.g. 300)")
+    return value
+
+
+def _wait_for_users(sandbox: Sandbox, wait_s: float) -> None:
+    """The host's sandbox users are shared with the service: wait (bounded, saying so) for one, not fail."""
+    uids = getattr(sandbox, "uids", None)  # bwrap's UidPool; unsafe-local has none
+    if uids is not None:
+        uids.wait_s = wait_s
+        uids.on_wait = lambda why: print(f"titangrade grade: {why}", file=sys.stderr, flush=True)
 
 
 def _catalogue_args(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +121,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except GraderFault as exc:
         print(f"not gradable: {exc}", file=sys.stderr)
         return EXIT_CODES[Status.NOT_GRADABLE]
+    _wait_for_users(sandbox, args.wait_user_s)
     head = _head_start(sandbox, catalogue, args.exercise or _peek_exercise_id(source))
     if len(source) < ONE_SHOT_JSONSCHEMA_BYTES:
         os.environ.setdefault("NBFORMAT_VALIDATOR", "jsonschema")  # read per call (nbformat/json_compat.py)

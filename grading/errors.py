@@ -3,6 +3,8 @@
 `InvalidSubmission` is the learner's (or client's) fault and is raised before anything runs; its `code` is
 stable, and the service maps codes to HTTP statuses (service/errors.py), so the engine knows no HTTP.
 `GraderFault` is ours: the caller retries it or records the submission as not gradable, never as a 0.
+`HostBusy` is the GraderFault of a host resource that is only taken for now: the run has not started, so a
+queue hands the job back without counting an attempt, and a one-shot caller may wait for it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,16 @@ class GraderFault(RuntimeError):
     def __init__(self, message: str, *, retryable: bool = True) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class HostBusy(GraderFault):
+    """A host resource (a sandbox user, a device, a control group) is held by other runs right now: nothing
+    of the submission ran. A subclass of GraderFault, so a caller that knows no better still gets "not
+    gradable"; the service's executor hands the job back as not started instead (no attempt counted)."""
+
+    def __init__(self, message: str, *, resource: str) -> None:
+        super().__init__(message, retryable=True)
+        self.resource = resource  # what ran out: "sandbox user", "device", "control group"
 
 
 class UnknownExercise(InvalidSubmission):

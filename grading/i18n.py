@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from grading.steps.limit_output import CELL_FLOOD_MESSAGES, RUN_MESSAGES
+
 MESSAGES: dict[str, dict[str, str]] = {
     # run-level
     "cell_error": {"en": "cell {index} raised {error}", "zh": "第 {index} 个代码单元抛出 {error}"},
@@ -50,10 +52,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the notebook's output passed the run's output limit; cells from {index} on did not run",
         "zh": "笔记本的输出超过整次运行的输出上限；从第 {index} 个代码单元起未运行",
     },
-    "output_flood": {
-        "en": "cell {index} sent more output than the grader accepts (output limit); the other cells were "
-        "re-run without it",
-        "zh": "第 {index} 个代码单元发送的输出超过评分器的上限（输出限制）；其余单元已在新内核中重新运行",
+    "output_flood": {  # a flood of bytes or of messages: the caps are the grader's, in limit_output.py
+        "en": "cell {index} sent more output than the grader accepts (output limit: your notebook may send at "
+        f"most {CELL_FLOOD_MESSAGES:,} output messages per cell and {RUN_MESSAGES:,} per run; print less often, "
+        "e.g. not with flush=True in a loop); the other cells were re-run without it",
+        "zh": "第 {index} 个代码单元发送的输出超过评分器的上限（输出限制：每个单元最多 "
+        f"{CELL_FLOOD_MESSAGES} 条输出消息，整次运行最多 {RUN_MESSAGES} 条；请减少打印，例如不要在循环中使用 "
+        "flush=True）；其余单元已在新内核中重新运行",
     },
     "kernel_message_unreadable": {
         "en": "cell {index}: the kernel sent {what}, which the grader cannot read",

@@ -2,7 +2,9 @@
 # System pieces the execution sandbox needs (docs/sandbox.md): bubblewrap, util-linux's setpriv/prlimit,
 # and a small range of unprivileged sandbox users (one per concurrent kernel, so RLIMIT_NPROC is per run),
 # and Debian's chromium for the browser tests of the web pages (Playwright drives it; no browser download).
-# Idempotent and quiet; run as root. TITANGRADE_SANDBOX_USERS overrides how many users (default 8).
+# Idempotent and quiet; run as root. TITANGRADE_SANDBOX_USERS overrides how many users (default 32: every
+# titangrade process on the host shares them, one per grading slot, pre-warmed kernel and `grade` run;
+# docs/sandbox.md "How many sandbox users a host needs").
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
     echo "install-system-deps.sh: must run as root (it installs bubblewrap and adds users tgsbx0..N)" >&2
@@ -21,7 +23,7 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq >/dev/null
     apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-n=${TITANGRADE_SANDBOX_USERS:-8}
+n=${TITANGRADE_SANDBOX_USERS:-32}
 getent group tgsbx >/dev/null || groupadd --system tgsbx
 for i in $(seq 0 $((n - 1))); do
     getent passwd "tgsbx$i" >/dev/null || \

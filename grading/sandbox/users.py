@@ -12,46 +12,95 @@ import threading
 import time
 from collections.abc import Callable
 
-from grading.errors import GraderFault
+from grading.errors import HostBusy
 
 
 class UidPool:
     """Hands out the sandbox users, one per live sandbox, so per-uid limits never pool across runs.
 
     Ownership is an flock on `<lock_dir>/<user>.lock`, so worker processes never share a user either,
-    and a crashed worker's lock dies with it (its leftovers are swept by the next owner).
+    and a crashed worker's lock dies with it (its leftovers are swept by the next owner). The users are
+    shared by every titangrade process on the host, so running out is a shortage of the host, not a
+    fault of the run: `acquire` raises HostBusy (after waiting up to `wait_s`, for one-shot callers).
     """
 
-    def __init__(self, users: tuple[str, ...], lock_dir: str) -> None:
+    def __init__(
+        self,
+        users: tuple[str, ...],
+        lock_dir: str,
+        *,
+        wait_s: float = 0.0,
+        on_wait: Callable[[str], object] | None = None,
+    ) -> None:
         self._users = [pwd.getpwnam(u) for u in users]
         self._lock_dir = lock_dir
         self._held: dict[int, int] = {}  # uid -> fd holding its flock
+        self._stuck: set[int] = set()  # uids with processes that cannot be killed: held, never handed out
         self._lock = threading.Lock()
+        self.wait_s = wait_s  # 0: a shortage raises at once (the service's queue is where a job waits)
+        self.on_wait = on_wait  # told once per acquire, with the reason, when it has to wait
 
     def acquire(self) -> pwd.struct_passwd:
+        """A free sandbox user, its flock held; HostBusy when none is free within `wait_s`."""
         os.makedirs(self._lock_dir, mode=0o700, exist_ok=True)
+        deadline = time.monotonic() + self.wait_s
+        pause_s, told = 0.05, False
+        while True:
+            user = self._take_free()
+            if user is not None:
+                return user
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                raise HostBusy(self.shortage(), resource="sandbox user")
+            if not told and self.on_wait is not None:
+                self.on_wait(f"{self.shortage()}; waiting up to {left_s:.0f} s for one to be free")
+                told = True
+            time.sleep(min(pause_s, left_s))
+            pause_s = min(pause_s * 2, 0.5)
+
+    def _take_free(self) -> pwd.struct_passwd | None:
+        """The first user no sandbox holds, emptied of a crashed owner's leftovers; None if none is free."""
+        while True:
+            with self._lock:
+                user = self._lock_first_free()
+            if user is None:
+                return None
+            if kill_uid(user.pw_uid):  # leftovers of a crashed worker that held this user
+                return user
+            with self._lock:  # it keeps its flock: out of circulation on the host until a restart
+                self._stuck.add(user.pw_uid)
+
+    def _lock_first_free(self) -> pwd.struct_passwd | None:
+        for user in self._users:
+            if user.pw_uid in self._held:
+                continue
+            fd = os.open(os.path.join(self._lock_dir, f"{user.pw_name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self._held[user.pw_uid] = fd
+            return user
+        return None
+
+    def shortage(self) -> str:
+        """Why no user is free, and the fix (for logs, the queue row and the CLI)."""
         with self._lock:
-            for user in self._users:
-                if user.pw_uid in self._held:
-                    continue
-                fd = os.open(os.path.join(self._lock_dir, f"{user.pw_name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    continue
-                self._held[user.pw_uid] = fd
-                break
-            else:
-                raise GraderFault(
-                    "no free sandbox user: every tgsbxN is running a kernel; retry later or "
-                    "add users with TITANGRADE_SANDBOX_USERS=N scripts/install-system-deps.sh"
-                )
-        if not kill_uid(user.pw_uid):  # leftovers of a crashed worker that held this user
-            raise GraderFault(
-                f"sandbox user {user.pw_name} has processes that cannot be killed; it stays locked until a restart"
-            )
-        return user
+            mine = len(self._held) - len(self._stuck)
+            stuck = len(self._stuck)
+        total = len(self._users)
+        others = total - mine - stuck
+        text = (
+            f"no free sandbox user: all {total} are in use ({mine} by this process, {others} by other "
+            "titangrade processes on this host"
+        )
+        if stuck:
+            text += f", {stuck} kept out because processes of theirs cannot be killed"
+        return (
+            f"{text}); a host needs one user per grading slot of every process plus one per `titangrade grade` "
+            "run and pre-warmed kernel: add users with TITANGRADE_SANDBOX_USERS=N scripts/install-system-deps.sh"
+        )
 
     def sweep(self, clean: Callable[[pwd.struct_passwd], object]) -> None:
         """Call `clean(user)` for every user no live sandbox holds, holding its lock meanwhile (the

@@ -3,7 +3,8 @@
 Not nbclient: a learner's kernel holds the session key and may send anything on any channel, so this
 client opens only the shell, iopub and control channels (never stdin or heartbeat), bounds every socket
 (grading/sandbox/channels.py), counts the bytes of every message it receives (any type, any parent,
-buffers included) and keeps only outputs whose parent is the engine's own execute_request. Every time
+buffers included) and the messages themselves (reading and checking one costs the grader CPU however
+small it is), and keeps only outputs whose parent is the engine's own execute_request. Every time
 limit is a deadline here, outside the kernel: past it the cell is interrupted through the control
 channel, and a kernel that does not answer the interrupt in time is reported hung (the caller kills it).
 """
@@ -21,7 +22,7 @@ import zmq
 from jupyter_client.session import Session
 
 from grading.sandbox.channels import MiB, Received, bounded_socket, read_message, recv_bounded, rss_bytes
-from grading.steps.limit_output import Malformed, OutputCollector
+from grading.steps.limit_output import CELL_FLOOD_MESSAGES, RUN_MESSAGES, Malformed, OutputCollector
 
 INTERRUPT_GRACE_S = 5.0  # a kernel that has not answered an interrupt by then is hung
 CELL_FLOOD_BYTES = 64 * MiB  # traffic while one cell runs; past it the cell is interrupted
@@ -44,6 +45,8 @@ class CellRun:
     flooded: bool = False  # traffic passed a cap (cell, run, message size, grader memory)
     malformed: list[str] = field(default_factory=list)  # why messages with our parent were unreadable
     charged: int = 0
+    messages: int = 0  # messages read while this cell ran (any socket, any parent)
+    flood: str = ""  # which cap `flooded` is about: "bytes", "messages", "grader memory" or "" (none)
     steps: list[dict[str, Any]] = field(default_factory=list)  # kept step outputs that arrived in time, in order
 
     @property
@@ -68,6 +71,9 @@ class KernelIO:
             self.poller.register(sock, zmq.POLLIN)
         self.is_alive = is_alive
         self.run_charged = 0  # all traffic of this run so far (kept across cells)
+        self.run_messages = 0  # all messages of this run so far (kept across cells)
+        self.cell_messages_cap = CELL_FLOOD_MESSAGES
+        self.run_messages_cap = RUN_MESSAGES
         self.broken = False  # a socket was left mid-message: nothing more can be read reliably
 
     def close(self) -> None:
@@ -89,6 +95,7 @@ class KernelIO:
         """(what arrived, the message without its content parsed, why it is unreadable)."""
         got = recv_bounded(sock)
         self.run_charged += got.charged
+        self.run_messages += 1
         if got.endless:
             self.broken = True
             self._hang_up(sock)
@@ -195,6 +202,7 @@ class KernelIO:
                 next_rss = now + _RSS_EVERY_S
                 if rss0 and rss_bytes() - rss0 > RSS_GUARD_BYTES:
                     run.flooded = self.broken = True  # growth no bound explains: stop listening, kill
+                    run.flood = run.flood or "grader memory"
                     for sock in (self.shell, self.iopub, self.control):
                         self._hang_up(sock)
             if now >= next_alive:
@@ -202,7 +210,7 @@ class KernelIO:
                 if not self.is_alive():
                     run.status = "dead"
                     return self._finish(run, collector)
-            over = run.charged > flood_bytes or (run_cap and self.run_charged > RUN_TRAFFIC_BYTES) or self.broken
+            over = self.broken or self._over(run, flood_bytes, run_cap)
             if over:
                 run.flooded = True
             if interrupted_at is None and (now > deadline or over):
@@ -211,7 +219,14 @@ class KernelIO:
                 self._interrupt_safely()
             if interrupted_at is not None and (
                 self.broken  # reply or not: nothing more can be read, so the caller kills the kernel
-                or (reply is None and (now > interrupted_at + INTERRUPT_GRACE_S or run.charged > 2 * flood_bytes))
+                or (
+                    reply is None
+                    and (
+                        now > interrupted_at + INTERRUPT_GRACE_S
+                        or run.charged > 2 * flood_bytes
+                        or run.messages > 2 * self.cell_messages_cap  # it goes on after the interrupt: kill
+                    )
+                )
             ):
                 run.status = "hung"
                 return self._finish(run, collector)
@@ -220,6 +235,7 @@ class KernelIO:
                     break
                 got, m, why = self._read(sock)
                 run.charged += got.charged
+                run.messages += 1
                 if got.oversized:
                     run.flooded = True
                 if m is None or m["parent_header"].get("msg_id") != msg_id:
@@ -248,6 +264,16 @@ class KernelIO:
         elif status == "error" or status == "aborted":
             run.status = "error"
         return self._finish(run, collector)
+
+    def _over(self, run: CellRun, flood_bytes: int, run_cap: bool) -> bool:
+        """Is the cell's traffic past a cap (its own, or the run's for learner cells)? Names it in `run.flood`."""
+        if run.charged > flood_bytes or (run_cap and self.run_charged > RUN_TRAFFIC_BYTES):
+            run.flood = run.flood or "bytes"
+        elif run.messages > self.cell_messages_cap or (run_cap and self.run_messages > self.run_messages_cap):
+            run.flood = run.flood or "messages"
+        else:
+            return False
+        return True
 
     def _interrupt_safely(self) -> None:
         with contextlib.suppress(zmq.ZMQError):  # a full send queue: the grace period then decides

@@ -5,6 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# Messages, not only bytes: 360,000 tiny signed iopub messages cost the grader 42.6 CPU-s (an honest run of
+# the same length: 3.6 s) under the byte caps, since reading and checking one costs CPU however small it is.
+# ipykernel batches plain print() into a few messages a second; print(..., flush=True) in a loop is not.
+CELL_FLOOD_MESSAGES = 20_000  # messages while one cell runs (any socket, any parent); past it, a flood
+RUN_MESSAGES = 50_000  # messages of a whole kernel session; past it a learner cell is stopped as a flood
+
 
 def output_size(output: dict[str, Any]) -> int:
     """Bytes an output occupies once serialised (what the limit counts)."""

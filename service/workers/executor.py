@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import concurrent.futures as cf
 import contextlib
+import logging
 import multiprocessing
 import os
 import signal
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from service.config import Settings
+
+log = logging.getLogger("titangrade.executor")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +117,7 @@ def _init_child(
     sandbox_options: dict | None = None,
     prewarm_keys: int = 4,
     events_relay: str | None = None,
+    ledger_dir: str | None = None,
 ) -> None:
     _die_with_parent(parent_pid)
     from grading.exercise import Catalogue
@@ -124,6 +128,10 @@ def _init_child(
     if events_relay is not None:  # progress committed here wakes the worker process's event streams (serve)
         signals.forward_to_relay(events_relay, signals.EVENTS)
 
+    if ledger_dir is not None:  # which job this process runs, for the worker if the pool breaks
+        from service.workers.not_started import PoolLedger
+
+        _CHILD["ledger"] = PoolLedger(ledger_dir)
     _CHILD["sessions"] = make_sessionmaker(make_engine(database_url))
     _CHILD["catalogue"] = Catalogue(Path(exercises_root), Path(reference_root))
     _CHILD["sandbox"] = make_sandbox(
@@ -166,11 +174,23 @@ def _ready() -> int:
 
 def grade_ticket(ticket: GradingTicket) -> Outcome:
     """Load the submission by id, grade it with progress written to the DB, return the result or a fault."""
-    from grading.errors import GraderFault, InvalidSubmission
+    ledger = _CHILD.get("ledger")
+    if ledger is None:
+        return _grade_ticket(ticket)
+    ledger.started(ticket.job_id)
+    try:
+        return _grade_ticket(ticket)
+    finally:
+        ledger.finished(ticket.job_id)
+
+
+def _grade_ticket(ticket: GradingTicket) -> Outcome:
+    from grading.errors import GraderFault, HostBusy, InvalidSubmission
     from grading.pipeline import grade_notebook
     from grading.sandbox import DeviceGrant
     from service.queue.models import Job
     from service.submissions.models import Submission
+    from service.workers.not_started import FirstStartWatch
     from service.workers.progress import ProgressWriter
 
     sessions = _CHILD["sessions"]
@@ -188,16 +208,21 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
         if event.get("event") != "done":  # the worker writes 'done' with the stored grade, in the same transaction
             writer(event)
 
+    sandbox = FirstStartWatch(_CHILD["sandbox"])
     try:
         result = grade_notebook(
             notebook,
             exercise_id=exercise_id,
             catalogue=_CHILD["catalogue"],
             lang=lang,
-            sandbox=_CHILD["sandbox"],
+            sandbox=sandbox,
             progress=progress,
             devices=DeviceGrant(kind=ticket.device_kind, ids=ticket.device_ids),
         )
+        if sandbox.busy is not None:  # no kernel, no learner code: the queue keeps the job, unattempted
+            return NotStarted(str(sandbox.busy))
+    except HostBusy as exc:
+        return NotStarted(str(exc))
     except GraderFault as exc:
         return Faulted(str(exc), retryable=exc.retryable)
     except InvalidSubmission as exc:  # valid at intake but not now (e.g. the exercise was removed)
@@ -213,14 +238,17 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
 
 
 class LocalExecutor(Executor):
-    """A process pool on this host; a crashed pool (e.g. OOM-killed process) is rebuilt, the job retried."""
+    """A process pool on this host. A crashed pool (e.g. an OOM-killed process) is rebuilt: the job whose
+    process died is retried as an attempt, the jobs the pool stopped with it are handed back uncounted."""
 
     name = "local"
 
     def __init__(self, *, settings: Settings, processes: int) -> None:
         from service import signals
+        from service.workers.not_started import PoolLedger
 
         self._relay = signals.DatagramRelay(signals.EVENTS)
+        self.ledger = PoolLedger()  # which pool process runs which job: a broken pool counts only its own
         self._initargs = (
             os.getpid(),
             settings.database_url,
@@ -231,6 +259,7 @@ class LocalExecutor(Executor):
             settings.sandbox_options(),
             settings.prewarm_keys(),
             self._relay.address,
+            self.ledger.path,
         )
         self._processes = processes
         self._pool = self._new_pool()
@@ -270,11 +299,42 @@ class LocalExecutor(Executor):
 
     def submit(self, ticket: GradingTicket) -> cf.Future:
         try:
-            return self._pool.submit(grade_ticket, ticket)
+            inner = self._pool.submit(grade_ticket, ticket)
         except cf.process.BrokenProcessPool:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._new_pool()
-            return self._pool.submit(grade_ticket, ticket)
+            inner = self._pool.submit(grade_ticket, ticket)
+        pool, outer = self._pool, cf.Future[Outcome]()
+        # runs on the pool's manager thread; for a broken pool, before it terminates the surviving processes
+        inner.add_done_callback(lambda done: _settle(outer, self._outcome(ticket, done, pool)))
+        return outer
+
+    def _outcome(self, ticket: GradingTicket, done: cf.Future, pool: cf.ProcessPoolExecutor) -> Outcome:
+        """The job's outcome; a pool that broke under it costs an attempt only if its own process died."""
+        from service.workers.not_started import dead_pool_pids
+
+        try:
+            outcome = done.result()
+        except cf.process.BrokenProcessPool as exc:
+            pid = self.ledger.pid_of(ticket.job_id)
+            self.ledger.finished(ticket.job_id)
+            dead = dead_pool_pids(dict(getattr(pool, "_processes", None) or {}))  # CPython's pool internals
+            if pid is None or (dead and pid not in dead):
+                outcome = NotStarted(
+                    f"grading pool process {sorted(dead) or '?'} died; this job's run (pid {pid}) was stopped "
+                    "with the pool and is repeated without counting an attempt"
+                )
+            else:
+                outcome = Faulted(f"grading process {pid} died: {exc}", retryable=True)
+        except Exception as exc:  # the job could not be handed over or returned: our fault, retry
+            outcome = Faulted(f"grading process failed: {type(exc).__name__}: {exc}", retryable=True)
+        if isinstance(outcome, NotStarted):
+            log.warning("job %s not started, handed back to the queue to wait: %s", ticket.job_id, outcome.reason)
+        return outcome
+
+    def running(self) -> dict[int, int]:
+        """job id -> pid of the pool process grading it now."""
+        return self.ledger.running()
 
     def shutdown(self) -> None:
         processes = list((getattr(self._pool, "_processes", None) or {}).values())  # CPython's pool internals
@@ -283,6 +343,12 @@ class LocalExecutor(Executor):
             if proc.is_alive():
                 proc.terminate()
         self._relay.close()
+        self.ledger.close()
+
+
+def _settle(future: cf.Future, outcome: Outcome) -> None:
+    if future.set_running_or_notify_cancel():
+        future.set_result(outcome)
 
 
 def make_executor(settings: Settings, *, processes: int) -> Executor:

@@ -285,6 +285,10 @@ class RayExecutor(Executor):
             if running is not None:  # a node that lost a job gets no new one for a while
                 self._cool_down(running.node_id, self._settings.ray_node_cooldown_s)
             outcome = _task_failure(exc, self._ray.exceptions)
+        else:
+            if isinstance(outcome, NotStarted) and running is not None:  # the node was short of a sandbox user
+                self._cool_down(running.node_id, self._settings.retry_backoff_s)  # another node may take the next
+                log.warning("job %s not started on node %s: %s", job_id, running.node_id[:12], outcome.reason)
         if not future.set_running_or_notify_cancel():
             return
         future.set_result(outcome)

@@ -135,3 +135,38 @@ def test_small_notebook_is_validated_with_jsonschema_in_one_shot_and_still_refus
             f"rc = main(['grade', {str(path)!r}, '--json', '--sandbox', 'unsafe-local', *{roots!r}])\n"
             "print(rc, os.environ.get('NBFORMAT_VALIDATOR'))")
     assert _python(code).endswith("2 jsonschema")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not probe().usable, reason="bwrap sandbox unusable here")
+def test_grade_waits_for_a_sandbox_user_that_another_service_holds(roots, toy_solution, capsys, monkeypatch):
+    """Every sandbox user is held by another titangrade process: `grade` says so on stderr and waits (bounded
+    by --wait-user-s) instead of failing, then grades once one is freed. Real flocks, real bwrap kernel."""
+    import fcntl
+    import os
+    import threading
+    import time
+
+    users = ("tgsbx30", "tgsbx31")  # this run's sandbox gets only these (the host's other users are left alone)
+    monkeypatch.setattr("grading.sandbox.bwrap_command.installed_sandbox_users", lambda: users)
+    os.makedirs("/run/titangrade/users", mode=0o700, exist_ok=True)
+    fds = [os.open(f"/run/titangrade/users/{u}.lock", os.O_RDWR | os.O_CREAT, 0o600) for u in users]
+    for fd in fds:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    codes: list[int] = []
+    grading = threading.Thread(target=lambda: codes.append(main(
+        ["grade", str(toy_solution), "--sandbox", "bwrap", "--wait-user-s", "120", *roots])))
+    try:
+        grading.start()
+        err = ""
+        deadline = time.monotonic() + 60
+        while "waiting up to" not in err and time.monotonic() < deadline and grading.is_alive():
+            time.sleep(0.05)
+            err += capsys.readouterr().err
+    finally:
+        for fd in fds:
+            os.close(fd)  # the other service's runs end
+    grading.join(120)
+    out = capsys.readouterr().out
+    assert "no free sandbox user: all 2 are in use (0 by this process, 2 by other titangrade processes" in err
+    assert codes == [0] and "ch05.toy: graded  22 / 22" in out and "sandbox: bwrap" in out

@@ -202,7 +202,9 @@ def _grade_ticket(ticket: GradingTicket) -> Outcome:
         notebook, exercise_id, lang = sub.notebook, sub.exercise_id, sub.lang
         session.commit()
 
-    writer = ProgressWriter(sessions, submission_id=ticket.submission_id)
+    writer = ProgressWriter(
+        sessions, submission_id=ticket.submission_id, job_id=ticket.job_id, lease_token=ticket.lease_token
+    )
 
     def progress(event: dict) -> None:
         if event.get("event") != "done":  # the worker writes 'done' with the stored grade, in the same transaction

@@ -21,6 +21,7 @@ from grading.i18n import t
 from grading.result import CellReport
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
 from grading.steps.call_results import call_results
+from grading.steps.cpu_clock import CellClock
 from grading.steps.grader_cells import ANSWERS_MIME, GraderCell, GraderPlan, payload_of, read_payload
 from grading.steps.kernel_io import RUN_TRAFFIC_BYTES, CellRun, KernelIO
 from grading.steps.limit_output import OutputCollector
@@ -33,6 +34,8 @@ RUN_KEPT_BYTES = 8 * 1024 * 1024  # learner outputs kept over the whole run (eac
 CONNECT_TIMEOUT_S = 30.0
 GRADER_GRACE_S = 15.0  # the most the grader's own cells may add after the run's time limit
 OUTPUT, TIME = "output limit", "time limit"
+STARVED = "the host kept the CPU from"  # a GraderFault's message: a limit passed while the run was held back
+RETRIED = "this is not the learner's timeout, and grading is retried when the host is less busy"
 
 
 @dataclass(kw_only=True)
@@ -95,6 +98,7 @@ def run_notebook(
             return result
         result.sandbox_mode = getattr(session, "mode", result.sandbox_mode)
         run.poll_limits = getattr(session, "poll_limits", set)
+        run.attach(session)
         try:
             done = _run_attempt(session, learner, run=run, skip=skip, last_attempt=attempt == MAX_ATTEMPTS - 1)
         except GraderFault as exc:
@@ -137,6 +141,33 @@ class _Run:
     kept_bytes: int = 0  # learner output kept so far, all cells
     unsure_death: bool = False  # the kernel died in a cell of several checks' calls, which one unknown
     poll_limits: Callable[[], set[str]] = set  # the current session's limits seen so far (cgroup OOM kills)
+    cpu_sample: Callable[[], Any] | None = None  # the session's control group's CPU counters (cpu_usage.py)
+    extend_backstop: Callable[[float], None] = lambda s: None  # the sandbox's own wall-clock backstop
+
+    def attach(self, session: KernelSession) -> None:
+        """Measure this session's CPU next to the wall clock, where its sandbox can (a run's control group)."""
+        group = getattr(session, "group", None)
+        sample = getattr(group, "cpu_sample", None)
+        self.cpu_sample = sample if sample is not None and sample() is not None else None
+        watcher = getattr(session, "watcher", None)
+        self.extend_backstop = getattr(watcher, "extend", None) or (lambda s: None)
+
+    def clock(self) -> CellClock | None:
+        """A fresh clock for one cell (None: no CPU counters, the wall clock alone decides)."""
+        if self.cpu_sample is None:
+            return None
+        return CellClock(
+            self.cpu_sample, cores=self.limits.cpu_cores_implied, backstop_factor=self.limits.wall_backstop_factor
+        )
+
+    def settle(self, clock: CellClock | None) -> None:
+        """The time a cell ran on past its limit, held back by the host, is given back to the run."""
+        if clock is None:
+            return
+        clock.stop()
+        if clock.extended_s > 0:
+            self.deadline += clock.extended_s
+            self.extend_backstop(clock.extended_s)
 
     def left_s(self) -> float:
         return self.deadline - time.monotonic()
@@ -209,6 +240,7 @@ def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) 
     left = run.grader_left_s()
     nonce = run.plan.nonce
     limits = cell.step_limits
+    clock = run.clock()
     done = io.execute(
         cell.source,
         limit_s=max(min(limits[0] if limits else cell.budget_s, left), 0.0),
@@ -219,13 +251,33 @@ def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) 
         step=(lambda out: payload_of(out, nonce=nonce) is not None) if limits else None,
         step_limits=limits,
         cap_s=max(left, 0.0),
+        clock=clock,
     )
+    run.settle(clock)
+    if done.status in ("timeout", "hung"):
+        _grader_timeout(cell, done, clock)
     if fatal and done.status != "ok":
         detail = f"{done.reply.get('ename', done.status)}: {done.reply.get('evalue', '')}"
         raise GraderFault(f"grader {cell.label} cell failed ({str(detail)[:300]})")
     if done.flooded:
         run.result.hit(OUTPUT)
     return done
+
+
+def _grader_timeout(cell: GraderCell, done: CellRun, clock: CellClock | None) -> None:
+    """A grader cell that ran out of time is the grader's fault where the host starved it, or where the
+    code that ran out is the grader's own launcher (a harness cell or a call to what it binds)."""
+    if clock is not None and clock.starved:
+        raise GraderFault(f"{STARVED} the grader's {cell.label} cell ({clock.describe()}); {RETRIED}", retryable=True)
+    part = cell.part_at(len(done.steps))
+    if cell.harness or (part is not None and part.harness):
+        what = f"its call of {part.answer}" if part is not None else "it"
+        limit = part.timeout_s if part is not None else cell.budget_s
+        raise GraderFault(
+            f"the grader-owned launcher ({cell.label}) ran out of time: {what} passed its {limit:g} s limit "
+            f"(Limits.harness_timeout_s, sized from the reference run); {RETRIED}",
+            retryable=True,
+        )
 
 
 def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: _Attempt, total: int) -> bool:
@@ -248,7 +300,13 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
     collector = OutputCollector(max_bytes=room, marker=marker)
     cell_limit = min(limits.cell_timeout_s, remaining)
     started = time.monotonic()
-    done = io.execute(source, limit_s=cell_limit, collector=collector, store_history=True, iopub_s=LEARNER_IOPUB_S)
+    clock = run.clock()
+    done = io.execute(
+        source, limit_s=cell_limit, collector=collector, store_history=True, iopub_s=LEARNER_IOPUB_S, clock=clock
+    )
+    run.settle(clock)
+    if done.status in ("timeout", "hung") and clock is not None and clock.starved:
+        raise GraderFault(f"{STARVED} learner cell {i} ({clock.describe()}); {RETRIED}", retryable=True)
     took = round(time.monotonic() - started, 3)
     attempt.outputs[i] = done.outputs
     run.kept_bytes += room - collector.budget.remaining

@@ -25,6 +25,7 @@ from grading.steps.cpu_clock import CellClock
 from grading.steps.grader_cells import ANSWERS_MIME, GraderCell, GraderPlan, payload_of, read_payload
 from grading.steps.kernel_io import RUN_TRAFFIC_BYTES, CellRun, KernelIO
 from grading.steps.limit_output import OutputCollector
+from grading.steps.whose_time import RETRIED, STARVED, explain_unset, grader_timeout
 
 MAX_ATTEMPTS = 3  # first run + two restarts after kernel deaths
 LEARNER_IOPUB_S = 2.0  # wait for a learner cell's last outputs after its reply
@@ -34,8 +35,6 @@ RUN_KEPT_BYTES = 8 * 1024 * 1024  # learner outputs kept over the whole run (eac
 CONNECT_TIMEOUT_S = 30.0
 GRADER_GRACE_S = 15.0  # the most the grader's own cells may add after the run's time limit
 OUTPUT, TIME = "output limit", "time limit"
-STARVED = "the host kept the CPU from"  # a GraderFault's message: a limit passed while the run was held back
-RETRIED = "this is not the learner's timeout, and grading is retried when the host is less busy"
 
 
 @dataclass(kw_only=True)
@@ -125,6 +124,7 @@ def run_notebook(
     for report in result.cells:
         if report.status != "ok" and report.message and report.message not in result.messages:
             result.messages.append(report.message)
+    explain_unset(result, learner, lang)
     return result
 
 
@@ -255,29 +255,13 @@ def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) 
     )
     run.settle(clock)
     if done.status in ("timeout", "hung"):
-        _grader_timeout(cell, done, clock)
+        grader_timeout(cell, done, clock)
     if fatal and done.status != "ok":
         detail = f"{done.reply.get('ename', done.status)}: {done.reply.get('evalue', '')}"
         raise GraderFault(f"grader {cell.label} cell failed ({str(detail)[:300]})")
     if done.flooded:
         run.result.hit(OUTPUT)
     return done
-
-
-def _grader_timeout(cell: GraderCell, done: CellRun, clock: CellClock | None) -> None:
-    """A grader cell that ran out of time is the grader's fault where the host starved it, or where the
-    code that ran out is the grader's own launcher (a harness cell or a call to what it binds)."""
-    if clock is not None and clock.starved:
-        raise GraderFault(f"{STARVED} the grader's {cell.label} cell ({clock.describe()}); {RETRIED}", retryable=True)
-    part = cell.part_at(len(done.steps))
-    if cell.harness or (part is not None and part.harness):
-        what = f"its call of {part.answer}" if part is not None else "it"
-        limit = part.timeout_s if part is not None else cell.budget_s
-        raise GraderFault(
-            f"the grader-owned launcher ({cell.label}) ran out of time: {what} passed its {limit:g} s limit "
-            f"(Limits.harness_timeout_s, sized from the reference run); {RETRIED}",
-            retryable=True,
-        )
 
 
 def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: _Attempt, total: int) -> bool:

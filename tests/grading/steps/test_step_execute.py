@@ -27,7 +27,10 @@ def test_run_deadline_skips_the_rest_and_keeps_earlier_answers(toy_catalogue, en
     assert "2.5 s run time limit" in result.cells[1].message and "from 2 on did not run" in result.cells[2].message
     assert "time limit" in result.limits_hit
     answers = result.payloads["answers"]["answers"]
-    assert answers["answer_int"] == 42 and answers["tt_config"] == {"__missing__": True}
+    assert answers["answer_int"] == 42
+    # the skipped cell would have set it: the check says why it is unset, not "not defined" (issue 24)
+    unset = answers["tt_config"]["__raised__"]
+    assert unset["type"] == "NotSet" and "was never set" in unset["message"] and "did not run" in unset["message"]
     assert [e["index"] for e in events if e["event"] == "cell"] == [0, 1]
 
 

@@ -55,8 +55,10 @@ class CellClock:
         cores: float,
         backstop_factor: float,
         recheck_s: float = RECHECK_S,
+        on_more: Callable[[float], None] = lambda s: None,
     ) -> None:
         self._sample = sample
+        self._on_more = on_more  # told of every extension as it is granted (the sandbox's own wall backstop)
         self.cores, self.backstop_factor, self.recheck_s = cores, backstop_factor, recheck_s
         self._base: CpuSample | None = None
         self._waits: dict[int, float] = {}
@@ -98,7 +100,9 @@ class CellClock:
             self.verdict = None
             if self._over_at is None:
                 self._over_at = time.monotonic()
-            return max(min(self.recheck_s, self.backstop_factor * limit_s - wall), 0.01)
+            more = max(min(self.recheck_s, self.backstop_factor * limit_s - wall), 0.01)
+            self._on_more(more)
+            return more
         self.stop()
         return 0.0
 

@@ -157,7 +157,10 @@ class _Run:
         if self.cpu_sample is None:
             return None
         return CellClock(
-            self.cpu_sample, cores=self.limits.cpu_cores_implied, backstop_factor=self.limits.wall_backstop_factor
+            self.cpu_sample,
+            cores=self.limits.cpu_cores_implied,
+            backstop_factor=self.limits.wall_backstop_factor,
+            on_more=self.extend_backstop,  # the sandbox must not kill a cell the clock lets run on
         )
 
     def settle(self, clock: CellClock | None) -> None:
@@ -165,9 +168,7 @@ class _Run:
         if clock is None:
             return
         clock.stop()
-        if clock.extended_s > 0:
-            self.deadline += clock.extended_s
-            self.extend_backstop(clock.extended_s)
+        self.deadline += clock.extended_s
 
     def left_s(self) -> float:
         return self.deadline - time.monotonic()

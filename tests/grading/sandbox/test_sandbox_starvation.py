@@ -140,3 +140,18 @@ def test_a_busy_loop_beside_cpu_hogs_is_still_the_learners_timeout(sandbox, tmp_
     assert result.cells[1].status == "timeout" and "time limit" in result.limits_hit, result.cells
     scores = {c.name: c.score for c in result.checks}
     assert scores == {"product": 1, "doubling": 1}, result.checks
+
+
+@needs_bwrap
+@needs_cgroups
+@pytest.mark.slow
+def test_the_sandboxs_own_wall_backstop_moves_with_a_cell_the_host_holds_back(tmp_path):
+    # The sandbox kills everything at run_timeout_s + wall_grace_s (here 20 + 1 s). A starved cell that
+    # runs on past that (3 s limit, 8 x 3 = 24 s backstop) must still end as the host's fault, not be
+    # killed as a kernel death charged to the learner.
+    box = BwrapSandbox(BwrapConfig(cgroups="require", wall_grace_s=1))
+    catalogue = catalogue_with(tmp_path, cell_timeout_s=3, run_timeout_s=20, wall_backstop_factor=8)
+    work = "total = sum(i * i for i in range(10 ** 9))"
+    result = grade_notebook(notebook("x = 6 * 7", work, DOUBLE), catalogue=catalogue, sandbox=Throttled(box, 0.02))
+    assert result.status is Status.NOT_GRADABLE, (result.status, result.message, result.cells)
+    assert "kept the CPU from learner cell 1" in result.message, result.message

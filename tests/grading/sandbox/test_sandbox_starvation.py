@@ -112,7 +112,7 @@ def test_a_cell_that_only_sleeps_is_the_learners_timeout_even_when_its_run_gets_
     sleeper = notebook("x = 6 * 7", "import time\ntime.sleep(600)", DOUBLE)
     result = grade_notebook(sleeper, catalogue=catalogue, sandbox=Throttled(sandbox, 0.05))
     assert result.cells[1].status == "timeout" and "time limit" in result.limits_hit, result.cells
-    assert result.cells[1].duration_s < 8, result.cells[1]  # its 2 s limit, not the 4x backstop
+    assert result.status is Status.ERROR, result.message  # the learner's timeout; run on, it would be starved
     assert next(c.score for c in result.checks if c.name == "product") == 1
 
 

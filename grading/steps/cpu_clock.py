@@ -62,7 +62,6 @@ class CellClock:
         self.cores, self.backstop_factor, self.recheck_s = cores, backstop_factor, recheck_s
         self._base: CpuSample | None = None
         self._waits: dict[int, float] = {}
-        self._started = 0.0
         self.verdict: Verdict | None = None
         self.spent: Spent | None = None
         self.extended_s = 0.0  # wall seconds run past the limits, all spans (the run's deadline moves on)
@@ -72,7 +71,6 @@ class CellClock:
         self.stop()
         self._base = self._sample()
         self._waits = dict(self._base.waits) if self._base else {}
-        self._started = time.monotonic()
         self.verdict, self.spent = None, None
 
     def more_s(self, limit_s: float) -> float:
@@ -87,7 +85,7 @@ class CellClock:
         cpu = now.used_s - base.used_s
         delay = sum(w - base.waits.get(tid, 0.0) for tid, w in self._waits.items() if w >= base.waits.get(tid, 0.0))
         waited = max(delay, now.throttled_s - base.throttled_s)
-        wall = now.at_s - self._started
+        wall = now.at_s - base.at_s
         budget = self.cores * limit_s
         self.spent = Spent(wall_s=wall, cpu_s=cpu, waited_s=waited, budget_s=budget)
         if cpu >= budget:

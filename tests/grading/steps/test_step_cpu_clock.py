@@ -16,19 +16,17 @@ from grading.steps.cpu_clock import CellClock, Verdict
 
 
 class Script:
-    """Samples whose figures the test sets; wall time is the real clock (the clock measures it itself)."""
+    """Samples whose figures, wall time included, the test sets."""
 
     def __init__(self) -> None:
-        self.used_s = self.throttled_s = 0.0
+        self.at_s = self.used_s = self.throttled_s = 0.0
         self.waits: dict[int, float] = {}
         self.readable = True
 
     def __call__(self) -> CpuSample | None:
         if not self.readable:
             return None
-        return CpuSample(
-            at_s=time.monotonic(), used_s=self.used_s, throttled_s=self.throttled_s, waits=dict(self.waits)
-        )
+        return CpuSample(at_s=self.at_s, used_s=self.used_s, throttled_s=self.throttled_s, waits=dict(self.waits))
 
 
 def clock_for(script: Script, *, factor: float = 4.0) -> CellClock:
@@ -58,7 +56,7 @@ def test_a_held_back_cell_runs_on_and_is_starved_at_the_backstop():
     script.used_s += 0.02  # a 0.2 s limit implies 0.1 CPU-s
     script.waits[7] += 0.15  # runnable most of the time, and kept off the CPU
     assert clock.more_s(0.2) > 0 and clock.verdict is None  # not decided: it may still get its CPU
-    time.sleep(0.35)  # past 1.5 x its 0.2 s limit
+    script.at_s += 0.35  # past 1.5 x its 0.2 s limit
     assert clock.more_s(0.2) == 0 and clock.verdict is Verdict.STARVED and clock.starved
     assert "received 0.0 CPU-s" in clock.describe() and "implies 0.1 CPU-s" in clock.describe(), clock.describe()
     assert clock.extended_s > 0  # the run's deadline moves on by what the host took
@@ -110,7 +108,8 @@ def test_the_engines_client_lets_a_held_back_cell_finish(tmp_path):
         began = time.monotonic()
 
         def starving() -> CpuSample | None:
-            script.waits = {1: time.monotonic() - began}  # always runnable, never running
+            script.at_s = time.monotonic()
+            script.waits = {1: script.at_s - began}  # always runnable, never running
             return script()
 
         clock._sample = starving

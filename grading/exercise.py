@@ -58,7 +58,7 @@ class Limits(_Strict):
         0.5, gt=0, le=64, description="cores a time limit implies: a limit of L s is used up at this x L CPU-s"
     )
     wall_backstop_factor: float = Field(
-        4.0, ge=1, le=100, description="a cell held back by the host runs on up to this x its limit (wall)"
+        8.0, ge=1, le=100, description="a cell held back by the host runs on up to this x its limit (wall)"
     )
     harness_timeout_s: float = Field(
         120,

@@ -98,6 +98,7 @@ def run_notebook(
         result.sandbox_mode = getattr(session, "mode", result.sandbox_mode)
         run.poll_limits = getattr(session, "poll_limits", set)
         run.attach(session)
+        run.deadline += time.monotonic() - began  # the kernel's start is the grader's time, not the learner's
         try:
             done = _run_attempt(session, learner, run=run, skip=skip, last_attempt=attempt == MAX_ATTEMPTS - 1)
         except GraderFault as exc:
@@ -163,6 +164,11 @@ class _Run:
             on_more=self.extend_backstop,  # the sandbox must not kill a cell the clock lets run on
         )
 
+    def give_back(self, wall_s: float) -> None:
+        """Time the grader's own setup took is not taken from the learner's run (nor from its backstop)."""
+        self.deadline += wall_s
+        self.extend_backstop(wall_s)
+
     def settle(self, clock: CellClock | None) -> None:
         """The time a cell ran on past its limit, held back by the host, is given back to the run."""
         if clock is None:
@@ -202,7 +208,9 @@ def _run_attempt(
     attempt = _Attempt()
     io = _connect(session)
     try:
+        seeded_at = time.monotonic()
         _run_grader_cell(io, run.plan.seed, run=run, fatal=True)
+        run.give_back(time.monotonic() - seeded_at)  # so is the seed cell's: a busy host slows both
         for i, cell in enumerate(learner):
             if i in skip:
                 attempt.reports[i] = skip[i]

@@ -163,3 +163,28 @@ def test_each_call_keeps_its_own_clock_in_one_cell_and_the_calls_after_an_interr
     assert hidden[3]["__raised__"]["type"] == "ValueError", hidden
     assert result.payloads["check reward_function"]["calls"]["reward_function"] == [0.5, 0.0]
     assert "time limit" in result.limits_hit and "check reward_function, hidden cases" not in result.extract_failures
+
+
+class _SlowStart:
+    """A sandbox whose kernels take 3 s more to come up (a busy host): the learner's run time starts after."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.mode = getattr(inner, "mode", "")
+
+    def start(self, request):
+        import time
+
+        session = self.inner.start(request)
+        time.sleep(3)
+        return session
+
+
+def test_a_slow_kernel_start_is_not_taken_from_the_learners_run_time(toy_catalogue, engine_sandbox):
+    exercise = toy_catalogue.get("ch05.toy")
+    p = plan(exercise, reference=exercise.reference())
+    limits = Limits(cell_timeout_s=10, run_timeout_s=2.5)  # less than the start takes
+    result = run_notebook(_nb("answer_int = 42"), plan=p, sandbox=_SlowStart(engine_sandbox),
+                          request=KernelRequest(limits=limits))
+    assert [c.status for c in result.cells] == ["ok"], result.cells  # before: skipped for the run's time limit
+    assert result.payloads["answers"]["answers"]["answer_int"] == 42

@@ -83,7 +83,7 @@ def row(label: str, grade) -> dict:
     before, t0 = load1(), time.perf_counter()
     result = grade()
     took = time.perf_counter() - t0
-    detail = result.message[:160] if result.status is Status.NOT_GRADABLE else ""
+    detail = result.message[:160] if result.status is Status.NOT_GRADABLE else "; ".join(result.messages)[:160]
     if label.startswith("loop"):
         detail = "; ".join(f"cell {c.index}: {c.status}" for c in result.cells)
     out = {

@@ -51,6 +51,21 @@ class Limits(_Strict):
     scratch_mb: int = Field(512, gt=0, description="size of the writable scratch tmpfs")
     max_output_kb: int = Field(256, gt=0, description="kept output per cell; the rest is truncated")
     max_code_cells: int = Field(300, gt=0, description="code cells a submission may have; more is refused at intake")
+    # Whose time was it (issue 24, grading/steps/cpu_clock.py): a cell or call limit of L s lets computing
+    # code use cpu_cores_implied x L CPU seconds of its run; one held back by a busy host runs on, up to
+    # wall_backstop_factor x L, and past that without its CPU it was starved: a grader fault, retried.
+    cpu_cores_implied: float = Field(
+        0.5, gt=0, le=64, description="cores a time limit implies: a limit of L s is used up at this x L CPU-s"
+    )
+    wall_backstop_factor: float = Field(
+        8.0, ge=1, le=100, description="a cell held back by the host runs on up to this x its limit (wall)"
+    )
+    harness_timeout_s: float = Field(
+        120,
+        gt=0,
+        description="wall clock of each grader-owned launcher cell and of each call of what it binds; "
+        "size it from the reference run (its timeout is a grader fault, never the learner's)",
+    )
 
 
 class Resources(_Strict):

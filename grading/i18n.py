@@ -92,6 +92,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "未定义 `{name}`；请运行定义它的单元并保持名称不变",
     },
     "answer_raised": {"en": "reading `{name}` failed: {error}", "zh": "读取 `{name}` 失败：{error}"},
+    "answer_unset": {"en": "`{name}` was never set: {why}", "zh": "`{name}` 从未被赋值：{why}"},
     "answer_opaque": {"en": "`{name}` has an unsupported type {type}", "zh": "`{name}` 的类型 {type} 不受支持"},
     "answer_uncomparable": {
         "en": "`{name}` returned a value that could not be compared with the expected answer "

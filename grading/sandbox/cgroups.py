@@ -37,11 +37,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from grading.sandbox.cpu_usage import CpuFiles, CpuSample, sample
 from grading.sandbox.probe import Probe
 
 PREFIX = "titangrade-"
 SERVICE_LEAF = "titangrade-service"  # v2: where the service's own processes move if its group must delegate
 CONTROLLERS = ("memory", "pids", "cpu")
+V1_ACCOUNTING = "cpuacct"  # v1: the run's CPU usage (issue 24); used where mounted, its own or with cpu
 MEMORY, PROCESSES = "memory limit", "process limit"  # the labels watch.py reports (no import: watch needs zmq)
 FIX = (
     "run the worker as root in a cgroup it may create child groups under: cgroup v1 with the memory, "
@@ -118,6 +120,10 @@ class Layout(abc.ABC):
     @abc.abstractmethod
     def counters(self, name: str) -> Counters: ...
 
+    @abc.abstractmethod
+    def cpu_files(self, name: str) -> CpuFiles | None:
+        """Where group `name`'s CPU usage is read (None: this layout cannot tell)."""
+
     def reset_peaks(self, name: str) -> None:  # noqa: B027  (optional hook)
         """Restart peak accounting where the kernel allows it (a pre-warmed kernel handed out)."""
 
@@ -147,7 +153,24 @@ class V1(Layout):
         cpu = [("cpu.shares", str(max(2, round(weight * 1024 / 100))))]
         if cpus > 0:
             cpu += [("cpu.cfs_period_us", "100000"), ("cpu.cfs_quota_us", str(int(cpus * 100000)))]
-        return {"memory": memory, "pids": [("pids.max", str(max_processes))], "cpu": cpu}
+        files = {"memory": memory, "pids": [("pids.max", str(max_processes))], "cpu": cpu}
+        if V1_ACCOUNTING in self.bases:
+            files[V1_ACCOUNTING] = []  # the group only counts there
+        return files
+
+    def cpu_files(self, name: str) -> CpuFiles | None:
+        if V1_ACCOUNTING not in self.bases:
+            return None
+        cpu = self.bases["cpu"] / name
+        return CpuFiles(
+            usage=self.bases[V1_ACCOUNTING] / name / "cpuacct.usage",
+            usage_key="",
+            usage_per_s=1e9,
+            stat=cpu / "cpu.stat",
+            throttled_key="throttled_time",
+            throttled_per_s=1e9,
+            procs=cpu / "cgroup.procs",
+        )
 
     def counters(self, name: str) -> Counters:
         memory, pids = self.bases["memory"] / name, self.bases["pids"] / name
@@ -178,6 +201,18 @@ class V2(Layout):
             "pids": [("pids.max", str(max_processes))],
             "cpu": [("cpu.weight", str(weight)), ("cpu.max", quota)],
         }
+
+    def cpu_files(self, name: str) -> CpuFiles | None:
+        d = self.bases["cpu"] / name
+        return CpuFiles(
+            usage=d / "cpu.stat",
+            usage_key="usage_usec",
+            usage_per_s=1e6,
+            stat=d / "cpu.stat",
+            throttled_key="throttled_usec",
+            throttled_per_s=1e6,
+            procs=d / "cgroup.procs",
+        )
 
     def counters(self, name: str) -> Counters:
         d = self.bases["memory"] / name
@@ -245,6 +280,13 @@ class RunGroup:
         if self.final is not None or self.layout is None:
             return self.final or Counters()
         return self.layout.counters(self.name)
+
+    def cpu_sample(self) -> CpuSample | None:
+        """The run's CPU used and waited for so far (None where it cannot be read, or once destroyed)."""
+        if self.layout is None or self.final is not None:
+            return None
+        files = self.layout.cpu_files(self.name)
+        return sample(files) if files is not None else None
 
     def reset(self) -> None:
         """Count limits from now on (a pre-warmed kernel handed to its submission)."""
@@ -416,6 +458,12 @@ def detect(proc_cgroup: str | None = None, mountinfo: str | None = None) -> Layo
                 if where is not None:
                     v1[c] = where
     if len(v1) == len(CONTROLLERS):
+        for fstype, root, mount, options in mounts:
+            if fstype == "cgroup" and V1_ACCOUNTING in options and V1_ACCOUNTING in own_v1:
+                where = _under(mount, root, own_v1[V1_ACCOUNTING])
+                if where is not None:
+                    v1[V1_ACCOUNTING] = where
+                    break
         return V1(v1)
     if own_v2 is not None:
         for fstype, root, mount, _ in mounts:

@@ -127,6 +127,13 @@ class LimitWatcher(threading.Thread):
             self.deadline = deadline
             self._rss0 = rss_bytes()
 
+    def extend(self, by_s: float) -> None:
+        """Move the wall-clock backstop on: the engine gave a run held back by a busy host that much more
+        time (grading/steps/cpu_clock.py), and the backstop must not kill it meanwhile."""
+        with self._lock:
+            if self.deadline is not None and by_s > 0:
+                self.deadline += by_s
+
     def stop(self) -> None:
         self._halt.set()
         with contextlib.suppress(OSError):

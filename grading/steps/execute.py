@@ -21,9 +21,11 @@ from grading.i18n import t
 from grading.result import CellReport
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
 from grading.steps.call_results import call_results
+from grading.steps.cpu_clock import CellClock
 from grading.steps.grader_cells import ANSWERS_MIME, GraderCell, GraderPlan, payload_of, read_payload
 from grading.steps.kernel_io import RUN_TRAFFIC_BYTES, CellRun, KernelIO
 from grading.steps.limit_output import OutputCollector
+from grading.steps.whose_time import RETRIED, STARVED, explain_unset, grader_timeout
 
 MAX_ATTEMPTS = 3  # first run + two restarts after kernel deaths
 LEARNER_IOPUB_S = 2.0  # wait for a learner cell's last outputs after its reply
@@ -95,6 +97,8 @@ def run_notebook(
             return result
         result.sandbox_mode = getattr(session, "mode", result.sandbox_mode)
         run.poll_limits = getattr(session, "poll_limits", set)
+        run.attach(session)
+        run.deadline += time.monotonic() - began  # the kernel's start is the grader's time, not the learner's
         try:
             done = _run_attempt(session, learner, run=run, skip=skip, last_attempt=attempt == MAX_ATTEMPTS - 1)
         except GraderFault as exc:
@@ -121,6 +125,7 @@ def run_notebook(
     for report in result.cells:
         if report.status != "ok" and report.message and report.message not in result.messages:
             result.messages.append(report.message)
+    explain_unset(result, learner, lang)
     return result
 
 
@@ -137,6 +142,39 @@ class _Run:
     kept_bytes: int = 0  # learner output kept so far, all cells
     unsure_death: bool = False  # the kernel died in a cell of several checks' calls, which one unknown
     poll_limits: Callable[[], set[str]] = set  # the current session's limits seen so far (cgroup OOM kills)
+    cpu_sample: Callable[[], Any] | None = None  # the session's control group's CPU counters (cpu_usage.py)
+    extend_backstop: Callable[[float], None] = lambda s: None  # the sandbox's own wall-clock backstop
+
+    def attach(self, session: KernelSession) -> None:
+        """Measure this session's CPU next to the wall clock, where its sandbox can (a run's control group)."""
+        group = getattr(session, "group", None)
+        sample = getattr(group, "cpu_sample", None)
+        self.cpu_sample = sample if sample is not None and sample() is not None else None
+        watcher = getattr(session, "watcher", None)
+        self.extend_backstop = getattr(watcher, "extend", None) or (lambda s: None)
+
+    def clock(self) -> CellClock | None:
+        """A fresh clock for one cell (None: no CPU counters, the wall clock alone decides)."""
+        if self.cpu_sample is None:
+            return None
+        return CellClock(
+            self.cpu_sample,
+            cores=self.limits.cpu_cores_implied,
+            backstop_factor=self.limits.wall_backstop_factor,
+            on_more=self.extend_backstop,  # the sandbox must not kill a cell the clock lets run on
+        )
+
+    def give_back(self, wall_s: float) -> None:
+        """Time the grader's own setup took is not taken from the learner's run (nor from its backstop)."""
+        self.deadline += wall_s
+        self.extend_backstop(wall_s)
+
+    def settle(self, clock: CellClock | None) -> None:
+        """The time a cell ran on past its limit, held back by the host, is given back to the run."""
+        if clock is None:
+            return
+        clock.stop()
+        self.deadline += clock.extended_s
 
     def left_s(self) -> float:
         return self.deadline - time.monotonic()
@@ -170,7 +208,9 @@ def _run_attempt(
     attempt = _Attempt()
     io = _connect(session)
     try:
+        seeded_at = time.monotonic()
         _run_grader_cell(io, run.plan.seed, run=run, fatal=True)
+        run.give_back(time.monotonic() - seeded_at)  # so is the seed cell's: a busy host slows both
         for i, cell in enumerate(learner):
             if i in skip:
                 attempt.reports[i] = skip[i]
@@ -209,6 +249,7 @@ def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) 
     left = run.grader_left_s()
     nonce = run.plan.nonce
     limits = cell.step_limits
+    clock = run.clock()
     done = io.execute(
         cell.source,
         limit_s=max(min(limits[0] if limits else cell.budget_s, left), 0.0),
@@ -219,7 +260,11 @@ def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) 
         step=(lambda out: payload_of(out, nonce=nonce) is not None) if limits else None,
         step_limits=limits,
         cap_s=max(left, 0.0),
+        clock=clock,
     )
+    run.settle(clock)
+    if done.status in ("timeout", "hung"):
+        grader_timeout(cell, done, clock)
     if fatal and done.status != "ok":
         detail = f"{done.reply.get('ename', done.status)}: {done.reply.get('evalue', '')}"
         raise GraderFault(f"grader {cell.label} cell failed ({str(detail)[:300]})")
@@ -248,7 +293,13 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
     collector = OutputCollector(max_bytes=room, marker=marker)
     cell_limit = min(limits.cell_timeout_s, remaining)
     started = time.monotonic()
-    done = io.execute(source, limit_s=cell_limit, collector=collector, store_history=True, iopub_s=LEARNER_IOPUB_S)
+    clock = run.clock()
+    done = io.execute(
+        source, limit_s=cell_limit, collector=collector, store_history=True, iopub_s=LEARNER_IOPUB_S, clock=clock
+    )
+    run.settle(clock)
+    if done.status in ("timeout", "hung") and clock is not None and clock.starved:
+        raise GraderFault(f"{STARVED} learner cell {i} ({clock.describe()}); {RETRIED}", retryable=True)
     took = round(time.monotonic() - started, 3)
     attempt.outputs[i] = done.outputs
     run.kept_bytes += room - collector.budget.remaining

@@ -40,6 +40,9 @@ class CallPart:
     indices: tuple[int, ...]
     calls: tuple[dict[str, Any], ...]  # their inputs, one per index
     timeout_s: float  # the kernel's alarm per call; the grader's clock allows CALL_SLACK_S more
+    harness: bool = False  # `answer` is bound by a grader-owned launcher: its limit is the harness's own
+    alarm_s: float = 0.0  # the kernel's own alarm (0: timeout_s); later than the grader's clock, which
+    # knows whether the host held the call back (cpu_clock.py), so that clock decides a timeout
 
     @property
     def steps(self) -> int:
@@ -56,6 +59,7 @@ class GraderCell:
     source: str
     budget_s: float
     parts: tuple[CallPart, ...] = ()  # a cell of calls: the checks' calls it makes, in order
+    harness: bool = False  # a grader-owned launcher: running out of its own limit is never the learner's
     # A cell of calls runs them one after the other, each under its own clock (its part's timeout_s plus
     # CALL_SLACK_S, from the previous call's result), and publishes each result as it ends
     # (kernel_side.each_call). One cell carries every check's public calls, another every hidden one:
@@ -65,6 +69,14 @@ class GraderCell:
     def labels(self) -> tuple[str, ...]:
         """Where this cell's results (or the reason it has none) are kept."""
         return tuple(dict.fromkeys(p.label for p in self.parts)) or (self.label,)
+
+    def part_at(self, step: int) -> CallPart | None:
+        """The part whose call makes this cell's `step`-th published result (None past the last)."""
+        for part in self.parts:
+            if step < part.steps:
+                return part
+            step -= part.steps
+        return None
 
     @property
     def step_limits(self) -> tuple[float, ...]:
@@ -151,11 +163,13 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
     harness_cells = [
         GraderCell(
             label=f"harness {i}",
-            budget_s=m.limits.cell_timeout_s,
+            budget_s=m.limits.harness_timeout_s,
             source=harness.cell_source(src, handle=handle, nonce=nonce),
+            harness=True,
         )
         for i, src in enumerate(reference.get("harness", []))
-    ]  # grader-owned launchers first
+    ]  # grader-owned launchers first, under limits of their own (not the learner's cell limit)
+    launchers = {name for src in reference.get("harness", []) for name in harness.bound_names(src)}
     kinds = {a.name: a.kind for a in m.answers}
     read_s = min(DEFAULT_CALL_TIMEOUT_S, m.limits.cell_timeout_s)  # reading one answer may not outlast a cell
     cells = [
@@ -174,7 +188,8 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         if check.kind != "function":
             continue
         spec = checks.get(check.name, {})
-        timeout = float(spec.get("timeout_s", DEFAULT_CALL_TIMEOUT_S))
+        launched = check.answer in launchers  # the function called is the grader's launcher, not the learner's
+        timeout = m.limits.harness_timeout_s if launched else float(spec.get("timeout_s", DEFAULT_CALL_TIMEOUT_S))
         calls = spec.get("calls", [])
         public = tuple(i for i, c in enumerate(calls) if c.get("public", False))
         hidden = tuple(i for i, c in enumerate(calls) if not c.get("public", False))
@@ -187,7 +202,14 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         for label, indices, into in split:
             sent = tuple({"args": calls[i].get("args", []), "kwargs": calls[i].get("kwargs", {})} for i in indices)
             part = CallPart(
-                label=label, check=check.name, answer=check.answer, indices=indices, calls=sent, timeout_s=timeout
+                label=label,
+                check=check.name,
+                answer=check.answer,
+                indices=indices,
+                calls=sent,
+                timeout_s=timeout,
+                harness=launched,
+                alarm_s=timeout * m.limits.wall_backstop_factor + CALL_SLACK_S,
             )
             into.append(part)
     public_cells = [call_cell("checks", parts=tuple(public_parts), handle=handle, nonce=nonce)] if public_parts else []
@@ -218,7 +240,7 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
 def call_cell(label: str, *, parts: tuple[CallPart, ...], handle: str, nonce: str) -> GraderCell:
     """The cell making every call of `parts`, in order, each result published as it ends."""
     payload = {
-        p.check: {"answer": p.answer, "calls": list(p.calls), "timeout_s": p.timeout_s} for p in parts
+        p.check: {"answer": p.answer, "calls": list(p.calls), "timeout_s": p.alarm_s or p.timeout_s} for p in parts
     }  # a check appears once per cell: its public and its hidden calls never share one
     return GraderCell(
         label=label,

@@ -22,6 +22,7 @@ import zmq
 from jupyter_client.session import Session
 
 from grading.sandbox.channels import MiB, Received, bounded_socket, read_message, recv_bounded, rss_bytes
+from grading.steps.cpu_clock import CellClock
 from grading.steps.limit_output import CELL_FLOOD_MESSAGES, RUN_MESSAGES, Malformed, OutputCollector
 
 INTERRUPT_GRACE_S = 5.0  # a kernel that has not answered an interrupt by then is hung
@@ -156,6 +157,7 @@ class KernelIO:
         step: Callable[[dict[str, Any]], bool] | None = None,
         step_limits: tuple[float, ...] = (),
         cap_s: float | None = None,
+        clock: CellClock | None = None,
     ) -> CellRun:
         """Run `code`; keep its outputs in `collector`. Never raises for anything the kernel sends.
         `run_cap=False` for the grader's own cells: past the run's traffic cap they still read answers.
@@ -163,7 +165,8 @@ class KernelIO:
         output is one step's result, and `step_limits`, each step's own clock: `limit_s` runs until the
         first result, and the k-th result restarts the clock at `step_limits[k]` (never past `cap_s` from
         the start). The first len(step_limits) results are listed in `CellRun.steps`; one arriving after
-        the interrupt is not listed."""
+        the interrupt is not listed. With a `clock`, a span whose wall limit passes runs on while the clock
+        says the host, not the cell, used the time (grading/steps/cpu_clock.py)."""
         msg = self.session.msg(
             "execute_request",
             {
@@ -187,6 +190,9 @@ class KernelIO:
         steps = len(step_limits) if step is not None else 0
         hard = start + (cap_s if cap_s is not None else max(limit_s, sum(step_limits)))
         deadline = min(start + limit_s, hard)
+        span_s = deadline - start  # the current clock's limit (the cell's, or one step's)
+        if clock is not None:
+            clock.restart()
         rss0 = rss_bytes()
         interrupted_at: float | None = None
         timed_out = False
@@ -213,6 +219,11 @@ class KernelIO:
             over = self.broken or self._over(run, flood_bytes, run_cap)
             if over:
                 run.flooded = True
+            if interrupted_at is None and not over and now > deadline and clock is not None:
+                more = clock.more_s(span_s)
+                if more > 0:  # held back by the host: its limit is not up yet
+                    deadline = now + more
+                    hard = max(hard, deadline)
             if interrupted_at is None and (now > deadline or over):
                 timed_out = now > deadline
                 interrupted_at = now
@@ -255,8 +266,11 @@ class KernelIO:
                     grew = len(collector.outputs) > kept and interrupted_at is None and len(run.steps) < steps
                     if step is not None and grew and step(collector.outputs[-1]):
                         run.steps.append(collector.outputs[-1])  # one step's result, in time: next clock
-                        clock = step_limits[min(len(run.steps), steps - 1)]
-                        deadline = min(time.monotonic() + clock, hard)
+                        next_s = step_limits[min(len(run.steps), steps - 1)]
+                        deadline = min(time.monotonic() + next_s, hard)
+                        span_s = deadline - time.monotonic()
+                        if clock is not None:
+                            clock.restart()
         run.reply = reply or {}
         status = run.reply.get("status")
         if timed_out:

@@ -3,6 +3,7 @@ bwrap, real kernels). The v2 layout cannot exist here (memory, pids and cpu are 
 hierarchies), so its file handling is checked on a directory tree shaped like cgroupfs: a labelled fake."""
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import statistics
@@ -46,7 +47,8 @@ def test_v1_layout_is_found_under_the_services_own_groups():
     assert isinstance(layout, V1)
     # the memory mount's root is /box, so /box/svc lives at <mount>/svc; cpu shares a hierarchy with cpuacct
     assert layout.bases == {"memory": Path("/sys/fs/cgroup/memory/svc"), "pids": Path("/sys/fs/cgroup/pids/svc"),
-                            "cpu": Path("/sys/fs/cgroup/cpu,cpuacct/svc")}
+                            "cpu": Path("/sys/fs/cgroup/cpu,cpuacct/svc"),
+                            "cpuacct": Path("/sys/fs/cgroup/cpu,cpuacct/svc")}  # the run's CPU usage (issue 24)
     assert Path("/sys/fs/cgroup/memory/svc/titangrade-tgsbx3") in layout.dirs(PREFIX + "tgsbx3")
 
 
@@ -103,6 +105,37 @@ def test_a_failed_join_runs_nothing(tmp_path):
     assert subprocess.run([*ok.exec_prefix(), "touch", str(marker)]).returncode == 0 and marker.exists()
 
 
+def test_v1_cpu_accounting_in_its_own_hierarchy_is_found_and_read(tmp_path):
+    # these machines mount cpu and cpuacct apart; a run's usage is read from its cpuacct group
+    mounts = V1_MOUNTS.replace("cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct",
+                               "cpu rw,relatime - cgroup cgroup rw,cpu")
+    mounts += f"33 31 0:30 / {tmp_path}/acct rw,relatime - cgroup cgroup rw,cpuacct\n"
+    layout = detect(V1_CGROUP.replace("5:cpu,cpuacct:/svc", "5:cpu:/svc\n6:cpuacct:/"), mounts)
+    assert layout.bases["cpuacct"] == tmp_path / "acct" and layout.bases["cpu"] == Path("/sys/fs/cgroup/cpu/svc")
+    files = layout.cpu_files(PREFIX + "tgsbx1")
+    assert files is not None and files.usage == tmp_path / "acct" / "titangrade-tgsbx1" / "cpuacct.usage"
+    assert tmp_path / "acct" / "titangrade-tgsbx1" in layout.dirs(PREFIX + "tgsbx1")  # the run joins it too
+    assert "cpuacct" in layout.limit_files(memory_mb=256, max_processes=16, cpus=0)  # and it is made
+    without = detect(V1_CGROUP.replace("5:cpu,cpuacct:/svc", "5:cpu:/svc"), mounts.replace("cpuacct", "net_cls"))
+    assert without.cpu_files("x") is None  # no usage to read: the wall clock decides alone
+
+
+def test_v2_cpu_usage_and_throttling_are_read_from_cpu_stat(tmp_path):
+    svc = fake_v2_tree(tmp_path, with_procs=False)  # FAKE cgroupfs files, as above
+    layout = detect("0::/system.slice/tg.service\n", f"41 31 0:38 / {tmp_path} rw,relatime - cgroup2 cgroup2 rw\n")
+    group = cgroups.RunGroup(layout, PREFIX + "tgsbx0")
+    run = svc / "titangrade-tgsbx0"
+    run.mkdir()
+    (run / "cpu.stat").write_text("usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n"
+                                  "nr_periods 10\nnr_throttled 9\nthrottled_usec 750000\n")
+    (run / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    sample = group.cpu_sample()
+    assert sample is not None and sample.used_s == 2.5 and sample.throttled_s == 0.75
+    assert threading.get_native_id() in sample.waits  # this process's threads' run delay (schedstat)
+    (run / "cpu.stat").unlink()
+    assert group.cpu_sample() is None
+
+
 def test_counters_tell_new_limits_apart_from_old_ones():
     before = Counters(oom_kills=1, pids_denied=2)
     assert Counters(oom_kills=1, pids_denied=2).limits_since(before) == set()
@@ -157,6 +190,28 @@ def test_kernel_is_born_in_its_runs_group_with_the_manifest_limits(sandbox):
     finally:
         session.close()
     assert not any(d.exists() for d in dirs), "the run's group outlived it"
+
+
+@needs_bwrap
+@needs_cgroups
+def test_a_runs_cpu_is_counted_in_its_group_with_every_process(sandbox):
+    if sandbox.groups.layout.cpu_files("x") is None:
+        pytest.skip("no cpuacct hierarchy here: a run's CPU usage cannot be read")
+    session = sandbox.start(KernelRequest(limits=Limits(memory_mb=1024, cpu_time_s=30)))
+    run = Runner(session)
+    try:
+        before = session.group.cpu_sample()
+        spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+        child = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {spin!r}], check=True)"
+        assert run(spin + "\n" + child, timeout=120)[0] == "ok"  # 0.3 CPU-s in the kernel, 0.3 in a child
+        after = session.group.cpu_sample()
+        assert before is not None and after is not None
+        assert after.used_s - before.used_s >= 0.6, (before.used_s, after.used_s)  # the exited child counts
+        assert session.pid in after.waits and after.at_s > before.at_s
+    finally:
+        run.close()
+        session.close()
+    assert session.group.cpu_sample() is None  # the group is gone with its run
 
 
 @needs_bwrap

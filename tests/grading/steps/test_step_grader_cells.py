@@ -2,6 +2,7 @@
 import ast
 import json
 
+from grading.steps import grader_cells
 from grading.steps.grader_cells import ANSWERS_MIME, plan, read_payload
 
 
@@ -64,7 +65,10 @@ def test_one_cell_carries_every_check_s_public_calls_and_one_every_hidden_call()
         assert list(sent) == [part.check for part in cell.parts]
         for part in cell.parts:
             spec = reference["checks"][part.check]
-            assert sent[part.check]["timeout_s"] == part.timeout_s == float(spec.get("timeout_s", 10.0))
+            assert part.timeout_s == float(spec.get("timeout_s", 10.0))  # the grader's clock: timeout_s + 1.5 s
+            # the kernel's own alarm waits past the grader's clock (issue 24): that clock knows whether the
+            # host held the call back, and decides; the alarm only stops a call the clock let run on
+            assert sent[part.check]["timeout_s"] == part.alarm_s > part.timeout_s + grader_cells.CALL_SLACK_S
             assert [c["args"] for c in sent[part.check]["calls"]] == [spec["calls"][i]["args"] for i in part.indices]
     cell, k = next((c, i) for c in calls_cells for i, part in enumerate(c.parts) if i and len(part.indices) >= 2)
     before = sum(part.steps for part in cell.parts[:k])

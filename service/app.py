@@ -38,7 +38,6 @@ SIGNED_INTAKE_PATH = API_PREFIX + INTAKE_PATH  # authenticated by its Standard W
 PUBLIC_PATHS = {
     API_PREFIX + "/openapi.json",
     API_PREFIX + "/docs",
-    API_PREFIX + "/docs/oauth2-redirect",
     SIGNED_INTAKE_PATH,
 }
 

@@ -77,6 +77,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = 0
+        self._tail = b""  # the last bytes of the head read so far: its end may straddle two reads
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -88,7 +89,11 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if self._header_timer is not None:  # still reading a request's headers
-            self._header_bytes += len(data)
+            # only the head counts: a body that came in the same read (head and body written at once) is no header
+            seen = self._tail + data
+            end = seen.find(b"\r\n\r\n")
+            self._header_bytes += len(data) if end < 0 else max(0, end + 4 - len(self._tail))
+            self._tail = seen[-3:]
             if self._header_bytes > self.max_header_bytes:
                 self._refuse(
                     431,
@@ -109,7 +114,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def _arm(self) -> None:
-        self._header_bytes = 0
+        self._header_bytes, self._tail = 0, b""
         if self.header_timeout_s > 0:
             self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_late)
 

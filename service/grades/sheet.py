@@ -8,7 +8,8 @@ gets a leading single quote, which spreadsheets show as text and do not evaluate
 
 from __future__ import annotations
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+# and the full-width forms, which spreadsheets under East Asian input methods take for the ASCII ones
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
 def guard_cell(value: object) -> object:

@@ -113,7 +113,9 @@ def _file(request, session, settings, catalogue, named, raw: bytes, headers: dic
 class IntegrationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9._-]+$", description="used in ?integration=")
+    name: str = Field(
+        min_length=1, max_length=service.NAME_MAX, pattern=service.NAME_PATTERN, description="used in ?integration="
+    )
     issuer: str | None = Field(
         None,
         min_length=1,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from urllib.parse import urlencode
 
@@ -29,6 +30,8 @@ from service.webhooks import signing
 
 OWN_PREFIX = "intake:"
 ISSUER_MAX = 200  # identities.issuer and intake_integrations.issuer
+NAME_PATTERN = r"^[A-Za-z0-9._-]+$"  # no ':', so intake:<course>:<name> names one course's integration
+NAME_MAX = 60
 
 
 class Learner(BaseModel):
@@ -210,6 +213,13 @@ def create(
 ) -> IntakeIntegration:
     """A new integration of `course`. Its learners are identities of its own namespace; another issuer
     (the local one, an LTI platform's) only when an admin links it (`linked_by`, the admin's name)."""
+    if not (len(name) <= NAME_MAX and re.fullmatch(NAME_PATTERN, name)):  # the CLI passes names unchecked
+        raise ServiceError(
+            f"intake integration name {clip(name)!r} is refused: use 1 to {NAME_MAX} letters, digits, '.', '_' "
+            "or '-' (a ':' would make its issuer another course's namespace)",
+            code="invalid_request",
+            status_code=422,
+        )
     if session.scalar(
         select(IntakeIntegration.id).where(IntakeIntegration.course == course, IntakeIntegration.name == name)
     ):

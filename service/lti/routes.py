@@ -8,7 +8,8 @@ from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -228,7 +229,7 @@ async def launch_(request: Request, settings: SettingsDep, catalogue: CatalogueD
     done = await run_in_threadpool(run)
     if "ticket" in done:  # no cookie here: see service/lti/enter.py for why the session starts at /lti/enter
         return RedirectResponse("/lti/enter?ticket=" + quote(done["ticket"], safe=""), status_code=303)
-    return done
+    return JSONResponse(jsonable_encoder(done), headers={"Cache-Control": "no-store"})  # a bearer token inside
 
 
 @tool.get("/enter")

@@ -15,6 +15,8 @@ from service.lti.binding import wrong_browser
 from service.lti.errors import LtiError
 from service.lti.models import LtiLoginState, LtiPlatform
 
+ISSUER_MAX = 200  # identities.issuer
+
 
 def _url(value: str, field: str) -> str:
     parts = urlsplit(value)
@@ -43,6 +45,13 @@ def create(
         )
     if not client_id.strip() or not name.strip():
         raise ServiceError("name and client_id must not be empty", code="invalid_platform", status_code=422)
+    if len(issuer) > ISSUER_MAX:  # its users are identities (issuer, sub): identities.issuer holds no more
+        raise ServiceError(
+            f"the platform's issuer is {len(issuer)} characters; at most {ISSUER_MAX} are supported (its users' "
+            "identities are named by it)",
+            code="invalid_platform",
+            status_code=422,
+        )
     for value, field in (
         (issuer, "issuer"),
         (auth_login_url, "auth_login_url"),

@@ -4,6 +4,8 @@ form's action in titangrade's origin, so anything but an absolute https URL (htt
 
 from __future__ import annotations
 
+import re
+
 import httpx
 
 from service.errors import clip
@@ -39,14 +41,27 @@ def return_url(value: object, *, allow_http: bool) -> str:
         raise _refuse(value, "it is not an absolute URL with a host")
     if url.userinfo or "@" in value.split("//", 1)[1].split("/", 1)[0]:
         raise _refuse(value, "it carries user info (user@host)")
+    if not _PLAIN_HOST.match(_host(url)):  # %-escapes: the browser would post elsewhere than the CSP names
+        raise _refuse(value, "its host must be a plain name or address, without %-escapes")
+    if url.port is not None and not 0 < url.port < 65536:
+        raise _refuse(value, "its port is out of range")
     return str(url)
+
+
+_PLAIN_HOST = re.compile(r"^(?:[a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$")
+
+
+def _host(url: httpx.URL) -> str:
+    """The host as a CSP source names it: ASCII (IDNA), lower case, an IPv6 address in brackets."""
+    host = url.raw_host.decode("ascii").lower()
+    return f"[{host}]" if ":" in host else host
 
 
 def origin(url: str) -> str:
     """scheme://host[:port] of a URL already checked by `return_url` (a CSP source expression)."""
     parsed = httpx.URL(url)
     port = f":{parsed.port}" if parsed.port is not None else ""
-    return f"{parsed.scheme}://{parsed.raw_host.decode('ascii')}{port}"
+    return f"{parsed.scheme}://{_host(parsed)}{port}"
 
 
 def frame_origins(platform: PlatformRef, *, allow_http: bool, extra: str = "") -> str:

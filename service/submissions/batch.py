@@ -142,7 +142,7 @@ def write(session: Session, items: Sequence[Intake], *, settings: Settings) -> l
     """Store what may be stored of `items`, in order, and commit; one outcome per item. A database error
     propagates (the caller rolls back): then nothing of the batch was written."""
     earlier = _earlier_keys(session, items)
-    counts = _limit_counts(session, items)
+    counts = limit_counts(session, identity_ids={i.user.identity_id for i in items})
     policies = courses.supersede_policies(session, courses={i.course for i in items}, default=settings.supersede_queued)
     results: list[ServiceError | Accepted | _New] = []
     rows: list[dict] = []
@@ -221,13 +221,12 @@ _LIMIT_COUNTS = (  # built once: building a statement per batch cost more than c
 )
 
 
-def _limit_counts(session: Session, items: Sequence[Intake]) -> _Counts:
-    """One query for every learner of the batch (it reads ix_submissions_learner_limits only)."""
+def limit_counts(session: Session, *, identity_ids: set[int]) -> _Counts:
+    """One query for the learners' counters (it reads ix_submissions_learner_limits only); the intake's
+    write and the learner page's "attempts left" both count from it."""
     since = utcnow() - dt.timedelta(seconds=60)
     counts = _Counts()
-    rows = session.connection().execute(
-        _LIMIT_COUNTS, {"since": since, "ids": sorted({i.user.identity_id for i in items})}
-    )
+    rows = session.connection().execute(_LIMIT_COUNTS, {"since": since, "ids": sorted(identity_ids)})
     for uid, course, exercise_id, n_recent, oldest, done, superseded in rows:
         group = (uid, course, exercise_id)
         counts.recent[group] = n_recent
@@ -238,12 +237,26 @@ def _limit_counts(session: Session, items: Sequence[Intake]) -> _Counts:
     return counts
 
 
+def limits_exempt(user: Principal, course: str) -> bool:
+    """A course's own staff (its instructors, admins) are held to none of its limits; staff of another
+    course are limited there as any learner."""
+    return user.can_teach(course)
+
+
+def attempts_left(counts: _Counts, *, user: Principal, course: str, exercise_id: str, limit: int) -> int | None:
+    """Graded attempts `user` may still make at `exercise_id` in `course` (superseded ones were never graded
+    and do not count); None when unlimited: no limit set, or the course's staff."""
+    if not limit or limits_exempt(user, course):
+        return None
+    key = (user.identity_id, course, exercise_id)
+    return max(0, limit - (counts.done[key] - counts.superseded[key]))
+
+
 def _admit(item: Intake, counts: _Counts, *, now: dt.datetime, settings: Settings) -> int:
     """Enforce the rate and attempt limits of the learner's course and exercise (the course's staff are
     exempt), count the item in; return its attempt number."""
     key = (item.user.identity_id, item.course, item.exercise.id)
-    exempt = item.user.can_teach(item.course)
-    if counts.recent[key] >= settings.submissions_per_minute and not exempt:
+    if counts.recent[key] >= settings.submissions_per_minute and not limits_exempt(item.user, item.course):
         oldest = counts.oldest.get(key)
         wait_s = 60 - (now - oldest).total_seconds() if oldest else 60
         raise TooMany(
@@ -253,8 +266,8 @@ def _admit(item: Intake, counts: _Counts, *, now: dt.datetime, settings: Setting
             zh=f"一分钟内 {item.exercise.id} 的提交超过 {settings.submissions_per_minute} 次；"
             f"请等待 {max(1, round(wait_s))} 秒后再提交",
         )
-    done, limit = counts.done[key], settings.max_attempts_per_exercise
-    if limit and done - counts.superseded[key] >= limit and not exempt:  # superseded: never graded
+    limit = settings.max_attempts_per_exercise
+    if attempts_left(counts, user=item.user, course=item.course, exercise_id=item.exercise.id, limit=limit) == 0:
         raise Forbidden(
             f"you have used all {limit} attempts for {item.exercise.id}; ask an instructor if you need more",
             code="attempt_limit",
@@ -263,7 +276,7 @@ def _admit(item: Intake, counts: _Counts, *, now: dt.datetime, settings: Setting
     counts.recent[key] += 1
     counts.oldest.setdefault(key, now)
     counts.done[key] += 1
-    return done + 1
+    return counts.done[key]
 
 
 def _row(item: Intake, *, attempt: int, now: dt.datetime) -> dict:

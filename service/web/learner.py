@@ -12,7 +12,7 @@ from grading.errors import InvalidSubmission
 from grading.text import clean_value
 from service.errors import ServiceError, TooMany, from_engine
 from service.exercises import service as exercises
-from service.submissions import events, stream_slots
+from service.submissions import batch, events, stream_slots
 from service.submissions import service as submissions
 from service.web import charts, sessions
 from service.web.core import LANG_COOKIE, ViewerDep, local_path, page_lang, render, web_secret
@@ -102,9 +102,9 @@ def _exercise_rows(request: Request, viewer) -> tuple[list[dict], list]:
             for s in submissions.list_visible(session, user=viewer.principal, limit=1000)
             if s.identity_id == viewer.principal.identity_id
         ]
+        counts = batch.limit_counts(session, identity_ids={viewer.principal.identity_id})
         session.expunge_all()
         session.commit()
-    limit = settings.max_attempts_per_exercise
     rows = []
     for ex in exercises.list_all(catalogue):
         mine = [s for s in subs if s.exercise_id == ex.id]
@@ -115,10 +115,20 @@ def _exercise_rows(request: Request, viewer) -> tuple[list[dict], list]:
                 "title": ex.title_zh if viewer.lang == "zh" and ex.title_zh else ex.title,
                 "best": max(scores) if scores else None,
                 "attempts": len(mine),
-                "left": None if not limit or viewer.principal.is_staff else max(0, limit - len(mine)),
+                "left": _attempts_left(counts, viewer.principal, ex.id, settings.max_attempts_per_exercise),
             }
         )
     return rows, subs[:20]
+
+
+def _attempts_left(counts, user, exercise_id: str, limit: int) -> list[tuple[str, int | None]] | None:
+    """What the intake's limit leaves in each course the upload form offers, counted as the intake counts
+    (service/submissions/batch.py:attempts_left, None = unlimited there); None when unlimited in all."""
+    offered = [user.scope] if user.scope else sorted(user.memberships)
+    left = [
+        (c, batch.attempts_left(counts, user=user, course=c, exercise_id=exercise_id, limit=limit)) for c in offered
+    ]
+    return None if all(n is None for _, n in left) else left
 
 
 @router.get("/exercises")

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from sqlalchemy import delete
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from service.auth import service as auth
@@ -106,9 +107,14 @@ def revoke_web_session(session: Session, *, ws: WebSession) -> None:
     copy. Revocations of sessions that have expired anyway are removed on the way (in the caller's transaction)."""
     now = utcnow()
     session.execute(delete(RevokedWebSession).where(RevokedWebSession.expires_at < now))
-    if session.get(RevokedWebSession, ws.nonce) is None:
-        expires = dt.datetime.fromtimestamp(ws.expires, dt.UTC).replace(tzinfo=None)
-        session.add(RevokedWebSession(nonce=ws.nonce, expires_at=max(expires, now), revoked_at=now))
+    expires = dt.datetime.fromtimestamp(ws.expires, dt.UTC).replace(tzinfo=None)
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    # ON CONFLICT: two sign-outs of one session at once (both saw no row yet) must not make the second a 500
+    session.execute(
+        insert(RevokedWebSession)
+        .values(nonce=ws.nonce, expires_at=max(expires, now), revoked_at=now)
+        .on_conflict_do_nothing(index_elements=["nonce"])
+    )
 
 
 def is_revoked(session: Session, *, ws: WebSession) -> bool:

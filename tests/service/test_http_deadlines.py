@@ -153,3 +153,18 @@ def test_a_prompt_keep_alive_client_and_an_open_event_stream_are_not_cut(server)
                 if line.startswith("event: claimed"):
                     break
             assert rest and rest[-1] == "event: claimed", rest
+
+
+def test_a_body_arriving_with_its_head_does_not_count_as_head(server):
+    """A client that writes head and body at once (the first request of a connection, or a later one) hands
+    the server both in one read: the head cap must count the head only. It counted the whole read, so a
+    request with a body over HTTP_MAX_HEADER_BYTES (8192 here) was refused 431 whenever the two came
+    together."""
+    body = json.dumps({"learner": {"subject": "s"}, "notebook": "x" * 30_000}).encode()
+    request = (f"POST /api/v1/intake/submissions?integration=none HTTP/1.1\r\nHost: x\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    with _connect(server) as sock:
+        sock.sendall(request + request.replace(b"HTTP/1.1\r\n", b"HTTP/1.1\r\nConnection: close\r\n", 1))
+        raw = _read_all(sock)
+    statuses = [int(answer.split(b" ", 1)[0]) for answer in raw.split(b"HTTP/1.1 ")[1:]]
+    assert statuses == [401, 401], raw[:400]  # the intake's own answer (no signature), never 431

@@ -54,3 +54,16 @@ def test_swagger_ui_renders_in_chromium_with_no_request_leaving_the_service(live
     origin = urlsplit(live_api.url).netloc
     assert requests and all(urlsplit(url).netloc == origin for url in requests if not url.startswith("data:")), requests
     assert errors == []  # a refused script or style (CSP) or a failed load would be reported here
+
+
+def test_no_dead_public_path_under_the_api(live_api):
+    """Swagger UI's oauth2-redirect route is not served (the docs use no OAuth), so it is not public either:
+    unauthenticated, it is a 401 like any path under /api/v1 (it was a public 404)."""
+    from service.app import PUBLIC_PATHS
+
+    resp = httpx.get(live_api.url + "/api/v1/docs/oauth2-redirect", timeout=30)
+    assert resp.status_code == 401 and resp.json()["error"]["code"] == "not_authenticated", resp.text
+    for path in PUBLIC_PATHS:  # every public path is a route that answers without a token
+        answer = httpx.request("POST" if path.endswith("/submissions") else "GET", live_api.url + path, timeout=30)
+        assert answer.status_code != 404, (path, answer.text)
+        assert answer.status_code != 401 or answer.json()["error"]["code"] != "not_authenticated", (path, answer.text)

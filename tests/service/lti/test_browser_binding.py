@@ -48,6 +48,8 @@ HOSTILE_RETURN_URLS = [
     "https://lms.example@evil.example/return",
     "https://user:pw@evil.example/return",
     "ftp://evil.example/return",
+    "https://%65vil.example/return",  # a browser posts to evil.example, the CSP would name %65vil.example
+    "https://lms.example:99999/return",
     "",
 ]
 
@@ -74,6 +76,14 @@ def test_the_return_url_check_parses_urls_and_allows_http_only_in_dev():
     for bad in HOSTILE_RETURN_URLS:
         with pytest.raises(LtiError):
             return_url(bad, allow_http=True)
+
+
+def test_the_form_action_origin_of_an_ipv6_platform_is_a_valid_csp_source():
+    from service.lti.urls import origin, return_url
+
+    # bare ::1 is no CSP source: the browser would drop it and refuse the post to the platform
+    assert origin(return_url("https://[::1]:8443/return", allow_http=False)) == "https://[::1]:8443"
+    assert origin(return_url("https://LMS.example/return", allow_http=False)) == "https://lms.example"
 
 
 def _picker(lti, browser: Browser) -> str:

@@ -136,3 +136,13 @@ def test_0009_up_and_down(db_engine):
     assert "browser_hash" not in columns() and "nonce" in columns()
     command.upgrade(cfg, "head")
     assert "browser_hash" in columns()
+
+
+def test_a_platform_issuer_longer_than_an_identitys_is_refused_at_registration(lti, svc):
+    """Launch identities are (platform issuer, sub) and identities.issuer holds 200 characters: a platform
+    registered with a longer issuer (the API took 500) made every launch of it a 500 on PostgreSQL."""
+    body = {**lti.platform.registration("long"), "client_id": "client-long",
+            "issuer": "https://lms.example/" + "i" * 200}
+    resp = httpx.post(lti.url + "/api/v1/lti/platforms", json=body, headers=svc.auth(lti.tokens["root"]), timeout=30)
+    assert resp.status_code == 422 and "200" in resp.json()["error"]["message"], resp.text
+    assert resp.json()["error"]["code"] == "invalid_platform"

@@ -18,6 +18,7 @@ def test_a_learner_launch_lands_on_the_exercise_with_a_working_session(lti, coun
                               lineitem="li-1", name="Li Wei")
     assert resp.status_code == 200, resp.text
     body = resp.json()
+    assert resp.headers.get("cache-control") == "no-store"  # it carries the learner's bearer token
     assert body["role"] == "learner" and body["exercise_id"] == "ch05.svc_sum"
     assert body["course"] == f"lti{lti.platform_id}-course-A"
     assert body["links"]["exercise"] == "/api/v1/exercises/ch05.svc_sum"

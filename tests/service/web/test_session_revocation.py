@@ -7,6 +7,7 @@ import datetime as dt
 import re
 
 import httpx
+import pytest
 from sqlalchemy import func, select
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -55,4 +56,52 @@ def test_expired_revocations_are_removed_on_the_next_sign_out(live_api):
     assert client.post("/logout", data={"csrf": CSRF.search(client.get("/exercises").text).group(1)}).status_code == 303
     with live_api.app.state.sessions() as s:
         assert s.get(RevokedWebSession, "long-gone") is None
+        s.commit()
+
+
+def test_two_sign_outs_of_one_session_at_once_both_succeed(db_url, sessions):
+    """Two sign-outs of the same cookie in flight together (a double click, or the victim and whoever copied
+    the cookie): on PostgreSQL both saw no revocation yet, both inserted it, and the second was a 500
+    (IntegrityError). SQLite serialises the two at their first write, so only PostgreSQL could fail."""
+    import threading
+    import time as clock
+
+    from sqlalchemy import text
+
+    from service.web import sessions as web_sessions
+    from service.web.models import RevokedWebSession
+
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite's single writer already orders the two sign-outs")
+    ws = web_sessions.read_web_session(
+        secret="s" * 40, cookie=web_sessions.create_web_session(secret="s" * 40, identity_id=1))
+    first = sessions()
+    web_sessions.revoke_web_session(first, ws=ws)
+    first.flush()  # its row is written, not committed: the second sign-out does not see it
+    outcome: list[BaseException | None] = []
+
+    def second() -> None:
+        try:
+            with sessions() as s:
+                web_sessions.revoke_web_session(s, ws=ws)
+                s.commit()  # waits for the first one's row lock
+            outcome.append(None)
+        except BaseException as exc:  # the test reports it
+            outcome.append(exc)
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    waiting = text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                   "AND query LIKE '%web_session_revocations%' AND pid <> pg_backend_pid()")
+    with sessions() as watcher:  # wait (no time limit asserted) until the second one waits for the first
+        while thread.is_alive() and not watcher.scalar(waiting):
+            watcher.rollback()
+            clock.sleep(0.05)
+        watcher.rollback()
+    first.commit()
+    first.close()
+    thread.join(60)
+    assert outcome == [None], outcome
+    with sessions() as s:
+        assert s.scalar(select(func.count()).select_from(RevokedWebSession)) == 1
         s.commit()

@@ -48,7 +48,7 @@ class Counters:
         return hits
 
 
-def _read(path: Path) -> str:
+def read_file(path: Path) -> str:
     try:
         return path.read_text()
     except OSError:
@@ -102,7 +102,7 @@ class Layout(abc.ABC):
         """Restart peak accounting where the kernel allows it (a pre-warmed kernel handed out)."""
 
     def kill_all(self, directory: Path) -> None:
-        for pid in _read(directory / "cgroup.procs").split():
+        for pid in read_file(directory / "cgroup.procs").split():
             with contextlib.suppress(OSError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
 
@@ -149,10 +149,10 @@ class V1(Layout):
     def counters(self, name: str) -> Counters:
         memory, pids = self.bases["memory"] / name, self.bases["pids"] / name
         return Counters(
-            oom_kills=_keyed(_read(memory / "memory.oom_control"), "oom_kill"),
-            pids_denied=_keyed(_read(pids / "pids.events"), "max"),
-            memory_peak_bytes=_int(_read(memory / "memory.max_usage_in_bytes")),
-            pids_peak=_int(_read(pids / "pids.peak")),
+            oom_kills=_keyed(read_file(memory / "memory.oom_control"), "oom_kill"),
+            pids_denied=_keyed(read_file(pids / "pids.events"), "max"),
+            memory_peak_bytes=_int(read_file(memory / "memory.max_usage_in_bytes")),
+            pids_peak=_int(read_file(pids / "pids.peak")),
         )
 
     def reset_peaks(self, name: str) -> None:
@@ -191,10 +191,10 @@ class V2(Layout):
     def counters(self, name: str) -> Counters:
         d = self.bases["memory"] / name
         return Counters(
-            oom_kills=_keyed(_read(d / "memory.events"), "oom_kill"),
-            pids_denied=_keyed(_read(d / "pids.events"), "max"),
-            memory_peak_bytes=_int(_read(d / "memory.peak")),
-            pids_peak=_int(_read(d / "pids.peak")),
+            oom_kills=_keyed(read_file(d / "memory.events"), "oom_kill"),
+            pids_denied=_keyed(read_file(d / "pids.events"), "max"),
+            memory_peak_bytes=_int(read_file(d / "memory.peak")),
+            pids_peak=_int(read_file(d / "pids.peak")),
         )
 
     def kill_all(self, directory: Path) -> None:
@@ -210,11 +210,11 @@ class V2(Layout):
         """Enable memory, pids and cpu for child groups. A non-root group with processes cannot (the
         "no internal processes" rule), so the service's own processes move to a leaf first."""
         base = self.bases["memory"]
-        enabled = set(_read(base / "cgroup.subtree_control").split())
+        enabled = set(read_file(base / "cgroup.subtree_control").split())
         missing = [c for c in CONTROLLERS if c not in enabled]
         if not missing:
             return
-        available = set(_read(base / "cgroup.controllers").split())
+        available = set(read_file(base / "cgroup.controllers").split())
         if not set(missing) <= available:
             raise OSError(errno.EPERM, f"controllers {sorted(set(missing) - available)} are not delegated to {base}")
         enable = " ".join(f"+{c}" for c in missing)
@@ -226,7 +226,7 @@ class V2(Layout):
                 raise
         leaf = base / SERVICE_LEAF
         leaf.mkdir(exist_ok=True)
-        for pid in _read(base / "cgroup.procs").split():
+        for pid in read_file(base / "cgroup.procs").split():
             with contextlib.suppress(OSError):  # it exited meanwhile
                 write_file(leaf / "cgroup.procs", pid)
         write_file(base / "cgroup.subtree_control", enable)
@@ -299,7 +299,7 @@ def detect(proc_cgroup: str | None = None, mountinfo: str | None = None) -> Layo
                 continue
             if where.name == SERVICE_LEAF:  # a previous start already moved the service into its leaf
                 where = where.parent
-            available = set(_read(where / "cgroup.controllers").split())
+            available = set(read_file(where / "cgroup.controllers").split())
             if set(CONTROLLERS) <= available:
                 return V2(dict.fromkeys(CONTROLLERS, where))
     missing = sorted(set(CONTROLLERS) - set(v1))

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from grading.errors import HostBusy
 from grading.sandbox.cgroup_layout import (
     CONTROLLERS,
     DEFAULT_WEIGHT,
@@ -46,6 +47,7 @@ from grading.sandbox.cgroup_layout import (
     Counters,
     Layout,
     detect,
+    read_file,
     write_file,
 )
 from grading.sandbox.cpu_usage import CpuSample, sample
@@ -136,6 +138,12 @@ NO_GROUP = RunGroup(None, "")  # where control groups are off: joins nothing, re
 
 
 def _remove(layout: Layout, dirs: Iterable[Path], timeout_s: float) -> bool:
+    return not _remove_why(layout, dirs, timeout_s)
+
+
+def _remove_why(layout: Layout, dirs: Iterable[Path], timeout_s: float) -> str:
+    """Kill what is inside and rmdir each dir; "" once gone, else why not ("busy: ..." while something is
+    still inside when `timeout_s` ends, else the error)."""
     deadline = time.monotonic() + timeout_s
     pause_s = 0.002  # killed processes usually leave the group within a few ms
     left = [d for d in dirs if d.exists()]
@@ -149,15 +157,32 @@ def _remove(layout: Layout, dirs: Iterable[Path], timeout_s: float) -> bool:
             except OSError as exc:
                 if exc.errno != errno.EBUSY:
                     log.warning("cannot remove cgroup %s: %s", d, exc)
-                    return False
+                    return f"cannot remove {d}: {exc.strerror or exc}"
         left = [d for d in left if d.exists()]
         if left:
             if time.monotonic() > deadline:
                 log.warning("cgroup(s) %s still hold processes after %.0f s", left, timeout_s)
-                return False
+                return "busy: " + "; ".join(_inside(d) for d in left)
             time.sleep(pause_s)
             pause_s = min(pause_s * 2, 0.02)
-    return True
+    return ""
+
+
+def _inside(directory: Path) -> str:
+    """What keeps `directory` from being removed: the pids SIGKILL did not end, or child groups."""
+    pids = read_file(directory / "cgroup.procs").split()
+    try:
+        children = sorted(p.name for p in directory.iterdir() if p.is_dir())
+    except OSError:  # removed meanwhile
+        children = []
+    parts = [f"pids {' '.join(pids[:8])}{' ...' if len(pids) > 8 else ''}"] if pids else []
+    parts += [f"child groups {', '.join(children[:4])}"] if children else []
+    return f"{directory} holds {' and '.join(parts) or 'something the kernel has not released yet'}"
+
+
+# errors of mkdir/write in a cgroup that mean "not now" (a limit of the host's groups, memory, a busy
+# group), not "never" (EACCES/EPERM: not root or not delegated; ENOENT: the hierarchy is gone)
+SHORTAGE_ERRNOS = frozenset({errno.EBUSY, errno.EAGAIN, errno.ENOSPC, errno.ENOMEM, errno.EROFS, errno.EINTR})
 
 
 @dataclass(kw_only=True)
@@ -168,6 +193,7 @@ class RunGroups:
     cpus_per_run: float = 0.0  # quota in cores; 0 = none (equal weight only)
     cpu_weight: int = DEFAULT_WEIGHT  # every run's weight, v2 units (100 = a plain process's)
     reason: str = ""  # why off, or where the groups live
+    leftover_wait_s: float = 5.0  # how long a leftover group's processes may take to die before HostBusy
 
     @property
     def enabled(self) -> bool:
@@ -179,8 +205,18 @@ class RunGroups:
             return NO_GROUP
         name = PREFIX + user
         group = RunGroup(self.layout, name)
-        if not _remove(self.layout, group._dirs, 5.0):
-            raise OSError(errno.EBUSY, f"leftover cgroup {name} cannot be removed")
+        why = _remove_why(self.layout, group._dirs, self.leftover_wait_s)
+        if why.startswith("busy: "):
+            raise HostBusy(
+                f"control group {name} of a previous run cannot be removed: {why.removeprefix('busy: ')} "
+                f"(still alive {self.leftover_wait_s:.0f} s after SIGKILL: frozen, or stuck in the kernel in "
+                "D state); the job waits and is retried without counting an attempt. If it lasts, end or thaw "
+                "those processes (`ps -o pid,stat,wchan -p PID`, the freezer group's freezer.state) and rmdir "
+                "the group",
+                resource="control group",
+            )
+        if why:
+            raise OSError(errno.EBUSY, f"leftover cgroup {name} cannot be removed ({why})")
         try:
             for controller, files in self.layout.limit_files(
                 memory_mb=memory_mb, max_processes=max_processes, cpus=self.cpus_per_run, weight=self.cpu_weight
@@ -190,8 +226,16 @@ class RunGroups:
                 for filename, value in files:
                     if filename not in OPTIONAL or (d / filename).exists():
                         write_file(d / filename, value)
-        except OSError:
+        except OSError as exc:
             _remove(self.layout, group._dirs, 1.0)
+            if exc.errno in SHORTAGE_ERRNOS:
+                raise HostBusy(
+                    f"control group {name} cannot be made now ({exc.strerror or exc} on {exc.filename or name}): "
+                    "the host's control groups are at a limit (cgroup.max.descendants, pids or memory of the "
+                    "service's group) or busy; the job waits and is retried without counting an attempt. If it "
+                    f"lasts, look for groups left behind and those limits under {self.layout.describe()}",
+                    resource="control group",
+                ) from exc
             raise
         return group
 
@@ -236,8 +280,9 @@ def probe() -> Probe:
         layout.prepare()
         trial = RunGroups(layout=layout).create(f"probe-{os.getpid()}", memory_mb=256, max_processes=16)
         trial.destroy()
-    except OSError as exc:
-        return Probe(False, f"control groups cannot be used here ({exc.strerror or exc}); {FIX}")
+    except (OSError, HostBusy) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        return Probe(False, f"control groups cannot be used here ({why}); {FIX}")
     return Probe(True, layout.describe())
 
 

@@ -24,7 +24,7 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.session import Session
 
-from grading.errors import GraderFault
+from grading.errors import GraderFault, HostBusy
 from grading.exercise import Limits
 from grading.sandbox import KernelRequest, KernelSession, Sandbox, seccomp
 from grading.sandbox.bwrap_command import (
@@ -301,6 +301,8 @@ class BwrapSandbox(Sandbox):
             kill_uid(user.pw_uid)
             group.destroy()
             self.uids.release(user)
+            if isinstance(exc, HostBusy):  # no group for the run (cgroups.py): nothing of it started, it waits
+                raise
             raise GraderFault(f"sandboxed kernel failed to start: {exc}") from exc
         finally:
             if filter_fd is not None:

@@ -15,6 +15,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
+from grading.errors import HostBusy
 from grading.exercise import Resources
 from grading.sandbox import DeviceGrant
 
@@ -122,6 +123,28 @@ def host_busy_check(kind: str, device: int) -> bool:
         return {"cuda": cuda_busy, "npu": npu_busy}.get(kind, lambda _d: False)(device)
     except _NoTool:
         return False
+
+
+TOOL = {"cuda": "nvidia-smi", "npu": "npu-smi info"}
+
+
+def check_free(grant: DeviceGrant, busy_check: BusyCheck | None = None) -> None:
+    """Before a run's first kernel starts: a granted device that another process holds (another service on
+    this host given the same devices, a process left behind) is a shortage of the host, so the job waits
+    unattempted (HostBusy) rather than failing on a device it cannot use. Unknown state counts as held."""
+    if grant.kind == "cpu" or not grant.ids:
+        return
+    check = busy_check or host_busy_check  # looked up now, so a test can swap the module's check
+    held = [i for i in grant.ids if check(grant.kind, i)]
+    if held:
+        tool = TOOL.get(grant.kind, grant.kind)
+        raise HostBusy(
+            f"{grant.kind} device(s) {held} granted to this job are held by another process (or `{tool}` could "
+            "not tell); the job waits and is retried without counting an attempt. If it lasts: find and end "
+            f"the process with `{tool}`, and give each service on this host its own devices "
+            "(TITANGRADE_WORKER_DEVICES)",
+            resource="device",
+        )
 
 
 class DeviceInventory:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 
+from grading.errors import HostBusy
 from grading.sandbox import DeviceGrant
 from grading.sandbox.devices import DeviceInventory
 
@@ -48,6 +49,14 @@ class WorkerDevices:
                 if grant is not None:
                     self._held[kind] += n
                     return grant
+            if any(self.inventory.total(k) >= n for k in self.kinds):  # enough, but held or quarantined now
+                held = ", ".join(
+                    f"{k}: {self._held[k]} held, {len(self.inventory.quarantined[k])} quarantined" for k in self.kinds
+                )
+                raise HostBusy(
+                    f"no device kind has {n} free devices now ({held}): other jobs of this worker hold them",
+                    resource="device",
+                )
         raise RuntimeError(f"no device kind has {n} free devices (claimed a job this worker cannot run)")
 
     def release(self, grant: DeviceGrant) -> list[int]:

@@ -1,9 +1,9 @@
 """Telling a job that never ran from one that did, so the host's trouble never costs a learner an attempt.
 
 Two cases hand a job back as `NotStarted` (not counted) instead of `Faulted` (an attempt):
-- the host had no sandbox user (device, control group) free at the first kernel start (`HostBusy`), so
+- the host had no sandbox user, control group or device free at the first kernel start (`HostBusy`), so
   none of the learner's code ran; `FirstStartWatch` notices it under the engine, which itself only sees
-  a grader fault;
+  a grader fault (and checks, before that start, that no other process holds the job's granted devices);
 - another pool process died: CPython's ProcessPoolExecutor then fails every job of the pool, and
   terminates the pool's healthy processes, so a job in the other slot was stopped by us, not by its run.
   `PoolLedger` records which pool process runs which job, so only the job whose process died is counted.
@@ -20,6 +20,7 @@ from typing import Any
 
 from grading.errors import HostBusy
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
+from grading.sandbox.devices import check_free
 
 
 class FirstStartWatch(Sandbox):
@@ -34,6 +35,8 @@ class FirstStartWatch(Sandbox):
 
     def start(self, request: KernelRequest) -> KernelSession:
         try:
+            if self.starts == 0:  # a granted device another process holds: nothing of the run has begun
+                check_free(request.devices)
             session = self.inner.start(request)
         except HostBusy as exc:
             if self.starts == 0:

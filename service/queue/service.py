@@ -388,7 +388,7 @@ def _requeued(session: Session, submission_id: str, reason: str) -> None:
         .values(status="queued")
         .execution_options(synchronize_session=False)
     )
-    session.add(ProgressEvent(submission_id=submission_id, event="requeued", data={"reason": reason[:500]}))
+    session.add(ProgressEvent(submission_id=submission_id, event="requeued", data={"reason": clean_text(reason)[:500]}))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

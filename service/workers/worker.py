@@ -29,7 +29,7 @@ from service.config import Settings
 from service.db import transaction
 from service.errors import clip
 from service.grades import service as grades
-from service.outage import Backoff, Outage, describe, is_unavailable
+from service.outage import Retrier, describe, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
 from service.workers import outcomes
@@ -73,8 +73,8 @@ class Worker:
         self.stored = 0  # grades this worker stored (for tests and logs)
         self._last_reap = float("-inf")
         self._leases_fresh = True  # False after a failed renewal: renew before reaping, never reap our own
-        self.outage = Outage(who=f"worker {self.id}", log=log)
-        self._backoff = Backoff(base_s=settings.db_retry_base_s, cap_s=settings.db_retry_max_s)
+        self._retry = Retrier.from_settings(settings, who=f"worker {self.id}", log=log)
+        self.outage = self._retry.outage
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def run(self, *, burst: bool = False) -> None:
@@ -91,7 +91,8 @@ class Worker:
         # New work wakes the loop at once: a commit in this process (serve: API and worker together), or
         # NOTIFY from another process on PostgreSQL; poll_s is only the fallback (SQLite across processes).
         unsubscribe = signals.subscribe(signals.JOBS, lambda _key: self.wake())
-        listener = signals.listen_if_postgresql(self.settings.database_url, (signals.JOBS,))
+        retry = {"retry_base_s": self.settings.db_retry_base_s, "retry_max_s": self.settings.db_retry_max_s}
+        listener = signals.listen_if_postgresql(self.settings.database_url, (signals.JOBS,), **retry)
         try:
             while not self.stop.is_set():
                 try:
@@ -100,8 +101,7 @@ class Worker:
                 except Exception as exc:  # nothing ends the loop but `stop`
                     self._loop_failed(exc, doing="scheduling")
                 else:
-                    self._backoff.reset()
-                    self.outage.recovered(held=self._held_text())
+                    self._retry.succeeded(held=self._held_text())
         finally:
             unsubscribe()
             if listener is not None:
@@ -125,11 +125,7 @@ class Worker:
     def _loop_failed(self, exc: Exception, *, doing: str) -> None:
         """Back off after an error of the loop: a database outage is waited out, anything else is logged
         with its traceback (a job it concerned was already ended as a grader fault) and retried."""
-        delay_s = self._backoff.next_s()
-        if is_unavailable(exc):
-            self.outage.failed(exc, doing=doing, retry_in_s=delay_s, held=self._held_text())
-        else:
-            log.exception("worker %s: unexpected error while %s; retrying in %.1f s", self.id, doing, delay_s)
+        delay_s = self._retry.failed(exc, doing=doing, held=self._held_text())
         deadline = time.monotonic() + delay_s
         while not self.stop.is_set() and (left_s := deadline - time.monotonic()) > 0:
             try:  # gradings that end meanwhile: their outcome is taken now and held until it can be stored

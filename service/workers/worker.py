@@ -303,30 +303,11 @@ class Worker:
             self._store_flight(flight)
 
     def _store_flight(self, flight: _InFlight) -> None:
-        """Store one finished job's outcome. The database unreachable: raise, the outcome stays held and the
-        lease renewed. Any other error: the job ends as a retryable grader fault, never a worker crash."""
-        job, outcome = flight.job, flight.outcome
-        assert outcome is not None
-        try:
-            state = self._store_in_transaction(job, outcome)
-        except Exception as exc:
-            if is_unavailable(exc):
-                raise
-            log.exception(
-                "worker %s could not store the outcome of job %s; ending it as a grader fault", self.id, job.job_id
-            )
-            reason = f"the result could not be stored: {type(exc).__name__}: {clip(exc, 300)}"
-            flight.outcome = Faulted(reason, retryable=True)
-            try:
-                state = self._store_in_transaction(job, flight.outcome)
-            except Exception as again:
-                if is_unavailable(again):
-                    raise
-                log.exception("worker %s could not record the fault of job %s", self.id, job.job_id)
-                state = "left to lease expiry (the fault could not be recorded)"
+        """Store one finished job's outcome and free its slot; the database unreachable: raise, it stays held."""
+        state = outcomes.store_or_fault(flight, store=self._store_in_transaction, who=f"worker {self.id}")
         with self._lock:
-            self._inflight.pop(job.job_id, None)
-        log.info("worker %s job %s: %s", self.id, job.job_id, state)
+            self._inflight.pop(flight.job.job_id, None)
+        log.info("worker %s job %s: %s", self.id, flight.job.job_id, state)
 
     def _store_in_transaction(self, job: ClaimedJob, outcome: Outcome) -> str:
         with transaction(self.sessions) as s:

@@ -1,5 +1,6 @@
-"""The OpenAPI document: every 4xx declared with the one error schema, the bearer scheme, and links that
-tell clients (and schemathesis' stateful tests) how a new submission's id feeds the other endpoints."""
+"""The OpenAPI document: every 4xx and the 503 of a database outage declared with the one error schema, the
+bearer scheme, and links that tell clients (and schemathesis' stateful tests) how a new submission's id feeds
+the other endpoints."""
 
 from __future__ import annotations
 
@@ -35,6 +36,14 @@ DESCRIPTIONS = {
     429: "too many requests (see Retry-After)",
     503: "could not be stored now, nothing was kept; retry (see Retry-After)",
 }
+# Every route that reads the database answers 503 `database_unavailable` while it cannot be reached
+# (service/outage.py); /healthz never asks it, /readyz answers the outage with a body of its own.
+DB_UNAVAILABLE = (
+    "the database cannot be reached now (`database_unavailable`); nothing was changed; retry after Retry-After"
+)
+RETRY_AFTER = {"description": "seconds to wait before retrying", "schema": {"type": "integer", "minimum": 1}}
+NO_DATABASE = {"/healthz"}
+OWN_BODY_503 = {"/readyz"}
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -86,8 +95,11 @@ def build_openapi(app: FastAPI, *, api_prefix: str, public_paths: set[str]) -> d
                 statuses.add(404)
             for status in statuses:
                 responses.setdefault(str(status), {"description": DESCRIPTIONS[status]})
+            if path not in NO_DATABASE:
+                unavailable = responses.setdefault("503", {"description": DB_UNAVAILABLE})
+                unavailable.setdefault("headers", {})["Retry-After"] = RETRY_AFTER
             for status, body in responses.items():
-                if status.startswith("4"):
+                if status.startswith("4") or (status == "503" and path not in OWN_BODY_503):
                     body["content"] = {"application/json": {"schema": ERROR_REF}}
     _links(schema["paths"])
     return schema

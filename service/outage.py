@@ -1,7 +1,7 @@
 """Telling "the database cannot be reached now" apart from a bug, and waiting it out.
 
 A database that is down, restarting, or out of disk is an ordinary fault: workers back off and retry
-(`Backoff`, `Outage`), the API answers 503 with Retry-After. A bug (a missing table, bad SQL, a refused
+(`Retrier`: `Backoff` and `Outage`), the API answers 503 with Retry-After. A bug (a missing table, bad SQL, a refused
 value) is not retried and stays a 500 or a grader fault. `is_unavailable` is the one place that decides.
 """
 
@@ -90,11 +90,18 @@ class Backoff:
 
 
 class Outage:
-    """Tracks one component's database outage for its logs: a warning when it starts and at each retry
-    (with how long it lasted so far and what is held), one line when the database answers again."""
+    """Tracks one component's database outage for its logs: a warning when it starts, a short line at each
+    retry (how long it lasted so far, what is held), one info line when the database answers again."""
 
-    def __init__(self, *, who: str, log: logging.Logger, clock: Callable[[], float] = time.monotonic) -> None:
-        self.who, self.log, self.clock = who, log, clock
+    def __init__(
+        self,
+        *,
+        who: str,
+        log: logging.Logger,
+        resumes: str = "grading goes on",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.who, self.log, self.resumes, self.clock = who, log, resumes, clock
         self.since: float | None = None
         self.outages = 0  # outages seen (for tests and logs)
         self._lock = threading.Lock()  # the worker loop and its heartbeat thread report here
@@ -110,7 +117,7 @@ class Outage:
                 self.since, self.outages = now, self.outages + 1
                 self.log.warning("%s: database unreachable while %s (%s)", self.who, doing, describe(exc))
             when = f"retrying in {retry_in_s:.1f} s" if retry_in_s is not None else "retrying at the next heartbeat"
-            self.log.warning(
+            self.log.info(
                 "%s: database down for %.1f s; %s%s", self.who, now - self.since, when, f"; {held}" if held else ""
             )
 
@@ -120,9 +127,41 @@ class Outage:
                 return
             lasted = self.clock() - self.since
             self.since = None
-        self.log.warning(
-            "%s: database reachable again after %.1f s; grading goes on%s",
+        self.log.info(
+            "%s: database reachable again after %.1f s; %s%s",
             self.who,
             lasted,
+            self.resumes,
             f" ({held})" if held else "",
         )
+
+
+class Retrier:
+    """One loop's answer to an error of its own (the worker loop, the LISTEN thread, webhook delivery): how
+    long to wait before the next try (`Backoff`) and what to log (`Outage`; a bug keeps its traceback)."""
+
+    def __init__(
+        self, *, who: str, log: logging.Logger, base_s: float, cap_s: float, resumes: str = "grading goes on"
+    ) -> None:
+        self.who, self.log = who, log
+        self.outage = Outage(who=who, log=log, resumes=resumes)
+        self.backoff = Backoff(base_s=base_s, cap_s=cap_s)
+
+    @classmethod
+    def from_settings(cls, settings, *, who: str, log: logging.Logger, resumes: str = "grading goes on") -> Retrier:
+        """With the database retry settings (`db_retry_base_s`, `db_retry_max_s`) every loop shares."""
+        return cls(who=who, log=log, base_s=settings.db_retry_base_s, cap_s=settings.db_retry_max_s, resumes=resumes)
+
+    def failed(self, exc: BaseException, *, doing: str, held: str = "") -> float:
+        """Log a failed try and return the seconds to wait before the next one."""
+        delay_s = self.backoff.next_s()
+        if is_unavailable(exc):
+            self.outage.failed(exc, doing=doing, retry_in_s=delay_s, held=held)
+        else:
+            self.log.exception("%s: unexpected error while %s; retrying in %.1f s", self.who, doing, delay_s)
+        return delay_s
+
+    def succeeded(self, *, held: str = "") -> None:
+        """A try went through: the next failure waits the shortest delay again; an outage is over."""
+        self.backoff.reset()
+        self.outage.recovered(held=held)

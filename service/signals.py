@@ -21,6 +21,8 @@ from collections.abc import Callable
 from sqlalchemy import event, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.outage import Retrier
+
 log = logging.getLogger("titangrade.signals")
 
 JOBS = "titangrade_jobs"  # key "": a job may be claimable now
@@ -104,13 +106,21 @@ def _after_rollback(session: Session) -> None:
 
 class PgListener:
     """A daemon thread holding one PostgreSQL connection that LISTENs on `channels` and publishes each
-    notification in this process. It reconnects after an error; until then the poll fallback covers."""
+    notification in this process. A lost connection is retried with the workers' backoff (service/outage.py:
+    one warning, a line per retry, one when back); until then the poll fallback covers. On reconnecting it
+    publishes an empty JOBS key, since NOTIFYs sent while it was away are lost: a worker looks at the queue."""
 
-    def __init__(self, database_url: str, channels: tuple[str, ...]) -> None:
+    def __init__(
+        self, database_url: str, channels: tuple[str, ...], *, retry_base_s: float = 0.5, retry_max_s: float = 10.0
+    ) -> None:
         self.url = database_url
         self.channels = channels
         self.stop = threading.Event()
         self.listening = threading.Event()  # set once LISTEN has been issued (tests wait on it)
+        self.backend_pid: int | None = None  # the server process of the LISTEN connection (tests end it)
+        self.retry = Retrier(
+            who="LISTEN connection", log=log, base_s=retry_base_s, cap_s=retry_max_s, resumes="wake-ups go on"
+        )
         self._thread = threading.Thread(target=self._run, name="tg-pg-listen", daemon=True)
 
     def start(self) -> PgListener:
@@ -127,22 +137,27 @@ class PgListener:
 
         # the SQLAlchemy URL as a libpq URI (options such as search_path carry over)
         conninfo = make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
-        return psycopg.connect(conninfo, autocommit=True)
+        return psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
 
     def _run(self) -> None:
+        lost = False
         while not self.stop.is_set():
             try:
                 with self._connect() as conn:
                     for channel in self.channels:
                         conn.execute(f"LISTEN {channel}")  # channel names are our constants, not input
+                    self.backend_pid = conn.info.backend_pid
                     self.listening.set()
+                    self.retry.succeeded()
+                    if lost and JOBS in self.channels:
+                        publish(JOBS, "")
                     while not self.stop.is_set():
                         for note in conn.notifies(timeout=0.25):
                             publish(note.channel, note.payload)
-            except Exception:
+            except Exception as exc:
                 self.listening.clear()
-                log.warning("LISTEN connection lost; retrying in 1 s (polling covers meanwhile)", exc_info=True)
-                self.stop.wait(1.0)
+                lost = True
+                self.stop.wait(self.retry.failed(exc, doing="listening for wake-ups (polling covers meanwhile)"))
 
 
 class DatagramRelay:
@@ -194,8 +209,11 @@ def forward_to_relay(address: str, channel: str) -> None:
     subscribe(channel, send)
 
 
-def listen_if_postgresql(database_url: str, channels: tuple[str, ...]) -> PgListener | None:
-    """Start a listener when the database is PostgreSQL; None for SQLite (polling is the fallback there)."""
+def listen_if_postgresql(
+    database_url: str, channels: tuple[str, ...], *, retry_base_s: float = 0.5, retry_max_s: float = 10.0
+) -> PgListener | None:
+    """Start a listener when the database is PostgreSQL; None for SQLite (polling is the fallback there).
+    The retry delays are the `db_retry_base_s`/`db_retry_max_s` settings (their defaults here)."""
     if not database_url.startswith(("postgresql", "postgres:")):
         return None
-    return PgListener(database_url, channels).start()
+    return PgListener(database_url, channels, retry_base_s=retry_base_s, retry_max_s=retry_max_s).start()

@@ -25,6 +25,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import transaction, utcnow
+from service.outage import Retrier
 from service.webhooks.models import DeliveryAttempt, DeliveryStatus, OutboxDelivery
 from service.webhooks.targets import TargetSource, default_sources, fan_out
 
@@ -227,12 +228,18 @@ class Deliverer:
 
     def run(self, *, burst: bool = False) -> None:
         """Loop until stopped; with `burst`, return once nothing is due."""
+        retry = Retrier.from_settings(self.settings, who="webhook delivery", log=log, resumes="deliveries go on")
         while not self.stop.is_set():
             try:
                 done = self.run_once()
-            except Exception:  # the database may be briefly away; keep the loop alive
-                log.exception("delivery round failed; retrying")
+            except Exception as exc:  # an outage is waited out (service/outage.py); the loop stays alive
+                if not burst:
+                    self.stop.wait(retry.failed(exc, doing="delivering"))
+                    continue
+                log.exception("delivery round failed")
                 done = 0
+            else:
+                retry.succeeded()
             if done == 0:
                 if burst:
                     break

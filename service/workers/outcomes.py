@@ -2,19 +2,27 @@
 
 A grade is stored only while the lease is held (the queue fences every write); a grader fault is retried
 until `max_attempts`, then recorded as not gradable; "not started" hands the job back without an attempt.
-Kept apart from the worker loop so the loop only decides when to store, and this module what storing means.
+Kept apart from the worker loop so the loop only decides when to store, and this module what storing means
+(a store that fails for another reason than an outage included).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy.orm import Session
 
+from service.errors import clip
 from service.grades import service as grades
+from service.outage import is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
 from service.workers.executor import Faulted, Graded, NotStarted, Outcome
+
+log = logging.getLogger("titangrade.worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +50,38 @@ def store(s: Session, *, job: ClaimedJob, outcome: Outcome, retry_backoff_s: flo
                 return Stored("discarded (lease lost)")
             return Stored("handed back (not started)", wake_after_s=retry_backoff_s)
     raise TypeError(f"executor returned {outcome!r}; expected Graded, Faulted or NotStarted")
+
+
+class Held(Protocol):
+    """A finished job whose outcome waits to be stored (the worker's flight)."""
+
+    job: ClaimedJob
+    outcome: Outcome | None
+
+
+def store_or_fault(held: Held, *, store: Callable[[ClaimedJob, Outcome], str], who: str) -> str:
+    """Store `held.outcome` with `store` (one transaction; returns the state for the log). The database
+    unreachable: raise (the caller keeps it held and retries). Any other error: the job ends as a retryable
+    grader fault, never a worker crash; `held.outcome` becomes that fault first, so a retry after an outage
+    stores the fault, not the result that could not be stored."""
+    job, outcome = held.job, held.outcome
+    assert outcome is not None
+    try:
+        return store(job, outcome)
+    except Exception as exc:
+        if is_unavailable(exc):
+            raise
+        log.exception("%s could not store the outcome of job %s; ending it as a grader fault", who, job.job_id)
+        held.outcome = Faulted(
+            f"the result could not be stored: {type(exc).__name__}: {clip(exc, 300)}", retryable=True
+        )
+    try:
+        return store(job, held.outcome)
+    except Exception as again:
+        if is_unavailable(again):
+            raise
+        log.exception("%s could not record the fault of job %s", who, job.job_id)
+        return "left to lease expiry (the fault could not be recorded)"
 
 
 def _fault(s: Session, job: ClaimedJob, *, error: str, retryable: bool, final: dict | None, backoff_s: float) -> Stored:

@@ -29,7 +29,7 @@ from service.config import Settings
 from service.db import transaction
 from service.errors import clip
 from service.grades import service as grades
-from service.outage import Backoff, Outage, describe, is_unavailable
+from service.outage import Retrier, describe, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
 from service.workers import outcomes
@@ -73,8 +73,8 @@ class Worker:
         self.stored = 0  # grades this worker stored (for tests and logs)
         self._last_reap = float("-inf")
         self._leases_fresh = True  # False after a failed renewal: renew before reaping, never reap our own
-        self.outage = Outage(who=f"worker {self.id}", log=log)
-        self._backoff = Backoff(base_s=settings.db_retry_base_s, cap_s=settings.db_retry_max_s)
+        self._retry = Retrier.from_settings(settings, who=f"worker {self.id}", log=log)
+        self.outage = self._retry.outage
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def run(self, *, burst: bool = False) -> None:
@@ -91,7 +91,8 @@ class Worker:
         # New work wakes the loop at once: a commit in this process (serve: API and worker together), or
         # NOTIFY from another process on PostgreSQL; poll_s is only the fallback (SQLite across processes).
         unsubscribe = signals.subscribe(signals.JOBS, lambda _key: self.wake())
-        listener = signals.listen_if_postgresql(self.settings.database_url, (signals.JOBS,))
+        retry = {"retry_base_s": self.settings.db_retry_base_s, "retry_max_s": self.settings.db_retry_max_s}
+        listener = signals.listen_if_postgresql(self.settings.database_url, (signals.JOBS,), **retry)
         try:
             while not self.stop.is_set():
                 try:
@@ -100,8 +101,7 @@ class Worker:
                 except Exception as exc:  # nothing ends the loop but `stop`
                     self._loop_failed(exc, doing="scheduling")
                 else:
-                    self._backoff.reset()
-                    self.outage.recovered(held=self._held_text())
+                    self._retry.succeeded(held=self._held_text())
         finally:
             unsubscribe()
             if listener is not None:
@@ -125,11 +125,7 @@ class Worker:
     def _loop_failed(self, exc: Exception, *, doing: str) -> None:
         """Back off after an error of the loop: a database outage is waited out, anything else is logged
         with its traceback (a job it concerned was already ended as a grader fault) and retried."""
-        delay_s = self._backoff.next_s()
-        if is_unavailable(exc):
-            self.outage.failed(exc, doing=doing, retry_in_s=delay_s, held=self._held_text())
-        else:
-            log.exception("worker %s: unexpected error while %s; retrying in %.1f s", self.id, doing, delay_s)
+        delay_s = self._retry.failed(exc, doing=doing, held=self._held_text())
         deadline = time.monotonic() + delay_s
         while not self.stop.is_set() and (left_s := deadline - time.monotonic()) > 0:
             try:  # gradings that end meanwhile: their outcome is taken now and held until it can be stored
@@ -307,30 +303,11 @@ class Worker:
             self._store_flight(flight)
 
     def _store_flight(self, flight: _InFlight) -> None:
-        """Store one finished job's outcome. The database unreachable: raise, the outcome stays held and the
-        lease renewed. Any other error: the job ends as a retryable grader fault, never a worker crash."""
-        job, outcome = flight.job, flight.outcome
-        assert outcome is not None
-        try:
-            state = self._store_in_transaction(job, outcome)
-        except Exception as exc:
-            if is_unavailable(exc):
-                raise
-            log.exception(
-                "worker %s could not store the outcome of job %s; ending it as a grader fault", self.id, job.job_id
-            )
-            reason = f"the result could not be stored: {type(exc).__name__}: {clip(exc, 300)}"
-            flight.outcome = Faulted(reason, retryable=True)
-            try:
-                state = self._store_in_transaction(job, flight.outcome)
-            except Exception as again:
-                if is_unavailable(again):
-                    raise
-                log.exception("worker %s could not record the fault of job %s", self.id, job.job_id)
-                state = "left to lease expiry (the fault could not be recorded)"
+        """Store one finished job's outcome and free its slot; the database unreachable: raise, it stays held."""
+        state = outcomes.store_or_fault(flight, store=self._store_in_transaction, who=f"worker {self.id}")
         with self._lock:
-            self._inflight.pop(job.job_id, None)
-        log.info("worker %s job %s: %s", self.id, job.job_id, state)
+            self._inflight.pop(flight.job.job_id, None)
+        log.info("worker %s job %s: %s", self.id, flight.job.job_id, state)
 
     def _store_in_transaction(self, job: ClaimedJob, outcome: Outcome) -> str:
         with transaction(self.sessions) as s:

@@ -78,3 +78,32 @@ def test_backoff_doubles_to_its_cap_with_jitter_and_resets():
     assert len(set(delays)) == len(delays)  # jittered: workers that failed together do not retry together
     backoff.reset()
     assert backoff.next_s() <= 0.5
+
+
+def test_retrier_logs_an_outage_without_tracebacks_and_a_bug_with_one(caplog):
+    """The loops' shared answer to an error: a real refused connection is one warning, a short line per
+    retry and one info line when back, each wait from the capped backoff; a bug keeps its traceback."""
+    import logging
+
+    from service.outage import Retrier
+
+    log = logging.getLogger("titangrade.test-retrier")
+    caplog.set_level(logging.INFO, logger=log.name)
+    retry = Retrier(who="loop", log=log, base_s=0.5, cap_s=1.0, resumes="work goes on")
+    refused = _raised(create_engine(f"postgresql+psycopg://postgres@127.0.0.1:{_closed_port()}/x"), "SELECT 1")
+    waits = [retry.failed(refused, doing="polling") for _ in range(4)]
+    assert all(0.25 <= w <= 1.0 for w in waits) and waits[-1] >= 0.5  # capped at 1.0, jittered 0.5-1.0
+    retry.succeeded()
+    retry.succeeded()  # no second "back" line
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert [lvl for lvl, _ in lines] == [logging.WARNING] + [logging.INFO] * 5, lines
+    assert "database unreachable while polling" in lines[0][1] and "OperationalError" in lines[0][1]
+    assert lines[-1][1].startswith("loop: database reachable again after") and lines[-1][1].endswith("work goes on")
+    assert not [r for r in caplog.records if r.exc_info]
+    assert retry.backoff.failures == 0 and not retry.outage.down
+    caplog.clear()
+    try:
+        raise KeyError("a bug")
+    except KeyError as bug:
+        retry.failed(bug, doing="polling")
+    assert caplog.records[0].levelno == logging.ERROR and caplog.records[0].exc_info

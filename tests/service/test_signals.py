@@ -1,7 +1,9 @@
 """Commit-time wake-ups (service/signals.py): subscribers hear a committed progress event (and a claimable
 job) at once, never a rolled-back one; on PostgreSQL a commit in another process arrives by NOTIFY."""
+
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import subprocess
@@ -82,3 +84,99 @@ def test_postgresql_notify_reaches_a_listener_in_another_process(db_url, session
         listener.close()
     assert got == {(signals.JOBS, ""), (signals.EVENTS, kept.id)}
     assert (signals.EVENTS, rolled.id) not in _drain(heard)  # the rolled-back event was never sent
+
+
+def _notify(engine, channel: str, key: str) -> None:
+    """NOTIFY from a plain connection: no session hook publishes it in this process, only the listener."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        conn.execute(text("select pg_notify(:c, :k)"), {"c": channel, "k": key})
+
+
+def _heard_key(got: queue.Queue, pair: tuple[str, str], timeout_s: float = 30) -> bool:
+    """Wait for `pair` (the shared database may carry other tests' NOTIFYs too)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            if got.get(timeout=left) == pair:
+                return True
+        except queue.Empty:
+            return False
+    return False
+
+
+def _assert_outage_logged_once_without_tracebacks(caplog) -> None:
+    ours = [r for r in caplog.records if r.name == "titangrade.signals"]
+    assert not [r for r in ours if r.exc_info], "a traceback was logged for a lost connection"
+    started = [r for r in ours if r.levelno == logging.WARNING]
+    assert len(started) == 1 and "database unreachable" in started[0].getMessage(), [r.getMessage() for r in ours]
+    assert any(r.levelno == logging.INFO and "database down for" in r.getMessage() for r in ours)
+    back = [r for r in ours if "reachable again" in r.getMessage()]
+    assert len(back) == 1 and back[0].levelno == logging.INFO
+
+
+def test_a_listener_whose_connection_is_terminated_reconnects_and_wakes_subscribers(db_url, db_engine, heard, caplog):
+    if not db_url.startswith("postgresql"):
+        pytest.skip("NOTIFY is PostgreSQL's")
+    from sqlalchemy import text
+
+    caplog.set_level(logging.INFO, logger="titangrade.signals")
+    listener = signals.PgListener(db_url, (signals.JOBS, signals.EVENTS), retry_base_s=0.05, retry_max_s=0.2).start()
+    try:
+        assert listener.listening.wait(30), "LISTEN connection did not come up"
+        first = listener.backend_pid
+        with db_engine.begin() as conn:  # what an administrator, a failover or an idle-session timeout does
+            assert conn.execute(text("select pg_terminate_backend(:p)"), {"p": first}).scalar()
+        for _ in range(600):  # the shared server carries other tests' NOTIFYs: wait for the reconnect itself
+            if listener.listening.is_set() and listener.backend_pid not in (None, first):
+                break
+            listener.stop.wait(0.05)
+        assert listener.listening.is_set() and listener.backend_pid not in (None, first), "did not reconnect"
+        key = f"after-recovery-{os.getpid()}-{id(listener)}"
+        _notify(db_engine, signals.EVENTS, key)
+        assert _heard_key(heard, (signals.EVENTS, key)), "a NOTIFY after the reconnect did not reach the subscriber"
+    finally:
+        listener.close()
+    _assert_outage_logged_once_without_tracebacks(caplog)
+
+
+@pytest.mark.slow
+def test_a_listener_waits_out_a_postgresql_that_is_down_then_wakes_subscribers(heard, caplog):
+    import importlib.util
+
+    from sqlalchemy import create_engine
+
+    spec = importlib.util.spec_from_file_location("tg_fault_support", Path(__file__).with_name("fault_support.py"))
+    faults = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(faults)
+    bindir = faults.postgres_bindir()
+    if bindir is None:
+        pytest.skip("initdb/pg_ctl not installed (apt-get install postgresql)")
+    caplog.set_level(logging.INFO, logger="titangrade.signals")
+    pg = faults.PrivatePostgres(bindir)
+    channels = (signals.JOBS, signals.EVENTS)
+    listener = signals.PgListener(pg.url, channels, retry_base_s=0.05, retry_max_s=0.2).start()
+    try:
+        assert listener.listening.wait(30), "LISTEN connection did not come up"
+        pg.kill()
+        retries = lambda: [r for r in caplog.records if "database down for" in r.getMessage()]  # noqa: E731
+        for _ in range(600):
+            if len(retries()) >= 5:
+                break
+            listener.stop.wait(0.05)
+        assert len(retries()) >= 5 and not listener.listening.is_set()
+        _drain(heard)  # before the server is back: the wake-up after reconnecting comes after this
+        pg.start()
+        assert listener.listening.wait(30), "the listener did not reconnect once PostgreSQL was back"
+        assert _heard_key(heard, (signals.JOBS, "")), "no wake-up after reconnecting (NOTIFYs meanwhile are lost)"
+        engine = create_engine(pg.url)
+        _notify(engine, signals.EVENTS, "back")
+        engine.dispose()
+        assert _heard_key(heard, (signals.EVENTS, "back"))
+    finally:
+        listener.close()
+        pg.close()
+    _assert_outage_logged_once_without_tracebacks(caplog)

@@ -48,7 +48,13 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     other workers) to this process's open event streams; SQLite streams poll (service/signals.py).
     At shutdown the intake writer stores the uploads already handed to it and refuses new ones (503).
     Meanwhile freed native memory is handed back every `malloc_trim_s` (service/memory.py)."""
-    listener = signals.listen_if_postgresql(app.state.settings.database_url, (signals.EVENTS,))
+    settings = app.state.settings
+    listener = signals.listen_if_postgresql(
+        settings.database_url,
+        (signals.EVENTS,),
+        retry_base_s=settings.db_retry_base_s,
+        retry_max_s=settings.db_retry_max_s,
+    )
     if app.state.intake.closed:  # the app is started again (tests): a fresh writer
         app.state.intake = _intake_writer(app)
     trimmer = memory.Trimmer(app.state.settings.malloc_trim_s).start()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from grading.errors import HostBusy
 from grading.sandbox import DeviceGrant
 from service import signals
 from service.config import Settings
@@ -241,6 +242,10 @@ class Worker:
                 world_size=job.world_size,
             )
             future = self.executor.submit(ticket)
+        except HostBusy as exc:  # its devices are held right now: nothing ran, so no attempt is counted
+            log.info("worker %s hands job %s back: %s", self.id, job.job_id, clip(exc, 300))
+            future = Future()
+            future.set_result(NotStarted(f"{exc.resource} busy: {clip(exc, 300)}"))
         except Exception as exc:
             log.exception("worker %s could not start job %s", self.id, job.job_id)
             future = Future()

@@ -109,3 +109,34 @@ def test_a_job_waits_unattempted_while_another_process_holds_its_device(
         row = s.get(Submission, sub.id)
         assert (row.status, row.score, job.status, job.attempts) == ("graded", 3.0, "done", 1)
     assert worker.stored == 1
+
+
+def test_devices_taken_between_claim_and_start_hand_the_job_back_unattempted(db_url, sessions, svc, add_submission):
+    """FAKE inventory: the claim saw a free device, but by the time the job starts it is held (another slot
+    took it, or it was quarantined): the worker's own shortage is not started, not an attempt (it was a
+    counted grader fault)."""
+    from service.queue import service as queue
+
+    with transaction(sessions) as s:
+        sub, _ = add_submission(s, notebook=svc.notebook(), devices=1, max_attempts=3)
+    inventory = DeviceInventory({"npu": [0]}, busy_check=lambda kind, i: False, label="fake")
+    worker = Worker(
+        settings=svc.settings(db_url, sandbox="unsafe-local", retry_backoff_s=30, worker_slots=1),
+        sessions=sessions,
+        executor=InThreadExecutor(),
+        devices=WorkerDevices(inventory),
+    )
+    try:
+        with transaction(sessions) as s:
+            job = queue.claim(s, worker_id=worker.id, lanes=("short", "long"), free_devices=1, max_world_size=8,
+                              lease_s=30)
+        assert job is not None
+        worker.devices.acquire(1)  # taken meanwhile
+        worker._start(job)
+        worker._collect(timeout=5)
+        with sessions() as s:
+            row, stored = s.get(Submission, sub.id), s.get(Job, job.job_id)
+            assert (row.status, stored.status, stored.attempts) == ("queued", "queued", 0)
+            assert stored.last_error.startswith("not started: device busy: ")
+    finally:
+        worker.executor.shutdown()

@@ -138,6 +138,12 @@ class Settings(BaseSettings):
     )
     max_attempts: int = Field(3, ge=1, description="grader-fault retries before a submission is not_gradable")
     retry_backoff_s: float = Field(2.0, ge=0, description="delay before a retried job may run again")
+    not_started_max_s: float = Field(
+        60.0,
+        ge=0,
+        description="the longest a job handed back for a host shortage waits: the delay grows from retry_backoff_s "
+        "while the shortage lasts, so a long one does not cycle every queued job every few seconds",
+    )
 
     # database outages (service/outage.py): workers wait them out, the API answers 503 with Retry-After
     db_retry_base_s: float = Field(

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from service.errors import clip
 from service.grades import service as grades
-from service.outage import is_unavailable
+from service.outage import Backoff, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
 from service.workers.executor import Faulted, Graded, NotStarted, Outcome
@@ -32,10 +32,16 @@ class Stored:
     wake_after_s: float | None = None  # the job becomes claimable again after this long
 
 
-def store(s: Session, *, job: ClaimedJob, outcome: Outcome, retry_backoff_s: float) -> Stored:
-    """Store a grade or apply the retry policy, fenced by the lease."""
+def store(
+    s: Session, *, job: ClaimedJob, outcome: Outcome, retry_backoff_s: float, shortage: Backoff | None = None
+) -> Stored:
+    """Store a grade or apply the retry policy, fenced by the lease. `shortage`: the worker's delays for
+    jobs handed back because the host ran short (growing while hand-backs follow each other, reset by a
+    job that ran); without it a hand-back waits `retry_backoff_s`."""
     match outcome:
         case Graded(result) if result["status"] != "not_gradable":
+            if shortage is not None:
+                shortage.reset()
             if not queue.complete(s, job=job):
                 return Stored("discarded (lease lost)")
             grades.record_grade(s, submission_id=job.submission_id, result=result)
@@ -46,9 +52,10 @@ def store(s: Session, *, job: ClaimedJob, outcome: Outcome, retry_backoff_s: flo
         case Faulted(reason, retryable):
             return _fault(s, job, error=reason, retryable=retryable, final=None, backoff_s=retry_backoff_s)
         case NotStarted(reason):  # nothing ran: not an attempt (the executor keeps off the node a while)
-            if not queue.release(s, job=job, reason=f"not started: {reason}", after_s=retry_backoff_s):
+            after_s = retry_backoff_s if shortage is None else shortage.next_s()
+            if not queue.release(s, job=job, reason=f"not started: {reason}", after_s=after_s):
                 return Stored("discarded (lease lost)")
-            return Stored("handed back (not started)", wake_after_s=retry_backoff_s)
+            return Stored("handed back (not started)", wake_after_s=after_s)
     raise TypeError(f"executor returned {outcome!r}; expected Graded, Faulted or NotStarted")
 
 

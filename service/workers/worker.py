@@ -30,7 +30,7 @@ from service.config import Settings
 from service.db import transaction
 from service.errors import clip
 from service.grades import service as grades
-from service.outage import Retrier, describe, is_unavailable
+from service.outage import Backoff, Retrier, describe, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
 from service.workers import outcomes
@@ -75,6 +75,10 @@ class Worker:
         self._last_reap = float("-inf")
         self._leases_fresh = True  # False after a failed renewal: renew before reaping, never reap our own
         self._retry = Retrier.from_settings(settings, who=f"worker {self.id}", log=log)
+        # hand-backs for a host shortage wait longer while they follow each other (reset when a job runs)
+        self._shortage = Backoff(
+            base_s=settings.retry_backoff_s, cap_s=max(settings.retry_backoff_s, settings.not_started_max_s)
+        )
         self.outage = self._retry.outage
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -316,7 +320,9 @@ class Worker:
 
     def _store_in_transaction(self, job: ClaimedJob, outcome: Outcome) -> str:
         with transaction(self.sessions) as s:
-            done = outcomes.store(s, job=job, outcome=outcome, retry_backoff_s=self.settings.retry_backoff_s)
+            done = outcomes.store(
+                s, job=job, outcome=outcome, retry_backoff_s=self.settings.retry_backoff_s, shortage=self._shortage
+            )
         self.stored += done.graded  # counted once committed
         if done.wake_after_s is not None:
             self._wake_after(done.wake_after_s)

@@ -97,6 +97,36 @@ def test_a_job_that_never_started_is_not_an_attempt(db_url, sessions, svc, add_s
     assert worker._store_in_transaction(job, NotStarted("node gone")) == "discarded (lease lost)"
 
 
+def test_hand_backs_for_a_shortage_wait_longer_while_they_follow_each_other(db_url, sessions, svc, add_submission):
+    """During a long host shortage every queued job was handed back every retry_backoff_s, writing a started
+    and a requeued event each time: the delay now doubles (with jitter) up to not_started_max_s, and a job
+    that runs resets it."""
+    from service.db import utcnow
+    from service.workers.devices import WorkerDevices
+
+    worker = Worker(
+        settings=svc.settings(db_url, retry_backoff_s=4.0, not_started_max_s=10.0),
+        sessions=sessions,
+        executor=None,  # type: ignore[arg-type]
+        devices=WorkerDevices.from_setting(""),
+    )
+
+    def waits_s(outcome) -> float:
+        sub, job = _claimed(sessions, add_submission)
+        worker._store_in_transaction(job, outcome)
+        with sessions() as s:
+            available = s.scalar(select(Job.available_at).where(Job.submission_id == sub.id))
+        if available.tzinfo is None:  # SQLite gives naive UTC back
+            available = available.replace(tzinfo=utcnow().tzinfo)
+        return (available - utcnow()).total_seconds()
+
+    first, second, third, fourth = (waits_s(NotStarted("no free sandbox user")) for _ in range(4))
+    assert 1.5 < first <= 4.0 and 3.5 < second <= 8.0 and 4.5 < third <= 10.0 and 4.5 < fourth <= 10.0
+    assert worker._shortage.failures == 4
+    waits_s(Graded(_result("graded", 3.0)))  # a job ran: the host has room again
+    assert worker._shortage.failures == 0 and waits_s(NotStarted("no free sandbox user")) <= 4.0
+
+
 def test_an_untyped_outcome_is_refused(db_url, sessions, svc, add_submission):
     _, job = _claimed(sessions, add_submission)
     worker = _worker(sessions, svc, db_url)
@@ -146,8 +176,12 @@ def test_an_unexpected_error_in_one_job_is_a_grader_fault_and_the_loop_goes_on(d
     good = Graded(_result("graded", 3.0))
     script = [RuntimeError("executor bug"), Graded({"status": "graded"}), good, good, good]
     executor = _ScriptedExecutor(script)
-    worker = Worker(settings=svc.settings(db_url, worker_slots=1, short_reserved_slots=0), sessions=sessions,
-                    executor=executor, devices=WorkerDevices.from_setting(""))
+    worker = Worker(
+        settings=svc.settings(db_url, worker_slots=1, short_reserved_slots=0),
+        sessions=sessions,
+        executor=executor,
+        devices=WorkerDevices.from_setting(""),
+    )
     worker.run(burst=True)
     with sessions() as s:
         jobs = {j.submission_id: (j.status, j.attempts) for j in s.scalars(select(Job))}

@@ -147,9 +147,14 @@ class Settings(BaseSettings):
 
     # database outages (service/outage.py): workers wait them out, the API answers 503 with Retry-After
     db_retry_base_s: float = Field(
-        0.5, gt=0, description="a worker's first wait after a database error; doubles per failure, with jitter"
+        0.5,
+        gt=0,
+        description="first wait of a worker, the LISTEN thread or the webhook delivery loop after a database "
+        "error; doubles per failure, with jitter",
     )
-    db_retry_max_s: float = Field(10.0, gt=0, description="the longest a worker waits between two database retries")
+    db_retry_max_s: float = Field(
+        10.0, gt=0, description="the longest those loops wait between two database retries (db_retry_base_s)"
+    )
     db_retry_after_s: int = Field(
         5, ge=1, le=3600, description="the Retry-After (seconds) of a 503 answered while the database is unreachable"
     )

@@ -227,15 +227,22 @@ def _a_call_timed_out(payloads: dict[str, dict[str, Any]]) -> bool:
     """Did reading an answer or a check's call run out of its time? Hidden checks' feedback does not say so,
     so `limits_hit` does (for `exercises validate`: such a verdict is the host's speed as much as the code)."""
 
+    # Payload values are what a kernel sent: any JSON shape (a forged payload included), so every level is
+    # checked for its type; a shape this does not expect is simply not a timeout, never a grader fault.
     def late(value: Any) -> bool:
-        return isinstance(value, dict) and (value.get("__raised__") or {}).get("type") == "__timeout__"
+        raised = value.get("__raised__") if isinstance(value, dict) else None
+        return isinstance(raised, dict) and raised.get("type") == "__timeout__"
+
+    def values(mapping: Any) -> list:
+        return list(mapping.values()) if isinstance(mapping, dict) else []
 
     for payload in payloads.values():
         if not isinstance(payload, dict):
             continue
-        if any(late(v) for v in (payload.get("answers") or {}).values()):
+        if any(late(v) for v in values(payload.get("answers"))):
             return True
-        if any(late(r) for results in (payload.get("calls") or {}).values() for r in (results or ())):
+        calls = [r for results in values(payload.get("calls")) if isinstance(results, list) for r in results]
+        if any(late(r) for r in calls):
             return True
     return False
 

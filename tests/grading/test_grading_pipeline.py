@@ -237,3 +237,30 @@ def test_deleting_the_extractor_is_an_error_not_full_marks(toy_catalogue, toy_so
     assert result.status is Status.ERROR and result.score == 0
     assert "could not read the answers" in result.message
     assert all(c.status == "ok" for c in result.cells)
+
+
+@pytest.mark.parametrize(
+    "payloads",
+    [
+        {"answers": {"answers": {"x": {"__raised__": 7}}}},
+        {"answers": {"answers": [1, 2]}},
+        {"calls": {"calls": {"f": 3}}},
+        {"calls": {"calls": {"f": [{"__raised__": "x"}, 5, None]}}},
+        {"calls": {"calls": [1]}},
+        {"x": 1},
+    ],
+)
+def test_timeout_detection_takes_any_payload_shape_a_kernel_can_send(payloads):
+    """Payloads are kernel-made: a forged `__raised__` of another type was an AttributeError in the grader,
+    which made the submission not gradable (a learner could veto their own grade)."""
+    from grading.pipeline import _a_call_timed_out
+
+    assert _a_call_timed_out(payloads) is False
+
+
+def test_timeout_detection_finds_a_timed_out_answer_and_call():
+    from grading.pipeline import _a_call_timed_out
+
+    late = {"__raised__": {"type": "__timeout__"}}
+    assert _a_call_timed_out({"answers": {"answers": {"x": late}}})
+    assert _a_call_timed_out({"calls": {"calls": {"f": [1, late]}}})

@@ -93,6 +93,11 @@ def written(session: Session, found: set[tuple[str, str]]) -> None:
 
 
 def _after_commit(session: Session) -> None:
+    # SQLAlchemy fires after_commit on a savepoint's RELEASE too (record_grade writes `done` in one): the
+    # rows are not visible to other connections until the outer COMMIT, so a stream woken now reads
+    # nothing and sleeps a whole poll. Publish only at the outermost commit.
+    if session.in_nested_transaction():
+        return
     pending = session.info.pop(_PENDING, None)
     session.info.pop(_SENT, None)
     for channel, key in sorted(pending or ()):
@@ -100,6 +105,11 @@ def _after_commit(session: Session) -> None:
 
 
 def _after_rollback(session: Session) -> None:
+    if session.in_nested_transaction():
+        # a savepoint rolled back: its NOTIFYs are discarded with it, so later flushes must send again;
+        # the pairs stay pending (a spare wake-up after the outer commit costs one empty read)
+        session.info.pop(_SENT, None)
+        return
     session.info.pop(_PENDING, None)
     session.info.pop(_SENT, None)
 

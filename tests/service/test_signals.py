@@ -67,6 +67,32 @@ def test_a_committed_event_is_published_after_commit_and_a_rolled_back_one_never
     assert _drain(heard) == {(signals.EVENTS, sub.id)}  # progress only: no job became claimable
 
 
+def test_the_wake_up_of_an_event_written_in_a_savepoint_waits_for_the_outer_commit(sessions, add_submission, heard):
+    """record_grade writes `done` in a savepoint; SQLAlchemy runs after_commit at its RELEASE. Published then, a
+    stream woke, read before the outer COMMIT, saw nothing and slept a whole poll (the flaky test_wakeup)."""
+    from service.grades.service import record_grade
+
+    with transaction(sessions) as s:
+        sub, _ = add_submission(s)
+    _drain(heard)
+    with transaction(sessions) as s:
+        record_grade(s, submission_id=sub.id, result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+        assert _drain(heard) == set()  # the savepoint is released, the transaction is not committed
+    assert _drain(heard) == {(signals.EVENTS, sub.id)}
+
+
+def test_a_rolled_back_savepoint_keeps_the_wake_ups_of_its_transaction(sessions, add_submission, heard):
+    with transaction(sessions) as s:
+        sub, _ = add_submission(s)
+    _drain(heard)
+    with transaction(sessions) as s:
+        events.add(s, submission_id=sub.id, event={"event": "requeued"})
+        s.flush()
+        with pytest.raises(ValueError), s.begin_nested():
+            raise ValueError("a refused value, as record_grade retries smaller")
+    assert _drain(heard) == {(signals.JOBS, ""), (signals.EVENTS, sub.id)}
+
+
 def test_postgresql_notify_reaches_a_listener_in_another_process(db_url, sessions, add_submission, heard):
     if not db_url.startswith("postgresql"):
         pytest.skip("NOTIFY is PostgreSQL's; SQLite across processes falls back to polling")

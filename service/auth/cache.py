@@ -147,9 +147,13 @@ def _after_flush(session: Session, _context) -> None:
 
 
 def _after_commit(session: Session) -> None:
+    if session.in_nested_transaction():  # a savepoint's RELEASE fires this too: clear at the real commit only
+        return
     if session.info.pop(_CHANGED, False):
         clear_all()
 
 
 def _after_rollback(session: Session) -> None:
+    if session.in_nested_transaction():  # a savepoint rolled back: the outer transaction's changes still stand
+        return
     session.info.pop(_CHANGED, None)

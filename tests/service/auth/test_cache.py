@@ -134,6 +134,24 @@ def test_a_new_role_committed_in_the_process_applies_at_once(api, svc):
     assert api.get(ME, headers=alice).json()["memberships"] == {"c1": "instructor"}
 
 
+def test_a_role_changed_in_a_savepoint_applies_at_the_outer_commit(api, svc):
+    """SQLAlchemy fires after_commit at a savepoint's RELEASE too: the change flag was spent there, before the
+    row was visible, so a request in between re-cached the old principal and the real commit cleared nothing."""
+    from service.auth.models import Identity
+    from service.auth.service import set_membership
+    from service.db import transaction
+
+    alice = svc.auth(api.tokens["alice"])
+    assert api.get(ME, headers=alice).json()["memberships"] == {"c1": "learner"}
+    with transaction(api.app_state.sessions) as s:
+        with s.begin_nested():
+            identity = s.query(Identity).filter_by(subject="alice").one()
+            set_membership(s, identity=identity, course="c1", role="instructor")
+        # meanwhile another request reads the committed (old) role and caches it
+        assert api.get(ME, headers=alice).json()["memberships"] == {"c1": "learner"}
+    assert api.get(ME, headers=alice).json()["memberships"] == {"c1": "instructor"}
+
+
 @pytest.mark.parametrize("ttl_s", [0.0, 30.0])
 def test_a_revocation_made_by_another_process_applies_within_the_bound(db_url, test_catalogue, svc, ttl_s):
     """A plain UPDATE on its own connection is what `titangrade tokens revoke` in another process does: no

@@ -3,22 +3,21 @@ and grades it once users are free: the real worker, the real bwrap sandbox, the 
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import fcntl
 import os
 import threading
-import time
 
 import pytest
+from host_busy_support import InThreadExecutor, events, wait_for
 from sqlalchemy import select
 
 from grading.sandbox import cgroups, probe
 from service.db import transaction
 from service.queue.models import Job
-from service.submissions.models import ProgressEvent, Submission
+from service.submissions.models import Submission
 from service.workers.devices import WorkerDevices
-from service.workers.executor import _CHILD, Executor, GradingTicket, grade_ticket
+from service.workers.executor import _CHILD
 from service.workers.worker import Worker
 
 pytestmark = [
@@ -27,21 +26,6 @@ pytestmark = [
 ]
 USERS = ("tgsbx30", "tgsbx31")  # the tail of the range, so other tests' sandboxes seldom want them
 LOCK_DIR = "/run/titangrade/users"  # BwrapConfig's runtime_root + /users: the host-wide locks
-
-
-class InThreadExecutor(Executor):
-    """grade_ticket on one thread of this process: the sandbox can then be given only USERS."""
-
-    name = "in-thread"
-
-    def __init__(self) -> None:
-        self.pool = cf.ThreadPoolExecutor(1, thread_name_prefix="tg-test-grade")
-
-    def submit(self, ticket: GradingTicket) -> cf.Future:
-        return self.pool.submit(grade_ticket, ticket)
-
-    def shutdown(self) -> None:
-        self.pool.shutdown(wait=True)
 
 
 @contextlib.contextmanager
@@ -56,14 +40,6 @@ def held_by_another_service(users: tuple[str, ...]):
     finally:
         for fd in fds:
             os.close(fd)
-
-
-def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_a_job_waits_unattempted_while_another_service_holds_every_sandbox_user(
@@ -85,19 +61,12 @@ def test_a_job_waits_unattempted_while_another_service_holds_every_sandbox_user(
     )
 
     def handed_back() -> int:
-        with sessions() as s:
-            return len(
-                s.scalars(
-                    select(ProgressEvent).where(
-                        ProgressEvent.submission_id == sub.id, ProgressEvent.event == "requeued"
-                    )
-                ).all()
-            )
+        return events(sessions, sub.id, "requeued")
 
     runner = threading.Thread(target=worker.run, kwargs={"burst": True}, name="tg-test-worker")
     with held_by_another_service(USERS):
         runner.start()
-        _wait(lambda: handed_back() >= 4, 60, "the job to be handed back four times")  # old code: failed at 3
+        wait_for(lambda: handed_back() >= 4, 60, "the job to be handed back four times")  # old code: failed at 3
         with sessions() as s:
             job = s.scalar(select(Job).where(Job.submission_id == sub.id))
             row = s.get(Submission, sub.id)

@@ -4,24 +4,23 @@ sandbox, cgroup v1 and database. The leftover's process is really frozen (v1 fre
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import os
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
+from host_busy_support import InThreadExecutor, events, wait_for
 from sqlalchemy import select
 
 from grading.sandbox import cgroups, probe
 from grading.sandbox.cgroups import PREFIX
 from service.db import transaction
 from service.queue.models import Job
-from service.submissions.models import ProgressEvent, Submission
+from service.submissions.models import Submission
 from service.workers.devices import WorkerDevices
-from service.workers.executor import _CHILD, Executor, GradingTicket, grade_ticket
+from service.workers.executor import _CHILD
 from service.workers.worker import Worker
 
 
@@ -43,21 +42,6 @@ pytestmark = [
 USER = "tgsbx28"  # near the range's tail, so other tests' sandboxes seldom want it
 
 
-class InThreadExecutor(Executor):
-    """grade_ticket on one thread of this process: the sandbox can then be given only USER."""
-
-    name = "in-thread"
-
-    def __init__(self) -> None:
-        self.pool = cf.ThreadPoolExecutor(1, thread_name_prefix="tg-test-grade")
-
-    def submit(self, ticket: GradingTicket) -> cf.Future:
-        return self.pool.submit(grade_ticket, ticket)
-
-    def shutdown(self) -> None:
-        self.pool.shutdown(wait=True)
-
-
 @contextlib.contextmanager
 def frozen_leftover(layout, name: str):
     """Group `PREFIX + name` holding a frozen process (SIGKILL ends it only once thawed). Yields `thaw`."""
@@ -74,7 +58,7 @@ def frozen_leftover(layout, name: str):
             (d / "cgroup.procs").write_text(str(proc.pid))
         (freezer / "cgroup.procs").write_text(str(proc.pid))
         (freezer / "freezer.state").write_text("FROZEN")
-        _wait(lambda: (freezer / "freezer.state").read_text().strip() == "FROZEN", 10, "the freeze")
+        wait_for(lambda: (freezer / "freezer.state").read_text().strip() == "FROZEN", 10, "the freeze")
         yield thaw
     finally:
         thaw()
@@ -84,14 +68,6 @@ def frozen_leftover(layout, name: str):
             with contextlib.suppress(OSError):
                 d.rmdir()
         freezer.rmdir()
-
-
-def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_a_job_waits_unattempted_while_its_runs_control_group_is_held_by_a_leftover(
@@ -114,19 +90,12 @@ def test_a_job_waits_unattempted_while_its_runs_control_group_is_held_by_a_lefto
     )
 
     def handed_back() -> int:
-        with sessions() as s:
-            return len(
-                s.scalars(
-                    select(ProgressEvent).where(
-                        ProgressEvent.submission_id == sub.id, ProgressEvent.event == "requeued"
-                    )
-                ).all()
-            )
+        return events(sessions, sub.id, "requeued")
 
     runner = threading.Thread(target=worker.run, kwargs={"burst": True}, name="tg-test-worker")
     with frozen_leftover(sandbox.groups.layout, USER) as thaw:
         runner.start()
-        _wait(lambda: handed_back() >= 4, 60, "the job to be handed back four times")  # old code: failed at 3
+        wait_for(lambda: handed_back() >= 4, 60, "the job to be handed back four times")  # old code: failed at 3
         with sessions() as s:
             job = s.scalar(select(Job).where(Job.submission_id == sub.id))
             row = s.get(Submission, sub.id)

@@ -5,11 +5,11 @@ check swapped for a flag, since there is no nvidia-smi here."""
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import threading
 import time
 
 import pytest
+from host_busy_support import InThreadExecutor, events
 from sqlalchemy import select
 
 from grading.errors import HostBusy
@@ -18,25 +18,10 @@ from grading.sandbox.devices import DeviceInventory, check_free
 from grading.sandbox.local import UnsafeLocalSandbox
 from service.db import transaction
 from service.queue.models import Job
-from service.submissions.models import ProgressEvent, Submission
+from service.submissions.models import Submission
 from service.workers.devices import WorkerDevices
-from service.workers.executor import _CHILD, Executor, GradingTicket, grade_ticket
+from service.workers.executor import _CHILD
 from service.workers.worker import Worker
-
-
-class InThreadExecutor(Executor):
-    """grade_ticket on one thread of this process, so the swapped vendor check applies to it."""
-
-    name = "in-thread"
-
-    def __init__(self) -> None:
-        self.pool = cf.ThreadPoolExecutor(1, thread_name_prefix="tg-test-grade")
-
-    def submit(self, ticket: GradingTicket) -> cf.Future:
-        return self.pool.submit(grade_ticket, ticket)
-
-    def shutdown(self) -> None:
-        self.pool.shutdown(wait=True)
 
 
 def test_a_held_device_is_a_host_shortage_naming_the_tool_and_the_fix():
@@ -79,14 +64,7 @@ def test_a_job_waits_unattempted_while_another_process_holds_its_device(
     )
 
     def handed_back() -> int:
-        with sessions() as s:
-            return len(
-                s.scalars(
-                    select(ProgressEvent).where(
-                        ProgressEvent.submission_id == sub.id, ProgressEvent.event == "requeued"
-                    )
-                ).all()
-            )
+        return events(sessions, sub.id, "requeued")
 
     runner = threading.Thread(target=worker.run, kwargs={"burst": True}, name="tg-test-worker")
     runner.start()
@@ -128,8 +106,9 @@ def test_devices_taken_between_claim_and_start_hand_the_job_back_unattempted(db_
     )
     try:
         with transaction(sessions) as s:
-            job = queue.claim(s, worker_id=worker.id, lanes=("short", "long"), free_devices=1, max_world_size=8,
-                              lease_s=30)
+            job = queue.claim(
+                s, worker_id=worker.id, lanes=("short", "long"), free_devices=1, max_world_size=8, lease_s=30
+            )
         assert job is not None
         worker.devices.acquire(1)  # taken meanwhile
         worker._start(job)

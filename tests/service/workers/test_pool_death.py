@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 import pytest
+from host_busy_support import wait_for
 from sqlalchemy import select
 
 from service.db import transaction
@@ -17,14 +17,6 @@ from service.submissions.models import ProgressEvent, Submission
 from service.workers.worker import build_worker
 
 pytestmark = pytest.mark.slow
-
-
-def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_killing_one_pool_process_costs_the_job_in_the_other_slot_no_attempt(db_url, sessions, svc, add_submission):
@@ -45,7 +37,7 @@ def test_killing_one_pool_process_costs_the_job_in_the_other_slot_no_attempt(db_
     runner = threading.Thread(target=worker.run, kwargs={"burst": True}, name="tg-test-worker")
     runner.start()
     try:
-        _wait(both_in_a_learner_cell, 120, "both jobs to run learner code")
+        wait_for(both_in_a_learner_cell, 120, "both jobs to run learner code")
         pids = sorted(pool._processes)  # CPython's pool internals: the two processes grading now
         assert len(pids) == 2
         os.kill(pids[0], signal.SIGKILL)

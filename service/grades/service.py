@@ -49,22 +49,25 @@ def record_grade(session: Session, *, submission_id: str, result: dict | None, f
         raise ValueError("record_grade needs the engine's result, or a fault")
     result = clean_value(result) if result is not None else None  # idempotent: the engine did it already
     fault = clean_text(fault) if fault is not None else None
-    try:
-        _write_savepoint(session, submission_id=submission_id, result=result, fault=fault)
-        return
-    except _CONTENT_ERRORS as exc:
-        if not _refused_for_content(exc):
-            raise
-        reason = _reason(exc)
-    log.warning("submission %s: the database refused its result (%s); storing a smaller one", submission_id, reason)
-    for smaller, smaller_fault in (_reduced(result, fault, reason), _bare(result, fault, reason)):
+    reason = ""  # the database's reason for refusing the full result; the smaller ones name it
+    for step in ("full", "reduced", "bare"):
+        stored, stored_fault = (
+            (result, fault) if step == "full" else (_reduced if step == "reduced" else _bare)(result, fault, reason)
+        )
         try:
-            _write_savepoint(session, submission_id=submission_id, result=smaller, fault=smaller_fault)
+            _write_savepoint(session, submission_id=submission_id, result=stored, fault=stored_fault)
             return
         except _CONTENT_ERRORS as exc:
             if not _refused_for_content(exc):
                 raise
-            log.warning("submission %s: the smaller result was refused too (%s)", submission_id, _reason(exc))
+            refused = _reason(exc)
+        if step == "full":
+            reason = refused
+            log.warning(
+                "submission %s: the database refused its result (%s); storing a smaller one", submission_id, reason
+            )
+        else:
+            log.warning("submission %s: the %s result was refused too (%s)", submission_id, step, refused)
     raise RuntimeError(f"submission {submission_id}: not even a bare error result could be stored ({reason})")
 
 

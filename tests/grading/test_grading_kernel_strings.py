@@ -7,6 +7,7 @@ import re
 
 import nbformat
 import pytest
+from kernel_strings_support import strings_in
 
 from grading.pipeline import grade_notebook
 
@@ -22,15 +23,6 @@ HOSTILE_FUNCTION = (
 )
 
 
-def _strings(value) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [t for k, v in value.items() for t in (*_strings(k), *_strings(v))]
-    if isinstance(value, list):
-        return [t for v in value for t in _strings(v)]
-    return []
-
 
 @pytest.mark.slow
 def test_hostile_strings_from_a_real_kernel_arrive_clean_and_readable(toy_catalogue, toy_solution, engine_sandbox):
@@ -44,7 +36,7 @@ def test_hostile_strings_from_a_real_kernel_arrive_clean_and_readable(toy_catalo
     nb.cells.insert(1, nbformat.v4.new_code_cell("raise ValueError('bad byte \\x00 in input \\x1b[31mred\\u202e')"))
     nb.cells.insert(2, nbformat.v4.new_code_cell("raise ValueError('lone \\ud800 surrogate')"))
     result = grade_notebook(nbformat.writes(nb), catalogue=toy_catalogue, sandbox=engine_sandbox).to_dict()
-    for text in _strings(result):
+    for text in strings_in(result):
         assert FORBIDDEN.search(text) is None, ascii(text)
     assert result["status"] == "error"
     assert result["message"] == ("cell 0 raised ValueError: bad byte \\x00 in input red\\u202e; "

@@ -13,6 +13,7 @@ import markupsafe
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kernel_strings_support import strings_in
 from sqlalchemy import select
 
 from grading.result import CellReport, CheckResult, GradeResult, Status
@@ -48,15 +49,6 @@ def _result(s: str, **overrides) -> dict:
     return result
 
 
-def _strings(value) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [t for k, v in value.items() for t in (*_strings(k), *_strings(v))]
-    if isinstance(value, list):
-        return [t for v in value for t in _strings(v)]
-    return []
-
 
 def assert_safe(text: str) -> None:
     assert FORBIDDEN.search(text) is None, ascii(text[:300])
@@ -80,7 +72,7 @@ def test_nul_and_lone_surrogates_are_stored_and_read_back_readably(sessions, add
         stored = s.get(Submission, sub.id)
         assert (stored.status, stored.score) == ("error", 1.0)
         assert stored.message == f"cell 1 raised ValueError: {clean_text(bad)}"
-        for text in [*_strings(stored.result), stored.message]:
+        for text in [*strings_in(stored.result), stored.message]:
             assert_safe(text)
         assert "\\x00" in stored.message or "\ufffd" in stored.message  # the learner still sees where it was
 
@@ -147,7 +139,7 @@ def test_any_kernel_string_goes_through_store_api_cli_and_page_safely(api, svc, 
                           trace=[{"step": 1, f"loss{s}": 0.5}], profile=s)
         raw.normalise()
         result = raw.to_dict()
-        assert all(FORBIDDEN.search(t) is None for t in _strings(result))
+        assert all(FORBIDDEN.search(t) is None for t in strings_in(result))
     else:
         result = _result(s)
     sessions = api.app_state.sessions
@@ -164,7 +156,7 @@ def test_any_kernel_string_goes_through_store_api_cli_and_page_safely(api, svc, 
     assert body["message"] == f"cell 1 raised ValueError: {clean_text(s)}"
     assert body["checks"][0]["feedback"] == f"got {clean_text(s)}"
     assert sub.id in {i["id"] for i in mine.json()["items"]} and sub.id in {i["id"] for i in course.json()["items"]}
-    for text in _strings(body) + _strings(mine.json()) + _strings(course.json()):
+    for text in strings_in(body) + strings_in(mine.json()) + strings_in(course.json()):
         assert_safe(text)
     from service.client import render_submission
 
@@ -206,7 +198,7 @@ def test_a_real_kernel_raising_nul_and_a_lone_surrogate_ends_error_with_a_readab
         assert stored.message == ("cell 0 raised ValueError: bad byte \\x00 in input; "
                                   "cell 1 raised ValueError: bad byte \\x00 in input\ufffd")
         assert stored.result["cells"][1]["status"] == "error"
-        for text in _strings(stored.result):
+        for text in strings_in(stored.result):
             assert_safe(text)
 
 
@@ -226,7 +218,7 @@ def test_a_row_stored_before_the_boundary_still_reads(api, svc, add_submission):
     assert (one.status_code, course.status_code) == (200, 200)
     assert one.json()["checks"][0]["feedback"] == "got \ufffd\\u202e"
     assert one.json()["message"] == "cell 1 raised ValueError: gone"
-    for text in _strings(one.json()) + _strings(course.json()):
+    for text in strings_in(one.json()) + strings_in(course.json()):
         assert_safe(text)
     _sign_in(api, api.tokens["alice"])
     page = api.get(f"/submissions/{sub.id}")

@@ -20,6 +20,7 @@ from grading.authoring.policy_note import policy_markdown
 from grading.exercise import REPO_ROOT, Exercise
 
 DEFAULT_FIXTURES_ROOT = REPO_ROOT / "tests" / "fixtures" / "notebooks"
+MIN_MISTAKES = 2  # typical mistakes per exercise (tests/exercises/test_catalogue.py checks it too)
 SIDECAR = "cases.json"
 
 
@@ -202,6 +203,15 @@ def check_consistency(ex: Exercise, master: Master) -> None:
                 f"CHECKS declares {name!r}, which exercise.toml does not list",
                 "add a [[checks]] entry for it to exercise.toml, or delete it here",
             )
+    if len(master.mistakes) < MIN_MISTAKES:
+        raise AuthoringError(
+            master.path,
+            master.mistakes[0].line if master.mistakes else master.grader_line or 1,
+            f"MISTAKES declares {len(master.mistakes)} typical mistake(s); an exercise needs at least "
+            f"{MIN_MISTAKES}, each proven by `validate` to lose points",
+            'add one: {"name": ..., "score": ..., "fails": {check: feedback phrase}, "patch": [{"find": ..., '
+            '"replace": ...}]}',
+        )
     for m in master.mistakes:
         for failing in m.fails:
             if failing not in declared:

@@ -1,7 +1,8 @@
 """`titangrade exercises new chNN.name`: the two source files of a new exercise, already valid.
 
 The scaffold builds and validates as it is (a sum-of-squares function with one public and two hidden
-cases and one typical mistake), so an author starts from a green `validate` and edits from there.
+cases and two typical mistakes, the fewest an exercise may declare: tests/exercises/test_catalogue.py),
+so an author starts from a green `validate` and edits from there.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ device_kinds = ["cpu", "cuda", "npu"]
 # What the learner writes and what they may use (docs/exercise-format.md#policy); `build` turns it into the
 # policy cell the learner reads. Put in `forbid` every module whose code would answer this exercise (e.g.
 # "verl", "exercises.lab.wordle"): the sandbox hides it and a graded function that reaches it scores 0.
+# Required before you commit: at least one module in `forbid`, or a `lesson` when using a library is the point
+# (tests/grading/test_grading_provenance.py); for this toy, "numpy" (its `square` and `sum` would answer it).
 own = ["solve"]
 forbid = []
 allow = []
@@ -122,9 +125,11 @@ CHECKS = {{
     }},
 }}
 
-MISTAKES = [
+MISTAKES = [  # at least two typical mistakes, each a patch of the solution with the score it must get
     {{"name": "no_square", "score": 3.0, "fails": {{"hidden_cases": "Square each number"}},
      "patch": [{{"find": "x * x for x", "replace": "x for x"}}]}},
+    {{"name": "drops_negatives", "score": 7.0, "fails": {{"hidden_cases": "negative ones too"}},
+     "patch": [{{"find": "for x in numbers", "replace": "for x in numbers if x > 0"}}]}},
 ]
 '''
 

@@ -33,12 +33,12 @@ def test_new_build_validate_a_ch09_exercise(tmp_path: Path, capsys):
     assert main(["exercises", "validate", "ch09.squares", "--sandbox", SANDBOX, *roots]) == 0
     out = capsys.readouterr().out
     assert "[1/1] validating ch09.squares" in out
-    for notebook in ("solution.ipynb", "squares.ipynb", "mistake_no_square.ipynb"):
+    for notebook in ("solution.ipynb", "squares.ipynb", "mistake_no_square.ipynb", "mistake_drops_negatives.ipynb"):
         assert f"grading {notebook} ..." in out
     assert "solution.ipynb: graded, 10/10" in out and "squares.ipynb: graded, 0/10" in out
-    assert "mistake_no_square.ipynb: graded, 3/10" in out
+    assert "mistake_no_square.ipynb: graded, 3/10" in out and "mistake_drops_negatives.ipynb: graded, 7/10" in out
     summary = out.rsplit("\nexercise ", 1)[1]
-    assert summary.split("\n")[2].split() == ["ch09.squares", "10/10", "0", "1/1", "ok"]
+    assert summary.split("\n")[2].split() == ["ch09.squares", "10/10", "0", "2/2", "ok"]
 
     # a mistake that no longer changes the score is an authoring error, located at the mistake
     master = tmp_path / "reference" / "ch09.squares" / "squares.py"

@@ -1,7 +1,9 @@
 """`titangrade exercises build | validate | new`: the author's commands (grading/cli.py registers them).
 
 Exit codes: 0 all good, 1 an authoring error or a stale/failed exercise (each reported with file,
-line and fix), 2 bad command-line input.
+line and fix), 2 bad command-line input, 3 (`validate` only) nothing to fix in the exercise, but some
+notebook could not be graded: the host was busy (no free sandbox user or control group) or the grader
+faulted, even after `--retries`; run it again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from pathlib import Path
 
 from grading.authoring.build import DEFAULT_FIXTURES_ROOT, Outputs, master_path, render
 from grading.authoring.master import AuthoringError
+from grading.errors import GraderFault
 from grading.exercise import Catalogue, Exercise
+
+EXIT_PROBLEMS, EXIT_USAGE, EXIT_NOT_GRADED = 1, 2, 3  # see the module docstring
 
 
 def register(ex_sub: argparse._SubParsersAction, catalogue_args: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -175,19 +180,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    rows, problems = [], []
+    except GraderFault as exc:  # this host cannot sandbox: nothing the exercise could fix
+        print(f"error: no sandbox, nothing graded: {exc}", file=sys.stderr)
+        return EXIT_NOT_GRADED
+    rows, problems, not_graded = [], [], []
     print()
     for i, out in enumerate(outputs, start=1):
         print(f"[{i}/{len(outputs)}] validating {out.exercise.id}", flush=True)
         row = validate(out, catalogue=catalogue, sandbox=sandbox, retries=args.retries, repeat=args.repeat)
         problems += row.problems
+        not_graded += [(row.exercise_id, what) for what in row.not_graded]
         rows.append(
             (
                 row.exercise_id,
-                f"{row.solution:g}/{row.max_score:g}",
-                f"{row.template:g}",
+                "-" if row.solution is None else f"{row.solution:g}/{row.max_score:g}",
+                "-" if row.template is None else f"{row.template:g}",
                 f"{row.mistakes_ok}/{row.mistakes}",
-                "ok" if row.ok else f"FAILED ({len(row.problems)})",
+                _verdict(row),
             )
         )
     print("\n" + _table(("exercise", "solution", "template", "mistakes as declared", "result"), rows))
@@ -195,8 +204,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"\n{len(problems)} problem(s):", file=sys.stderr)
         for p in problems:
             print(p, file=sys.stderr)
-        return 1
-    return 0
+    if not_graded:  # one line, and no fix: the exercise is not at fault (docs/exercise-format.md)
+        ids = " ".join(dict.fromkeys(i for i, _ in not_graded))
+        print(
+            f"\nnot graded, retry: {len(not_graded)} notebook(s) got no verdict because the host was busy or the "
+            f"grader faulted, not because of the exercise (first: {not_graded[0][1]}); run "
+            f"`titangrade exercises validate {ids}` again, later or with more --retries (this run: {args.retries})",
+            file=sys.stderr,
+        )
+    return EXIT_PROBLEMS if problems else EXIT_NOT_GRADED if not_graded else 0
+
+
+def _verdict(row) -> str:
+    if row.ok:
+        return "ok"
+    parts = [f"FAILED ({len(row.problems)})"] if row.problems else []
+    return ", ".join([*parts, f"NOT GRADED ({len(row.not_graded)})"] if row.not_graded else parts)
 
 
 def cmd_new(args: argparse.Namespace) -> int:

@@ -8,12 +8,17 @@ A run that hit a time limit (a cell, the run, a call such as a grader-owned 2-ra
 grader could not grade says how fast the host was, not what the notebook does: it is graded again (up
 to `retries` more times) before its verdict counts, and a verdict that still rests on the clock says so.
 `repeat` grades every notebook that many times and reports any difference between the runs.
+
+A notebook that was still not gradable after its retries (no free sandbox user or control group, a kernel
+that would not start: a grader fault, never the notebook's doing) gets no verdict at all: it is listed in
+`Row.not_graded`, not in `Row.problems`, because the answer is to grade it again, not to edit the exercise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from grading.authoring.build import Outputs
 from grading.authoring.master import AuthoringError
@@ -38,11 +43,12 @@ class Row:
     template: float | None = None
     mistakes_ok: int = 0
     mistakes: int = 0
-    problems: list[AuthoringError] = field(default_factory=list)
+    problems: list[AuthoringError] = field(default_factory=list)  # the exercise's: each names a fix
+    not_graded: list[str] = field(default_factory=list)  # "label: reason" of notebooks the host or grader failed
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.not_graded
 
 
 def _feedback(result: GradeResult) -> str:
@@ -76,6 +82,11 @@ class Graded:
     @property
     def note(self) -> str:
         return f" [{'; '.join(self.notes)}]" if self.notes else ""
+
+    @property
+    def host_fault(self) -> str:
+        """Why no run of this notebook was graded at all ("" if one was): the grader's or the host's fault."""
+        return self.result.message if self.result.status.value == "not_gradable" else ""
 
 
 def validate(
@@ -133,40 +144,57 @@ def validate(
             )
         return graded
 
+    def judged(label: str, graded: Graded) -> bool:
+        """False (and the notebook listed as not graded) when no run of it was graded: no verdict to judge."""
+        if graded.host_fault:
+            row.not_graded.append(f"{label}: {graded.host_fault}")
+        return not graded.host_fault
+
     sol = grade("solution.ipynb", out.files[ex.solution_path])
-    fix = "fix the solution regions, or the expected values in CHECKS for the checks that lost points"
-    row.solution = sol.result.score
-    if sol.result.status.value != "graded" or abs(sol.result.score - ex.manifest.max_score) > SCORE_TOLERANCE:
-        row.problems.append(
-            AuthoringError(
-                master.path,
-                1,
-                f"the solution scores {sol.result.score:g}/{ex.manifest.max_score:g} "
-                f"({sol.result.status.value}{': ' + sol.result.message if sol.result.message else ''}; "
-                f"lost: {_feedback(sol.result)}){sol.note}",
-                _quiet(fix, sol.clock_only),
-            )
-        )
+    if judged("solution.ipynb", sol):
+        row.solution = sol.result.score
+        row.problems += _solution_problems(sol, ex.manifest.max_score, master.path)
     tmpl = grade(ex.notebook_path.name, out.files[ex.notebook_path])
-    row.template = tmpl.result.score
-    if tmpl.result.score != 0:
-        passing = ", ".join(c.name for c in tmpl.result.checks if c.score > 0)
-        row.problems.append(
-            AuthoringError(
-                master.path,
-                1,
-                f"the template scores {tmpl.result.score:g} (checks {passing} give credit without any work)",
-                "move the code those checks read into a `### BEGIN SOLUTION` region so the stub replaces it",
+    if judged(ex.notebook_path.name, tmpl):
+        row.template = tmpl.result.score
+        if tmpl.result.score != 0:
+            passing = ", ".join(c.name for c in tmpl.result.checks if c.score > 0)
+            row.problems.append(
+                AuthoringError(
+                    master.path,
+                    1,
+                    f"the template scores {tmpl.result.score:g} (checks {passing} give credit without any work)",
+                    "move the code those checks read into a `### BEGIN SOLUTION` region so the stub replaces it",
+                )
             )
-        )
     for m in master.mistakes:
-        res = grade(f"mistake_{m.name}.ipynb", out.files[out.fixtures_dir / f"mistake_{m.name}.ipynb"])
+        label = f"mistake_{m.name}.ipynb"
+        res = grade(label, out.files[out.fixtures_dir / label])
+        if not judged(label, res):
+            continue
         problems = _mistake_problems(m, res.result, ex.manifest.max_score)
         if res.clock_only:  # the declaration may be right: the fix is a quieter host, not a new score
             problems = [(p, _quiet(f)) for p, f in problems]
         row.problems += [AuthoringError(master.path, m.line, p + res.note, f) for p, f in problems]
         row.mistakes_ok += not problems
     return row
+
+
+def _solution_problems(sol: Graded, max_score: float, master: Path) -> list[AuthoringError]:
+    result = sol.result
+    if result.status.value == "graded" and abs(result.score - max_score) <= SCORE_TOLERANCE:
+        return []
+    fix = "fix the solution regions, or the expected values in CHECKS for the checks that lost points"
+    return [
+        AuthoringError(
+            master,
+            1,
+            f"the solution scores {result.score:g}/{max_score:g} "
+            f"({result.status.value}{': ' + result.message if result.message else ''}; "
+            f"lost: {_feedback(result)}){sol.note}",
+            _quiet(fix, sol.clock_only),
+        )
+    ]
 
 
 def _quiet(fix: str, clock_only: bool = True) -> str:

@@ -16,8 +16,14 @@ SOLUTION = "    return sum(x * x for x in numbers)\n"
 
 
 def _scaffold(tmp_path: Path, solution: str | None = None) -> list[str]:
-    roots = ["--exercises-root", str(tmp_path / "exercises"), "--reference-root", str(tmp_path / "reference"),
-             "--fixtures-root", str(tmp_path / "fixtures")]
+    roots = [
+        "--exercises-root",
+        str(tmp_path / "exercises"),
+        "--reference-root",
+        str(tmp_path / "reference"),
+        "--fixtures-root",
+        str(tmp_path / "fixtures"),
+    ]
     assert main(["exercises", "new", "ch09.squares", *roots]) == 0
     master = tmp_path / "reference" / "ch09.squares" / "squares.py"
     text = master.read_text()
@@ -25,8 +31,11 @@ def _scaffold(tmp_path: Path, solution: str | None = None) -> list[str]:
     if solution is not None:
         text = text.replace(SOLUTION, solution)
     # each call of the hidden check gets 1 s (CHECKS' timeout_s), so a 3 s stall is a timeout
-    text = text.replace('"feedback": {"en": "Square each number, negative ones too',
-                        '"timeout_s": 1.0,\n        "feedback": {"en": "Square each number, negative ones too', 1)
+    text = text.replace(
+        '"feedback": {"en": "Square each number, negative ones too',
+        '"timeout_s": 1.0,\n        "feedback": {"en": "Square each number, negative ones too',
+        1,
+    )
     assert '"timeout_s": 1.0' in text
     master.write_text(text)
     return roots
@@ -37,11 +46,15 @@ def test_a_run_that_hit_the_clock_is_graded_again_before_it_counts(tmp_path, cap
     """The first grading stalls past the call limit (as on a busy host); the old validate reported the
     solution as scoring 7/10, now the run is set aside and the retry decides."""
     mark = tmp_path / "stalled-once"
-    roots = _scaffold(tmp_path, (
-        "    import os, time\n"
-        f"    if numbers == [-2, 5] and not os.path.exists({str(mark)!r}):  # the first hidden call stalls\n"
-        f"        open({str(mark)!r}, 'w').close()\n"
-        "        time.sleep(3)\n" + SOLUTION))
+    roots = _scaffold(
+        tmp_path,
+        (
+            "    import os, time\n"
+            f"    if numbers == [-2, 5] and not os.path.exists({str(mark)!r}):  # the first hidden call stalls\n"
+            f"        open({str(mark)!r}, 'w').close()\n"
+            "        time.sleep(3)\n" + SOLUTION
+        ),
+    )
     assert main(["exercises", "validate", "ch09.squares", "--sandbox", SANDBOX, *roots]) == 0
     out = capsys.readouterr().out
     assert mark.exists()
@@ -53,10 +66,14 @@ def test_a_run_that_hit_the_clock_is_graded_again_before_it_counts(tmp_path, cap
 
 @pytest.mark.slow
 def test_a_verdict_only_the_clock_gave_asks_for_a_quiet_host_not_a_new_declaration(tmp_path, capsys):
-    roots = _scaffold(tmp_path, (
-        "    import time\n"
-        "    if numbers == [-2, 5]:  # always past the hidden check's 1 s: no run beats the clock\n"
-        "        time.sleep(3)\n" + SOLUTION))
+    roots = _scaffold(
+        tmp_path,
+        (
+            "    import time\n"
+            "    if numbers == [-2, 5]:  # always past the hidden check's 1 s: no run beats the clock\n"
+            "        time.sleep(3)\n" + SOLUTION
+        ),
+    )
     assert main(["exercises", "validate", "ch09.squares", "--sandbox", SANDBOX, "--retries", "1", *roots]) == 1
     captured = capsys.readouterr()
     assert captured.out.count("solution.ipynb again: graded, 7/10") == 1  # one retry, then the verdict
@@ -75,12 +92,16 @@ def test_repeat_grades_each_notebook_again_and_a_changing_verdict_is_a_problem(t
     flip = tmp_path / "flip"
     other = tmp_path / "other"
     other.mkdir()
-    roots = _scaffold(other, (  # a solution whose hidden result alternates between runs: nondeterministic
-        "    import os\n"
-        f"    n = int(open({str(flip)!r}).read()) if os.path.exists({str(flip)!r}) else 0\n"
-        "    if numbers == [-2, 5]:\n"
-        f"        open({str(flip)!r}, 'w').write(str(n + 1))\n"
-        "        return 29 if n % 2 == 0 else 0\n" + SOLUTION))
+    roots = _scaffold(
+        other,
+        (  # a solution whose hidden result alternates between runs: nondeterministic
+            "    import os\n"
+            f"    n = int(open({str(flip)!r}).read()) if os.path.exists({str(flip)!r}) else 0\n"
+            "    if numbers == [-2, 5]:\n"
+            f"        open({str(flip)!r}, 'w').write(str(n + 1))\n"
+            "        return 29 if n % 2 == 0 else 0\n" + SOLUTION
+        ),
+    )
     assert main(["exercises", "validate", "ch09.squares", "--sandbox", SANDBOX, "--repeat", "2", *roots]) == 1
     err = capsys.readouterr().err
     assert "solution.ipynb is graded differently on repeated runs" in err and "unseeded randomness" in err

@@ -10,8 +10,8 @@ from fastapi.responses import FileResponse, RedirectResponse, Response, Streamin
 
 from grading.errors import InvalidSubmission
 from grading.text import clean_value
+from service.catalogue import service as catalogue_service
 from service.errors import ServiceError, TooMany, from_engine
-from service.exercises import service as exercises
 from service.submissions import batch, events, stream_slots
 from service.submissions import service as submissions
 from service.web import charts, sessions
@@ -106,7 +106,7 @@ def _exercise_rows(request: Request, viewer) -> tuple[list[dict], list]:
         session.expunge_all()
         session.commit()
     rows = []
-    for ex in exercises.list_all(catalogue):
+    for ex in catalogue_service.list_all(catalogue):
         mine = [s for s in subs if s.exercise_id == ex.id]
         scores = [s.effective_score for s in mine if s.effective_score is not None]
         rows.append(

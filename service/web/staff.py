@@ -9,9 +9,9 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 from sqlalchemy import select
 
+from service.catalogue import service as catalogue_service
 from service.courses import service as courses
 from service.errors import Forbidden, ServiceError, clip
-from service.exercises import service as exercises
 from service.queue import service as queue
 from service.queue.service import BULK_REGRADE_PRIORITY, SINGLE_REGRADE_PRIORITY
 from service.submissions import service as submissions
@@ -50,7 +50,7 @@ def teach_home(request: Request, viewer: ViewerDep) -> Response:
         "teach.html",
         viewer=viewer,
         courses=viewer.principal.teaching(),
-        exercises=exercises.list_all(catalogue),
+        exercises=catalogue_service.list_all(catalogue),
     )
 
 
@@ -89,13 +89,13 @@ def stats_page(request: Request, exercise_id: str, viewer: ViewerDep, queued: in
     _staff(viewer)
     exercise = request.app.state.catalogue.get(exercise_id)
     with request.app.state.sessions() as session:
-        stats = exercises.stats(session, user=viewer.principal, exercise=exercise)
+        stats = catalogue_service.stats(session, user=viewer.principal, exercise=exercise)
         session.commit()
     return render(
         request,
         "stats.html",
         viewer=viewer,
-        ex=exercises.to_public(exercise),
+        ex=catalogue_service.to_public(exercise),
         stats=stats,
         hist=charts.histogram(stats.score_histogram),
         queued=queued,
@@ -108,7 +108,9 @@ def bulk_regrade(request: Request, exercise_id: str, viewer: PostViewerDep) -> R
     catalogue, settings = request.app.state.catalogue, request.app.state.settings
     catalogue.get(exercise_id)
     with request.app.state.sessions() as session:
-        stmt = select(Submission).where(Submission.exercise_id == exercise_id, exercises.taught_by(viewer.principal))
+        stmt = select(Submission).where(
+            Submission.exercise_id == exercise_id, catalogue_service.taught_by(viewer.principal)
+        )
         subs = list(session.scalars(stmt.order_by(Submission.created_at, Submission.id)))
         ids, _ = submissions.regrade(
             session, subs=subs, priority=BULK_REGRADE_PRIORITY, max_attempts=settings.max_attempts, catalogue=catalogue

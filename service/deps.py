@@ -2,8 +2,8 @@
 lists its collaborators (settings, database sessions, the catalogue, the upload writer, event-stream slots,
 LTI keys and limits, the caller).
 
-app.py puts the collaborators on `app.state`; this module is the only reader of it. Error handlers, which
-cannot use Depends, read the settings through `settings_of`.
+app.py puts the collaborators on `app.state`; routes never read it, they name a dependency from here. Error handlers,
+which cannot use Depends, read the settings through `settings_of`.
 
 They are `async def` because they do no I/O (the session connects lazily, in the route's thread): FastAPI
 runs a plain `def` dependency in the thread pool, and on a busy machine each such hop costs more than

@@ -13,10 +13,10 @@ from service import http_deadlines, memory, signals
 from service.auth import cache as credential_cache
 from service.auth.authenticators import Authenticator, default_authenticators
 from service.auth.routes import router as auth_router
+from service.catalogue.routes import router as catalogue_router
 from service.config import Settings
 from service.courses.routes import router as courses_router
 from service.db import make_engine, make_sessionmaker, read_sessions
-from service.exercises.routes import router as exercises_router
 from service.http_errors import install_error_handlers
 from service.intake.routes import INTAKE_PATH
 from service.intake.routes import router as intake_router
@@ -137,7 +137,7 @@ def create_app(
     app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token
     for router in (
         submissions_router,
-        exercises_router,
+        catalogue_router,
         courses_router,
         auth_router,
         webhooks_router,

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from grading.errors import InvalidSubmission
+from service.deps import settings_of
 from service.errors import DatabaseUnavailable, ServiceError, clip, from_engine, preferred_lang
 from service.outage import describe, is_unavailable
 
@@ -199,7 +200,7 @@ def install_error_handlers(app: FastAPI) -> None:
         if not is_unavailable(exc):  # a bug, not an outage: the 500 below, with its traceback logged
             raise exc
         log.warning("database unavailable on %s %s: %s", request.method, clip(request.url.path), describe(exc))
-        err = DatabaseUnavailable(retry_after_s=request.app.state.settings.db_retry_after_s)
+        err = DatabaseUnavailable(retry_after_s=settings_of(request).db_retry_after_s)
         handler = app.exception_handlers[ServiceError]  # looked up now: web pages answer with a page
         response = await handler(request, err)  # type: ignore[misc]  # registered as async
         response.headers.setdefault("Retry-After", err.headers["Retry-After"])

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from sqlalchemy import select, text
 
+from service.deps import SessionFactoryDep, SettingsDep
 from service.queue import service as queue
 from service.submissions.models import Submission
 
@@ -21,10 +22,9 @@ def healthz() -> dict:
 
 
 @router.get("/readyz", responses={503: {"description": "the database is unreachable or no worker is alive"}})
-def readyz(request: Request) -> JSONResponse:
-    settings = request.app.state.settings
+def readyz(settings: SettingsDep, open_session: SessionFactoryDep) -> JSONResponse:
     try:
-        with request.app.state.sessions() as session:
+        with open_session() as session:
             session.execute(text("SELECT 1"))
             workers = queue.live_workers(session, within_s=3 * settings.heartbeat_s)
             session.commit()
@@ -72,7 +72,7 @@ class _DatabaseCollector:
 
 
 @router.get("/metrics", response_class=Response)
-def metrics(request: Request) -> Response:
+def metrics(open_session: SessionFactoryDep) -> Response:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_DatabaseCollector(request.app.state.sessions))
+    registry.register(_DatabaseCollector(open_session))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

@@ -10,14 +10,15 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from service.deps import AdminUser, CatalogueDep, SessionDep, SettingsDep, StaffUser
+from grading.pipeline import load_submission
+from service.deps import AdminUser, CatalogueDep, MaxDevicesDep, SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden, clip
 from service.intake import service
 from service.intake.models import IntakeIntegration, IssuerKind
 from service.openapi import errors
 from service.patterns import PRINTABLE
 from service.submissions import service as submissions
-from service.submissions.routes import _accepted
+from service.submissions.routes import accepted_response
 from service.submissions.schemas import SubmissionAccepted
 from service.timefmt import Timestamp
 
@@ -66,6 +67,7 @@ async def signed_intake(
     session: SessionDep,
     settings: SettingsDep,
     catalogue: CatalogueDep,
+    max_devices: MaxDevicesDep,
     integration: Annotated[str | None, Query(max_length=100)] = None,
     course: Annotated[str | None, Query(max_length=200, description="the integration's course")] = None,
 ):
@@ -73,24 +75,23 @@ async def signed_intake(
     (headers webhook-id, webhook-timestamp, webhook-signature). Nothing is stored unless the signature holds."""
     raw = await request.body()
     headers = {k.lower(): v for k, v in request.headers.items()}
-    return await run_in_threadpool(_file, request, session, settings, catalogue, (course, integration), raw, headers)
+    named = (course, integration)
+    return await run_in_threadpool(_file, session, settings, catalogue, max_devices, named, raw, headers)
 
 
-def _file(request, session, settings, catalogue, named, raw: bytes, headers: dict[str, str]) -> Response:
-    from grading.pipeline import load_submission
-
+def _file(session, settings, catalogue, max_devices, named, raw: bytes, headers: dict[str, str]) -> Response:
     row = service.integration_named(session, named[1], course=named[0])
     webhook_id = service.verify(row, raw=raw, headers=headers)
     service.check_issuer(row)  # before reading the body: an unconfirmed issuer files nothing
     body, notebook = service.parse(raw)
     key = service.idempotency_key(row, webhook_id)
     if (first := service.earlier(session, key=key, raw=raw)) is not None:
-        return _accepted(first, status=200)
+        return accepted_response(first, status=200)
     _, exercise = load_submission(
         notebook, exercise_id=body.exercise_id or None, catalogue=catalogue, max_bytes=settings.max_upload_bytes
     )
     submissions.check_capacity(
-        exercise=exercise, max_devices=request.app.state.max_devices, max_world_size=settings.worker_max_world_size
+        exercise=exercise, max_devices=max_devices, max_world_size=settings.worker_max_world_size
     )
     learner = service.learner_principal(session, integration=row, body=body)
     sub, created = submissions.create(
@@ -104,7 +105,7 @@ def _file(request, session, settings, catalogue, named, raw: bytes, headers: dic
         fingerprint=service.body_hash(raw),
         settings=settings,
     )
-    return _accepted(sub, status=202 if created else 200)
+    return accepted_response(sub, status=202 if created else 200)
 
 
 # ---- integrations of a course ------------------------------------------------------------------------

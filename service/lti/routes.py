@@ -14,20 +14,27 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from service.db import transaction
-from service.deps import AdminUser, CatalogueDep, SessionDep, SettingsDep
+from service.deps import (
+    AdminUser,
+    CatalogueDep,
+    JwksCacheDep,
+    KeyStoreDep,
+    LtiLimitsDep,
+    SessionDep,
+    SessionFactoryDep,
+    SettingsDep,
+    WebSecretDep,
+)
 from service.errors import NotFound
 from service.lti import binding, enter, launch, service
 from service.lti.errors import LtiError
-from service.lti.keys import key_store
 from service.lti.limits import LtiLimits
 from service.lti.models import LtiPlatform
-from service.lti.tokens import LTI, JwksCache, unverified_issuer
+from service.lti.tokens import LTI, unverified_issuer
 from service.lti.urls import frame_origins
 from service.openapi import errors
 from service.timefmt import Timestamp
-from service.web.core import web_secret
 from service.web.learner import start_session
-from service.webhooks.ssrf import AddressPolicy, make_client
 
 # Browser-facing (form posts and redirects between the LMS and the tool), not part of the JSON API's schema.
 tool = APIRouter(prefix="/lti", tags=["lti"], include_in_schema=False)
@@ -102,24 +109,10 @@ def tool_urls(settings) -> dict[str, str]:
     }
 
 
-def _jwks(request: Request) -> JwksCache:
-    state = request.app.state
-    if getattr(state, "lti_jwks", None) is None:
-        settings = state.settings
-        client = make_client(
-            AddressPolicy.from_settings(settings), timeout_s=settings.webhook_timeout_s, max_connections=4
-        )
-        state.lti_jwks = JwksCache(client, ttl_s=settings.lti_jwks_cache_s, refetch_s=settings.lti_jwks_refetch_s)
-    return state.lti_jwks
-
-
-def _limit(request: Request, endpoint: str, issuer: str | None) -> None:
+def _limit(limits: LtiLimits, request: Request, endpoint: str, issuer: str | None) -> None:
     """Per client IP and per platform, before any database work (service/lti/limits.py)."""
-    state = request.app.state
-    if getattr(state, "lti_limits", None) is None:
-        state.lti_limits = LtiLimits.from_settings(state.settings)
     client_ip = request.client.host if request.client else "unknown"
-    state.lti_limits.check(endpoint, client_ip=client_ip, issuer=issuer)
+    limits.check(endpoint, client_ip=client_ip, issuer=issuer)
 
 
 def _issuer_hint(id_token: str) -> str | None:
@@ -148,18 +141,18 @@ def config(settings: SettingsDep) -> dict[str, str]:
 
 
 @tool.get("/jwks")
-def jwks(settings: SettingsDep) -> dict:
-    return key_store(settings).jwks()
+def jwks(keys: KeyStoreDep) -> dict:
+    return keys.jwks()
 
 
 @tool.api_route("/login", methods=["GET", "POST"], response_class=RedirectResponse, status_code=302)
-async def login(request: Request, settings: SettingsDep):
+async def login(request: Request, settings: SettingsDep, limits: LtiLimitsDep, open_session: SessionFactoryDep):
     params = await _params(request)
-    _limit(request, "login", params.get("iss"))
+    _limit(limits, request, "login", params.get("iss"))
     browser = binding.value_for(request)  # the state is bound to this browser (login CSRF)
 
     def run() -> str:
-        with transaction(request.app.state.sessions) as session:
+        with transaction(open_session) as session:
             return service.login_redirect(
                 session,
                 params=params,
@@ -175,38 +168,46 @@ async def login(request: Request, settings: SettingsDep):
 
 
 @tool.post("/launch")
-async def launch_(request: Request, settings: SettingsDep, catalogue: CatalogueDep):
+async def launch_(
+    request: Request,
+    settings: SettingsDep,
+    catalogue: CatalogueDep,
+    limits: LtiLimitsDep,
+    jwks_cache: JwksCacheDep,
+    keys: KeyStoreDep,
+    web_secret: WebSecretDep,
+    open_session: SessionFactoryDep,
+):
     params = await _params(request)
     if not params.get("id_token") or not params.get("state"):
         raise LtiError("lti_missing_parameter", "a launch is a form post of id_token and state from the platform")
-    _limit(request, "launch", _issuer_hint(params["id_token"]))
+    _limit(limits, request, "launch", _issuer_hint(params["id_token"]))
     browser_hash = binding.required_digest(request)  # only the browser that started the login (login CSRF)
-    sessions, jwks_cache = request.app.state.sessions, _jwks(request)
     # A browser (an LMS form post) is sent on to its page; API clients (Accept without text/html) keep JSON.
     browser = "text/html" in request.headers.get("accept", "")
-    secret = web_secret(request) if browser else ""
+    secret = web_secret if browser else ""
     allow_http = settings.mode == "dev"
 
     def run() -> dict:
-        with transaction(sessions) as session:  # spent in its own transaction: a replay fails even after an error
-            login = service.consume_state(session, state=params["state"], browser_hash=browser_hash)
-            platform = launch.platform_for_launch(session, platform_id=login.platform_id)
+        with transaction(open_session) as session:  # spent in its own transaction: a replay fails even after an error
+            login_state = service.consume_state(session, state=params["state"], browser_hash=browser_hash)
+            platform = launch.platform_for_launch(session, platform_id=login_state.platform_id)
         # no transaction is open here: the keyset may be fetched from the platform (slow, or an attacker's)
         claims = launch.validate(
             id_token=params["id_token"],
             platform=platform,
-            nonce=login.nonce,
+            nonce=login_state.nonce,
             jwks=jwks_cache,
             leeway_s=settings.lti_clock_skew_s,
         )
-        with transaction(sessions) as session:  # nothing else is stored unless every check passes
+        with transaction(open_session) as session:  # nothing else is stored unless every check passes
             if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
                 return launch.deep_link_request(
                     session,
                     platform=platform,
                     claims=claims,
                     catalogue=catalogue,
-                    keys=key_store(settings),
+                    keys=keys,
                     ttl_s=settings.lti_pick_ttl_s,
                     browser_hash=browser_hash,
                     allow_http=allow_http,
@@ -233,13 +234,14 @@ async def launch_(request: Request, settings: SettingsDep, catalogue: CatalogueD
 
 
 @tool.get("/enter")
-async def enter_(request: Request, settings: SettingsDep, ticket: str = ""):
+async def enter_(
+    request: Request, settings: SettingsDep, secret: WebSecretDep, open_session: SessionFactoryDep, ticket: str = ""
+):
     """Spend a launch's one-time ticket in the browser that launched: set the session cookie (a first-party,
     top-level GET) and go to the page. In an iframe, spend nothing and offer to open this URL in a new tab
     instead (a page only the launch's platform may frame)."""
     if not ticket:
         raise LtiError("lti_missing_parameter", "this page is reached from an LTI launch; launch from the LMS")
-    secret = web_secret(request)
     if request.headers.get("sec-fetch-dest") == "iframe":
         frame = str(enter.read_ticket(secret=secret, ticket=ticket).get("f") or "'none'")
         here = html.escape("/lti/enter?ticket=" + quote(ticket, safe=""))
@@ -255,19 +257,25 @@ async def enter_(request: Request, settings: SettingsDep, ticket: str = ""):
     browser_hash = binding.required_digest(request)
 
     def run() -> tuple[str, str]:
-        with transaction(request.app.state.sessions) as session:
+        with transaction(open_session) as session:
             return enter.redeem_ticket(session, secret=secret, ticket=ticket, browser_hash=browser_hash)
 
     cookie, path = await run_in_threadpool(run)
     resp = RedirectResponse(
         path, status_code=303, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
     )
-    start_session(resp, request, cookie=cookie)
+    start_session(resp, settings, cookie=cookie)
     return resp
 
 
 @tool.post("/deep-link", response_class=HTMLResponse)
-async def deep_link(request: Request, settings: SettingsDep, catalogue: CatalogueDep):
+async def deep_link(
+    request: Request,
+    settings: SettingsDep,
+    catalogue: CatalogueDep,
+    keys: KeyStoreDep,
+    open_session: SessionFactoryDep,
+):
     """The instructor's pick: answer with a page that posts the signed LtiDeepLinkingResponse to the LMS.
     The pick token is spent here, once, and only by the browser that made the deep-linking launch."""
     params = await _params(request)
@@ -276,13 +284,13 @@ async def deep_link(request: Request, settings: SettingsDep, catalogue: Catalogu
     browser_hash = binding.required_digest(request)
 
     def run() -> launch.DeepLinkAnswer:
-        with transaction(request.app.state.sessions) as session:
+        with transaction(open_session) as session:
             return launch.deep_link_response(
                 session,
                 pick_token=params["pick_token"],
                 exercise_id=params["exercise_id"],
                 catalogue=catalogue,
-                keys=key_store(settings),
+                keys=keys,
                 launch_url=tool_urls(settings)["launch_url"],
                 browser_hash=browser_hash,
                 allow_http=settings.mode == "dev",

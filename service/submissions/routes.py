@@ -6,12 +6,25 @@ import functools
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, File, Form, Header, Query, Request, UploadFile
+from fastapi import APIRouter, File, Form, Header, Query, UploadFile
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from grading.exercise import Exercise
-from service.deps import CatalogueDep, CurrentUser, LangDep, SessionDep, SettingsDep, StaffUser
+from grading.pipeline import check_submission
+from service.deps import (
+    CatalogueDep,
+    CurrentUser,
+    IntakeWriterDep,
+    LangDep,
+    MaxDevicesDep,
+    ReadSessionFactoryDep,
+    SessionDep,
+    SessionFactoryDep,
+    SettingsDep,
+    StaffUser,
+    StreamSlotsDep,
+)
 from service.errors import ServiceError
 from service.openapi import errors
 from service.patterns import PRINTABLE
@@ -63,11 +76,13 @@ IDEMPOTENCY_KEY = Header(
     },
 )
 async def submit(
-    request: Request,
     user: CurrentUser,
     settings: SettingsDep,
     catalogue: CatalogueDep,
     lang: LangDep,
+    writer: IntakeWriterDep,
+    open_read_session: ReadSessionFactoryDep,
+    max_devices: MaxDevicesDep,
     notebook: Annotated[UploadFile | None, File(description="the .ipynb file")] = None,
     exercise_id: Annotated[
         str | None, Form(max_length=200, pattern=PRINTABLE, description="defaults to the notebook's metadata")
@@ -91,18 +106,17 @@ async def submit(
         )
     raw = await notebook.read(settings.max_upload_bytes + 1)
     fingerprint = service.request_hash(notebook=raw, exercise_id=exercise_id, course=course)
-    state = request.app.state
     if idempotency_key:  # a replay is answered without validating again; the writer re-checks in its transaction
-        first = await run_in_threadpool(_replayed, state.read_sessions, user, idempotency_key, fingerprint)
+        first = await run_in_threadpool(_replayed, open_read_session, user, idempotency_key, fingerprint)
         if first is not None:
-            return _accepted(first, status=200)
+            return accepted_response(first, status=200)
     load = functools.partial(_load, raw, exercise_id, catalogue, settings.max_upload_bytes)
     exercise = load() if len(raw) <= INLINE_VALIDATION_BYTES else await run_in_threadpool(load)
     chosen = service.choose_course(user, course or None)
     capacity = functools.partial(
         service.check_capacity,
         exercise=exercise,
-        max_devices=state.max_devices,
+        max_devices=max_devices,
         max_world_size=settings.worker_max_world_size,
     )
     if exercise.manifest.resources.devices:  # asks the database which workers there are
@@ -118,12 +132,12 @@ async def submit(
         idempotency_key=idempotency_key,
         fingerprint=fingerprint,
     )
-    stored = await state.intake.submit(item)
-    return _accepted(stored, status=202 if stored.created else 200)
+    stored = await writer.submit(item)
+    return accepted_response(stored, status=202 if stored.created else 200)
 
 
-def _replayed(read_sessions, user, key: str, fingerprint: str) -> Accepted | None:
-    with read_sessions() as session:
+def _replayed(open_read_session, user, key: str, fingerprint: str) -> Accepted | None:
+    with open_read_session() as session:
         first = service.replay(session, user=user, key=key, fingerprint=fingerprint)
         found = accepted(first) if first is not None else None
         session.commit()
@@ -131,12 +145,10 @@ def _replayed(read_sessions, user, key: str, fingerprint: str) -> Accepted | Non
 
 
 def _load(raw: bytes, exercise_id: str | None, catalogue, max_bytes: int) -> Exercise:
-    from grading.pipeline import check_submission
-
     return check_submission(raw, exercise_id=exercise_id or None, catalogue=catalogue, max_bytes=max_bytes)
 
 
-def _accepted(sub, *, status: int) -> Response:
+def accepted_response(sub, *, status: int) -> Response:
     """SubmissionAccepted (the route's response_model documents it), encoded by orjson: every upload's
     answer, so no pydantic model and no json.dumps on the way out."""
     body = {
@@ -187,11 +199,12 @@ def get_submission(
     },
 )
 def submission_events(
-    request: Request,
     submission_id: str,
     user: CurrentUser,
     session: SessionDep,
     settings: SettingsDep,
+    open_session: SessionFactoryDep,
+    slots: StreamSlotsDep,
     last_event_id: Annotated[str | None, Header(max_length=40)] = None,
 ) -> Response:
     """Server-sent progress events of the current grading run, from its start (or after Last-Event-ID)."""
@@ -202,11 +215,10 @@ def submission_events(
     session.commit()
     if start is None:
         return Response(status_code=204)
-    slots = stream_slots.slots_of(request.app, per_identity=settings.events_max_streams_per_identity)
     release = slots.take(user.identity_id)  # 429 when the caller holds all of theirs
-    estimate = events.estimator(request.app.state.sessions, submission_id=sub.id, settings=settings)
+    estimate = events.estimator(open_session, submission_id=sub.id, settings=settings)
     frames = events.stream(
-        request.app.state.sessions,
+        open_session,
         submission_id=sub.id,
         start=start,
         poll_s=settings.events_poll_s,

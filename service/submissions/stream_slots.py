@@ -3,6 +3,7 @@
 Every open stream costs the process a polling loop and a thread-pool hop per wake-up; 600 streams of one
 learner took the others' median latency from 4 ms to 1.1 s. A stream takes a slot when it is answered and
 gives it back however it ends (done, time limit, the client going away, or never being started).
+Routes get the process's slots from service/deps.py (StreamSlotsDep).
 """
 
 from __future__ import annotations
@@ -11,12 +12,9 @@ import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 
-from fastapi import FastAPI
-
 from service.errors import TooMany
 
 RETRY_AFTER_S = 5  # a slot frees when one of the caller's streams ends; EventSource then reconnects
-_CREATE = threading.Lock()
 
 
 class StreamSlots:
@@ -56,15 +54,6 @@ class StreamSlots:
                     del self._open[identity_id]
 
         return release
-
-
-def slots_of(app: FastAPI, *, per_identity: int) -> StreamSlots:
-    """The app's stream slots, made on first use."""
-    with _CREATE:
-        slots = getattr(app.state, "stream_slots", None)
-        if slots is None:
-            slots = app.state.stream_slots = StreamSlots(per_identity)
-        return slots
 
 
 class Held:

@@ -6,7 +6,6 @@ session cookie instead of a bearer token). Templates autoescape everything (lear
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +14,8 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from service.auth.principal import Principal
+from service.deps import SessionFactoryDep, WebSecretDep
+from service.errors import preferred_lang
 from service.middleware import PAGE_HEADERS
 from service.web import sessions
 from service.web.i18n import LANGS, t
@@ -37,21 +38,10 @@ class BadForm(Exception):
     """A POST without the session's CSRF token: the handler answers 403 with a page saying so."""
 
 
-def web_secret(request: Request) -> str:
-    """The service secret signs session cookies; in dev without one, a per-process random secret
-    (sessions then end when the server restarts, and several server processes need TITANGRADE_SECRET_KEY)."""
-    state = request.app.state
-    if not getattr(state, "web_secret", None):
-        state.web_secret = state.settings.secret_key or secrets.token_urlsafe(48)
-    return state.web_secret
-
-
 def page_lang(request: Request) -> str:
     chosen = request.cookies.get(LANG_COOKIE)
     if chosen in LANGS:
         return chosen
-    from service.errors import preferred_lang
-
     return preferred_lang(request.headers.get("accept-language"))
 
 
@@ -62,12 +52,11 @@ class Viewer:
         self.principal, self.ws, self.csrf, self.lang = principal, ws, csrf, lang
 
 
-def current_viewer(request: Request) -> Viewer:
-    secret = web_secret(request)
+def current_viewer(request: Request, secret: WebSecretDep, open_session: SessionFactoryDep) -> Viewer:
     ws = sessions.read_web_session(secret=secret, cookie=request.cookies.get(sessions.COOKIE))
     if ws is None:
         raise SignInRequired()
-    with request.app.state.sessions() as session:
+    with open_session() as session:
         principal = sessions.principal_for_session(session, ws=ws)
         session.commit()
     if principal is None:
@@ -78,10 +67,10 @@ def current_viewer(request: Request) -> Viewer:
 ViewerDep = Annotated[Viewer, Depends(current_viewer)]
 
 
-async def checked_viewer(request: Request, viewer: ViewerDep) -> Viewer:
+async def checked_viewer(request: Request, viewer: ViewerDep, secret: WebSecretDep) -> Viewer:
     """A viewer whose POST carried the session's CSRF token in the `csrf` form field."""
     form = await request.form()
-    if not sessions.csrf_ok(secret=web_secret(request), ws=viewer.ws, sent=str(form.get("csrf") or "")):
+    if not sessions.csrf_ok(secret=secret, ws=viewer.ws, sent=str(form.get("csrf") or "")):
         raise BadForm()
     return viewer
 

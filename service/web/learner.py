@@ -9,13 +9,25 @@ from fastapi import APIRouter, File, Form, Header, Request, UploadFile
 from fastapi.responses import FileResponse, RedirectResponse, Response, StreamingResponse
 
 from grading.errors import InvalidSubmission
+from grading.exercise import Catalogue
+from grading.pipeline import load_submission
 from grading.text import clean_value
+from service.catalogue import service as catalogue_service
+from service.config import Settings
+from service.deps import (
+    CatalogueDep,
+    MaxDevicesDep,
+    SessionFactory,
+    SessionFactoryDep,
+    SettingsDep,
+    StreamSlotsDep,
+    WebSecretDep,
+)
 from service.errors import ServiceError, TooMany, from_engine
-from service.exercises import service as exercises
 from service.submissions import batch, events, stream_slots
 from service.submissions import service as submissions
 from service.web import charts, sessions
-from service.web.core import LANG_COOKIE, ViewerDep, local_path, page_lang, render, web_secret
+from service.web.core import LANG_COOKIE, BadForm, ViewerDep, local_path, page_lang, render
 from service.web.i18n import LANGS
 from service.web.notices import page_error
 
@@ -23,8 +35,8 @@ router = APIRouter(include_in_schema=False)
 PRE_CSRF = "tg_login_csrf"  # login CSRF: a double-submit cookie, since there is no session yet
 
 
-def _cookie_flags(request: Request) -> dict:
-    return {"httponly": True, "samesite": "lax", "secure": request.app.state.settings.mode == "prod", "path": "/"}
+def _cookie_flags(settings: Settings) -> dict:
+    return {"httponly": True, "samesite": "lax", "secure": settings.mode == "prod", "path": "/"}
 
 
 @router.get("/")
@@ -33,7 +45,7 @@ def home(request: Request) -> Response:
 
 
 @router.get("/login")
-def login_page(request: Request, error: str = "", next: str = "/exercises") -> Response:
+def login_page(request: Request, settings: SettingsDep, error: str = "", next: str = "/exercises") -> Response:
     nonce = request.cookies.get(PRE_CSRF) or secrets.token_urlsafe(24)
     resp = render(
         request,
@@ -42,13 +54,16 @@ def login_page(request: Request, error: str = "", next: str = "/exercises") -> R
         next_path=local_path(next, "/exercises"),
         error=page_error(error, page_lang(request)),
     )
-    resp.set_cookie(PRE_CSRF, nonce, max_age=3600, **_cookie_flags(request))
+    resp.set_cookie(PRE_CSRF, nonce, max_age=3600, **_cookie_flags(settings))
     return resp
 
 
 @router.post("/login")
 def login(
     request: Request,
+    settings: SettingsDep,
+    secret: WebSecretDep,
+    open_session: SessionFactoryDep,
     token: Annotated[str, Form(max_length=300)] = "",
     csrf: Annotated[str, Form(max_length=200)] = "",
     next: Annotated[str, Form(max_length=500)] = "/exercises",
@@ -56,29 +71,32 @@ def login(
     expected = request.cookies.get(PRE_CSRF)
     if not expected or csrf != expected:
         return RedirectResponse("/login?error=bad_form", status_code=303)
-    with request.app.state.sessions() as session:
-        signed = sessions.sign_in_with_token(session, secret=web_secret(request), token=token)
+    with open_session() as session:
+        signed = sessions.sign_in_with_token(session, secret=secret, token=token)
         session.commit()
     if signed is None:
         return RedirectResponse("/login?error=bad_token", status_code=303)
     resp = RedirectResponse(local_path(next, "/exercises"), status_code=303)
-    start_session(resp, request, cookie=signed[0])
+    start_session(resp, settings, cookie=signed[0])
     resp.delete_cookie(PRE_CSRF, path="/")
     return resp
 
 
-def start_session(resp: Response, request: Request, *, cookie: str) -> None:
+def start_session(resp: Response, settings: Settings, *, cookie: str) -> None:
     """Set the session cookie on `resp` (LTI's launch calls this with `sessions.create_web_session`)."""
-    resp.set_cookie(sessions.COOKIE, cookie, max_age=sessions.SESSION_TTL_S, **_cookie_flags(request))
+    resp.set_cookie(sessions.COOKIE, cookie, max_age=sessions.SESSION_TTL_S, **_cookie_flags(settings))
 
 
 @router.post("/logout")
-def logout(request: Request, viewer: ViewerDep, csrf: Annotated[str, Form(max_length=200)] = "") -> Response:
-    from service.web.core import BadForm
-
-    if not sessions.csrf_ok(secret=web_secret(request), ws=viewer.ws, sent=csrf):
+def logout(
+    viewer: ViewerDep,
+    secret: WebSecretDep,
+    open_session: SessionFactoryDep,
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    if not sessions.csrf_ok(secret=secret, ws=viewer.ws, sent=csrf):
         raise BadForm()
-    with request.app.state.sessions() as session:  # on the server: a copy of the cookie stops working too
+    with open_session() as session:  # on the server: a copy of the cookie stops working too
         sessions.revoke_web_session(session, ws=viewer.ws)
         session.commit()
     resp = RedirectResponse("/login", status_code=303)
@@ -94,9 +112,10 @@ def switch_lang(request: Request, lang: str, next: str = "/exercises") -> Respon
     return resp
 
 
-def _exercise_rows(request: Request, viewer) -> tuple[list[dict], list]:
-    settings, catalogue = request.app.state.settings, request.app.state.catalogue
-    with request.app.state.sessions() as session:
+def _exercise_rows(
+    viewer, *, open_session: SessionFactory, settings: Settings, catalogue: Catalogue
+) -> tuple[list[dict], list]:
+    with open_session() as session:
         subs = [
             s
             for s in submissions.list_visible(session, user=viewer.principal, limit=1000)
@@ -106,7 +125,7 @@ def _exercise_rows(request: Request, viewer) -> tuple[list[dict], list]:
         session.expunge_all()
         session.commit()
     rows = []
-    for ex in exercises.list_all(catalogue):
+    for ex in catalogue_service.list_all(catalogue):
         mine = [s for s in subs if s.exercise_id == ex.id]
         scores = [s.effective_score for s in mine if s.effective_score is not None]
         rows.append(
@@ -132,16 +151,23 @@ def _attempts_left(counts, user, exercise_id: str, limit: int) -> list[tuple[str
 
 
 @router.get("/exercises")
-def exercises_page(request: Request, viewer: ViewerDep, error: str = "") -> Response:
-    rows, recent = _exercise_rows(request, viewer)
+def exercises_page(
+    request: Request,
+    viewer: ViewerDep,
+    settings: SettingsDep,
+    catalogue: CatalogueDep,
+    open_session: SessionFactoryDep,
+    error: str = "",
+) -> Response:
+    rows, recent = _exercise_rows(viewer, open_session=open_session, settings=settings, catalogue=catalogue)
     return render(
         request, "exercises.html", viewer=viewer, rows=rows, recent=recent, error=page_error(error, viewer.lang)
     )
 
 
 @router.get("/exercises/{exercise_id}/notebook")
-def download_template(request: Request, exercise_id: str, viewer: ViewerDep) -> Response:
-    exercise = request.app.state.catalogue.get(exercise_id)
+def download_template(exercise_id: str, viewer: ViewerDep, catalogue: CatalogueDep) -> Response:
+    exercise = catalogue.get(exercise_id)
     return FileResponse(
         exercise.notebook_path, media_type="application/x-ipynb+json", filename=exercise.notebook_path.name
     )
@@ -151,18 +177,20 @@ def download_template(request: Request, exercise_id: str, viewer: ViewerDep) -> 
 def upload(
     request: Request,
     viewer: ViewerDep,
+    settings: SettingsDep,
+    catalogue: CatalogueDep,
+    secret: WebSecretDep,
+    open_session: SessionFactoryDep,
+    max_devices: MaxDevicesDep,
     notebook: Annotated[UploadFile | None, File()] = None,
     exercise_id: Annotated[str, Form(max_length=200)] = "",
     csrf: Annotated[str, Form(max_length=200)] = "",
     course: Annotated[str, Form(max_length=200)] = "",
 ) -> Response:
     """The API's upload, from a form: the same validation and service calls, errors shown on the page."""
-    from grading.pipeline import load_submission
-    from service.web.core import BadForm
-
-    if not sessions.csrf_ok(secret=web_secret(request), ws=viewer.ws, sent=csrf):
+    if not sessions.csrf_ok(secret=secret, ws=viewer.ws, sent=csrf):
         raise BadForm()
-    settings, catalogue, user = request.app.state.settings, request.app.state.catalogue, viewer.principal
+    user = viewer.principal
     try:
         if notebook is None or not notebook.filename:
             raise ServiceError("choose a .ipynb file to upload", zh="请选择要上传的 .ipynb 文件", status_code=422)
@@ -173,11 +201,11 @@ def upload(
             )
         except InvalidSubmission as exc:
             raise from_engine(exc) from None
-        with request.app.state.sessions() as session:
+        with open_session() as session:
             chosen = submissions.choose_course(user, course or None)
             submissions.check_capacity(
                 exercise=exercise,
-                max_devices=request.app.state.max_devices,
+                max_devices=max_devices,
                 max_world_size=settings.worker_max_world_size,
             )
             fingerprint = submissions.request_hash(notebook=raw, exercise_id=exercise_id, course=course)
@@ -194,7 +222,7 @@ def upload(
             )
             sid = sub.id
     except ServiceError as exc:
-        rows, recent = _exercise_rows(request, viewer)
+        rows, recent = _exercise_rows(viewer, open_session=open_session, settings=settings, catalogue=catalogue)
         message = exc.zh if viewer.lang == "zh" and exc.zh else exc.message
         return render(
             request,
@@ -208,9 +236,8 @@ def upload(
     return RedirectResponse(f"/submissions/{sid}", status_code=303)
 
 
-def submission_context(request: Request, viewer, sub) -> dict:
+def submission_context(viewer, sub, *, catalogue: Catalogue) -> dict:
     """What the learner's and the instructor's submission pages both show (checks, plots)."""
-    catalogue = request.app.state.catalogue
     exercise = catalogue.get(sub.exercise_id)
     manifest = exercise.manifest
     titles = {
@@ -233,24 +260,27 @@ def submission_context(request: Request, viewer, sub) -> dict:
 
 
 @router.get("/submissions/{submission_id}")
-def submission_page(request: Request, submission_id: str, viewer: ViewerDep) -> Response:
-    with request.app.state.sessions() as session:
+def submission_page(
+    request: Request, submission_id: str, viewer: ViewerDep, catalogue: CatalogueDep, open_session: SessionFactoryDep
+) -> Response:
+    with open_session() as session:
         sub = submissions.get(session, user=viewer.principal, submission_id=submission_id)
-        context = submission_context(request, viewer, sub)
+        context = submission_context(viewer, sub, catalogue=catalogue)
         session.commit()
         return render(request, "submission.html", viewer=viewer, **context)
 
 
 @router.get("/submissions/{submission_id}/events")
 def submission_events(
-    request: Request,
     submission_id: str,
     viewer: ViewerDep,
+    settings: SettingsDep,
+    open_session: SessionFactoryDep,
+    slots: StreamSlotsDep,
     last_event_id: Annotated[str | None, Header(max_length=40)] = None,
 ) -> Response:
     """The API's event stream, for the page's EventSource (authenticated by the session cookie)."""
-    settings = request.app.state.settings
-    with request.app.state.sessions() as session:
+    with open_session() as session:
         sub = submissions.get(session, user=viewer.principal, submission_id=submission_id)
         sent = (last_event_id or "").strip()
         after = int(sent) if sent.isdigit() else None
@@ -259,13 +289,12 @@ def submission_events(
         session.commit()
     if start is None:
         return Response(status_code=204)
-    slots = stream_slots.slots_of(request.app, per_identity=settings.events_max_streams_per_identity)
     try:
         release = slots.take(viewer.principal.identity_id)  # the API's cap: one count per identity
     except TooMany as exc:  # for EventSource, not a page: the status and Retry-After are what count
         return Response(exc.text(viewer.lang), status_code=429, headers=exc.headers, media_type="text/plain")
     frames = events.stream(
-        request.app.state.sessions,
+        open_session,
         submission_id=sid,
         start=start,
         poll_s=settings.events_poll_s,

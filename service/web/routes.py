@@ -40,7 +40,7 @@ def install(app: FastAPI) -> None:
     api_engine_error = app.exception_handlers.get(InvalidSubmission)
 
     @app.exception_handler(ServiceError)
-    async def page_error(request: Request, exc: ServiceError):
+    async def service_error_page(request: Request, exc: ServiceError):
         """The API keeps its JSON errors; a page shows the same message as a page."""
         if not _is_page(request) and api_service_error is not None:
             return await api_service_error(request, exc)  # type: ignore[misc]  # registered as async
@@ -52,7 +52,7 @@ def install(app: FastAPI) -> None:
     async def page_engine_error(request: Request, exc: InvalidSubmission):
         if not _is_page(request) and api_engine_error is not None:
             return await api_engine_error(request, exc)  # type: ignore[misc]  # registered as async
-        return await page_error(request, from_engine(exc))
+        return await service_error_page(request, from_engine(exc))
 
     @app.exception_handler(BadForm)
     async def bad_form(request: Request, exc: BadForm):

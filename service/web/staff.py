@@ -9,9 +9,10 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 from sqlalchemy import select
 
+from service.catalogue import service as catalogue_service
 from service.courses import service as courses
+from service.deps import CatalogueDep, SessionFactoryDep, SettingsDep
 from service.errors import Forbidden, ServiceError, clip
-from service.exercises import service as exercises
 from service.queue import service as queue
 from service.queue.service import BULK_REGRADE_PRIORITY, SINGLE_REGRADE_PRIORITY
 from service.submissions import service as submissions
@@ -42,25 +43,29 @@ def _teaches(viewer, course: str) -> None:
 
 
 @router.get("")
-def teach_home(request: Request, viewer: ViewerDep) -> Response:
+def teach_home(request: Request, viewer: ViewerDep, catalogue: CatalogueDep) -> Response:
     _staff(viewer)
-    catalogue = request.app.state.catalogue
     return render(
         request,
         "teach.html",
         viewer=viewer,
         courses=viewer.principal.teaching(),
-        exercises=exercises.list_all(catalogue),
+        exercises=catalogue_service.list_all(catalogue),
     )
 
 
 @router.get("/courses/{course}/gradebook")
 def gradebook_page(
-    request: Request, course: str, viewer: ViewerDep, policy: str = "best", sort: str = "user"
+    request: Request,
+    course: str,
+    viewer: ViewerDep,
+    open_session: SessionFactoryDep,
+    policy: str = "best",
+    sort: str = "user",
 ) -> Response:
     _teaches(viewer, course)
     chosen: courses.Policy = "latest" if policy == "latest" else "best"
-    with request.app.state.sessions() as session:
+    with open_session() as session:
         rows = courses.gradebook(session, course=course, policy=chosen)
         session.commit()
     rows.sort(key=SORTS.get(sort, SORTS["user"]))
@@ -68,9 +73,9 @@ def gradebook_page(
 
 
 @router.get("/courses/{course}/gradebook.csv")
-def gradebook_csv(request: Request, course: str, viewer: ViewerDep, policy: str = "best") -> Response:
+def gradebook_csv(course: str, viewer: ViewerDep, open_session: SessionFactoryDep, policy: str = "best") -> Response:
     _teaches(viewer, course)
-    with request.app.state.sessions() as session:
+    with open_session() as session:
         rows = courses.gradebook(session, course=course, policy="latest" if policy == "latest" else "best")
         session.commit()
     return PlainTextResponse(
@@ -85,17 +90,24 @@ def gradebook_csv(request: Request, course: str, viewer: ViewerDep, policy: str 
 
 
 @router.get("/exercises/{exercise_id}")
-def stats_page(request: Request, exercise_id: str, viewer: ViewerDep, queued: int | None = None) -> Response:
+def stats_page(
+    request: Request,
+    exercise_id: str,
+    viewer: ViewerDep,
+    catalogue: CatalogueDep,
+    open_session: SessionFactoryDep,
+    queued: int | None = None,
+) -> Response:
     _staff(viewer)
-    exercise = request.app.state.catalogue.get(exercise_id)
-    with request.app.state.sessions() as session:
-        stats = exercises.stats(session, user=viewer.principal, exercise=exercise)
+    exercise = catalogue.get(exercise_id)
+    with open_session() as session:
+        stats = catalogue_service.stats(session, user=viewer.principal, exercise=exercise)
         session.commit()
     return render(
         request,
         "stats.html",
         viewer=viewer,
-        ex=exercises.to_public(exercise),
+        ex=catalogue_service.to_public(exercise),
         stats=stats,
         hist=charts.histogram(stats.score_histogram),
         queued=queued,
@@ -103,12 +115,19 @@ def stats_page(request: Request, exercise_id: str, viewer: ViewerDep, queued: in
 
 
 @router.post("/exercises/{exercise_id}/regrade")
-def bulk_regrade(request: Request, exercise_id: str, viewer: PostViewerDep) -> Response:
+def bulk_regrade(
+    exercise_id: str,
+    viewer: PostViewerDep,
+    settings: SettingsDep,
+    catalogue: CatalogueDep,
+    open_session: SessionFactoryDep,
+) -> Response:
     _staff(viewer)
-    catalogue, settings = request.app.state.catalogue, request.app.state.settings
     catalogue.get(exercise_id)
-    with request.app.state.sessions() as session:
-        stmt = select(Submission).where(Submission.exercise_id == exercise_id, exercises.taught_by(viewer.principal))
+    with open_session() as session:
+        stmt = select(Submission).where(
+            Submission.exercise_id == exercise_id, catalogue_service.taught_by(viewer.principal)
+        )
         subs = list(session.scalars(stmt.order_by(Submission.created_at, Submission.id)))
         ids, _ = submissions.regrade(
             session, subs=subs, priority=BULK_REGRADE_PRIORITY, max_attempts=settings.max_attempts, catalogue=catalogue
@@ -117,11 +136,18 @@ def bulk_regrade(request: Request, exercise_id: str, viewer: PostViewerDep) -> R
 
 
 @router.get("/submissions/{submission_id}")
-def staff_submission(request: Request, submission_id: str, viewer: ViewerDep, error: str = "") -> Response:
-    with request.app.state.sessions() as session:
+def staff_submission(
+    request: Request,
+    submission_id: str,
+    viewer: ViewerDep,
+    catalogue: CatalogueDep,
+    open_session: SessionFactoryDep,
+    error: str = "",
+) -> Response:
+    with open_session() as session:
         sub = submissions.get_for_staff(session, user=viewer.principal, submission_id=submission_id)
         history = submissions.overrides(session, submission_id=sub.id)
-        context = submission_context(request, viewer, sub)
+        context = submission_context(viewer, sub, catalogue=catalogue)
         page = render(
             request,
             "staff_submission.html",
@@ -139,10 +165,12 @@ def override(
     request: Request,
     submission_id: str,
     viewer: PostViewerDep,
+    catalogue: CatalogueDep,
+    open_session: SessionFactoryDep,
     score: Annotated[str, Form(max_length=40)] = "",
     reason: Annotated[str, Form(max_length=2000)] = "",
 ) -> Response:
-    with request.app.state.sessions() as session:
+    with open_session() as session:
         sub = submissions.get_for_staff(session, user=viewer.principal, submission_id=submission_id)
         try:
             if len(reason.strip()) < 3:
@@ -156,7 +184,7 @@ def override(
             submissions.override(session, user=viewer.principal, sub=sub, score=value, reason=reason.strip())
         except ServiceError as exc:
             history = submissions.overrides(session, submission_id=sub.id)
-            context = submission_context(request, viewer, sub)
+            context = submission_context(viewer, sub, catalogue=catalogue)
             message = exc.zh if viewer.lang == "zh" and exc.zh else exc.message
             return render(
                 request,
@@ -171,9 +199,14 @@ def override(
 
 
 @router.post("/submissions/{submission_id}/regrade")
-def regrade(request: Request, submission_id: str, viewer: PostViewerDep) -> Response:
-    settings, catalogue = request.app.state.settings, request.app.state.catalogue
-    with request.app.state.sessions() as session:
+def regrade(
+    submission_id: str,
+    viewer: PostViewerDep,
+    settings: SettingsDep,
+    catalogue: CatalogueDep,
+    open_session: SessionFactoryDep,
+) -> Response:
+    with open_session() as session:
         sub = submissions.get_for_staff(session, user=viewer.principal, submission_id=submission_id)
         submissions.regrade(
             session,
@@ -186,9 +219,9 @@ def regrade(request: Request, submission_id: str, viewer: PostViewerDep) -> Resp
 
 
 @router.get("/queue")
-def queue_page(request: Request, viewer: ViewerDep) -> Response:
+def queue_page(request: Request, viewer: ViewerDep, open_session: SessionFactoryDep) -> Response:
     _staff(viewer)
-    with request.app.state.sessions() as session:
+    with open_session() as session:
         depth = queue.depth_by_lane(session)
         workers = queue.live_workers(session, within_s=300)
         recent = [

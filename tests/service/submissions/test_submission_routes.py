@@ -165,17 +165,6 @@ def test_override_keeps_an_audit_trail_and_an_outbox_row(api, svc):
     assert kinds == ["grade.overridden"]
 
 
-def test_exercise_endpoints_serve_templates_not_references(api, svc):
-    headers = svc.auth(api.tokens["alice"])
-    listed = api.get("/api/v1/exercises", headers=headers).json()
-    assert {e["id"] for e in listed} == {"ch05.svc_sum", "ch05.svc_long", "ch05.svc_gpu", "ch05.svc_broken"}
-    one = api.get("/api/v1/exercises/ch05.svc_sum", headers=headers).json()
-    assert one["max_score"] == 3.0 and one["resources"]["devices"] == 0 and one["limits"]["run_timeout_s"] == 60
-    nb = api.get("/api/v1/exercises/ch05.svc_sum/notebook", headers=headers)
-    assert nb.status_code == 200 and "total = None" in nb.text and "total = 2 + 3" not in nb.text
-    _error(api.get("/api/v1/exercises/ch05.nope/notebook", headers=headers), 404, "unknown_exercise")
-    _error(api.get("/api/v1/nothing-here", headers=headers), 404, "not_found")
-
 
 def test_health_metrics_and_openapi(api, svc):
     assert api.get("/healthz").json() == {"status": "ok"}

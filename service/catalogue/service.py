@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from grading.exercise import Catalogue, Exercise
 from service.auth.principal import Principal
-from service.exercises.schemas import ExercisePublic, ExerciseStats
+from service.catalogue.schemas import ExercisePublic, ExerciseStats
 from service.submissions.models import Submission
 
 

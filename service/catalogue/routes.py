@@ -1,4 +1,4 @@
-"""HTTP routes for exercises: catalogue views, the learner template, stats and bulk regrade."""
+"""HTTP routes for the exercise catalogue (under /exercises): views, the learner template, stats, bulk regrade."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse
 from sqlalchemy import select
 
+from service.catalogue import service
+from service.catalogue.schemas import ExercisePublic, ExerciseStats
 from service.deps import CatalogueDep, CurrentUser, SessionDep, SettingsDep, StaffUser
-from service.exercises import service
-from service.exercises.schemas import ExercisePublic, ExerciseStats
 from service.openapi import errors
 from service.queue.service import BULK_REGRADE_PRIORITY
 from service.submissions import service as submissions

@@ -14,7 +14,7 @@ class InvalidSubmission(ValueError):
     """The submitted notebook cannot be graded as sent. `code` is stable, `message` names the fix."""
 
     def __init__(self, code: str, message: str, **_legacy: object) -> None:
-        # `**_legacy` swallows the old `status_code=` keyword that grading/steps/validate.py still passes
+        # `**_legacy` swallows the old `status_code=` keyword that grading/steps/validate_upload.py still passes
         # (that file belongs to the engine hardening work); it is ignored. Drop it once no caller sends it.
         super().__init__(message)
         self.code = code

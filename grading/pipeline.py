@@ -24,7 +24,7 @@ from grading.scoring import decide_status, score_checks, total
 from grading.steps import grader_cells
 from grading.steps.execute import run_notebook
 from grading.steps.sanitize import clear_outputs
-from grading.steps.validate import (
+from grading.steps.validate_upload import (
     MAX_JSON_DEPTH,
     check_cell_count,
     has_notebook_outline,

@@ -1,5 +1,6 @@
-"""Step 1: refuse what cannot be graded, before any kernel starts (size, JSON, nesting, nbformat, exercise
-id, code-cell count)."""
+"""Step 1, validate the upload: refuse a notebook that cannot be graded, before any kernel starts (size, JSON,
+nesting, nbformat, exercise id, code-cell count). Not `exercises validate` (grading/authoring/validate.py),
+which grades an author's exercise before it is published."""
 
 from __future__ import annotations
 

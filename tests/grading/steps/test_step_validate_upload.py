@@ -1,4 +1,5 @@
-"""Validation refuses bad uploads with a stable code and a message that names the fix; nothing runs."""
+"""Validating the upload (grading/steps/validate_upload.py) refuses bad uploads with a stable code and a message
+that names the fix; nothing runs."""
 import json
 
 import nbformat
@@ -157,7 +158,7 @@ def _mutations() -> dict[str, dict]:
 @pytest.mark.filterwarnings("ignore")  # nbformat warns about missing and duplicate cell ids
 @pytest.mark.parametrize("name", sorted(_mutations()))
 def test_to_notebook_accepts_and_refuses_exactly_what_nbformat_does(name):
-    from grading.steps.validate import to_notebook
+    from grading.steps.validate_upload import to_notebook
 
     data = _mutations()[name]
     try:
@@ -184,7 +185,7 @@ def test_minors_from_the_future_share_one_compiled_validator():
     a stream of made-up minors. All minors newer than nbformat's get the same relaxed schema, so one."""
     from nbformat import validator
 
-    from grading.steps.validate import to_notebook
+    from grading.steps.validate_upload import to_notebook
 
     before = set(validator.validators)
     for minor in range(7, 13):

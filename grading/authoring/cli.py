@@ -12,11 +12,15 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grading.authoring.build import DEFAULT_FIXTURES_ROOT, Outputs, master_path, render
 from grading.authoring.master import AuthoringError
 from grading.errors import GraderFault
 from grading.exercise import Catalogue, Exercise
+
+if TYPE_CHECKING:
+    from grading.authoring.validate import Row  # imported when validate runs: it loads the whole engine
 
 EXIT_PROBLEMS, EXIT_USAGE, EXIT_NOT_GRADED = 1, 2, 3  # see the module docstring
 
@@ -166,20 +170,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     if args.repeat < 1 or args.retries < 0:
         print("error: --repeat must be at least 1 and --retries at least 0", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     picked = _selected(args)
     if picked is None:
-        return 2
+        return EXIT_USAGE
     catalogue, exercises = picked
     _, outputs, errors = build_all(exercises, fixtures_root=args.fixtures_root, check=False)
     if errors:
         print("\n".join(["", "build failed; nothing graded:", *errors]), file=sys.stderr)
-        return 1
+        return EXIT_PROBLEMS
     try:
         sandbox = make_sandbox(args.sandbox)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except GraderFault as exc:  # this host cannot sandbox: nothing the exercise could fix
         print(f"error: no sandbox, nothing graded: {exc}", file=sys.stderr)
         return EXIT_NOT_GRADED
@@ -215,7 +219,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if problems else EXIT_NOT_GRADED if not_graded else 0
 
 
-def _verdict(row) -> str:
+def _verdict(row: Row) -> str:
     if row.ok:
         return "ok"
     parts = [f"FAILED ({len(row.problems)})"] if row.problems else []

@@ -86,7 +86,7 @@ class Graded:
     @property
     def host_fault(self) -> str:
         """Why no run of this notebook was graded at all ("" if one was): the grader's or the host's fault."""
-        return self.result.message if self.result.status.value == "not_gradable" else ""
+        return (self.result.message or "not gradable") if self.result.status.value == "not_gradable" else ""
 
 
 def validate(

@@ -137,3 +137,20 @@ def test_a_grader_fault_is_listed_apart_from_the_content_problems_of_the_same_ex
     ]
     assert (row.solution, row.template, row.mistakes_ok, row.ok) == (10.0, 0.0, 0, False)
     assert order.count("mistake_no_square.ipynb") == 2  # graded again (retries=1) before it counts as not graded
+
+
+def test_a_host_without_a_sandbox_is_not_the_exercises_fault(tmp_path, capsys, monkeypatch):
+    """make_sandbox refuses (no bwrap on this host): one error line and exit 3, where it was a traceback."""
+    import grading.sandbox
+    from grading.errors import GraderFault
+
+    def refuse(mode, **_):
+        raise GraderFault(f"sandbox mode {mode!r} is not available: bwrap not found", retryable=False)
+
+    roots = _roots(tmp_path)
+    assert main(["exercises", "new", "ch09.squares", *roots]) == 0
+    monkeypatch.setattr(grading.sandbox, "make_sandbox", refuse)
+    capsys.readouterr()
+    assert main(["exercises", "validate", "ch09.squares", "--sandbox", "bwrap", *roots]) == 3
+    err = capsys.readouterr().err
+    assert err.strip() == "error: no sandbox, nothing graded: sandbox mode 'bwrap' is not available: bwrap not found"

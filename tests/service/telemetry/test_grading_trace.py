@@ -1,5 +1,6 @@
 """One submission followed end to end: the API takes it, a real worker (process pool, real kernel) grades
 it, and its spans (in-memory exporter), its worker log lines and the /metrics histograms tell the story."""
+
 from __future__ import annotations
 
 import io

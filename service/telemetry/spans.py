@@ -120,9 +120,7 @@ class GradingTelemetry:
         for phase in phases:
             attrs: dict[str, AttributeValue] = {**ids}
             attrs.update((f"titangrade.{phase.name}.{key}", value) for key, value in phase.attrs)
-            span = self._closed(PREFIX + phase.name, under_claimed, phase.start_ns, phase.end_ns, attrs)
-            if phase.error:
-                span.set_status(Status(StatusCode.ERROR, phase.error))
+            self._closed(PREFIX + phase.name, under_claimed, phase.start_ns, phase.end_ns, attrs, error=phase.error)
             metrics.observe(phase.name, phase.duration_s)
         claimed.end(end_time=store_ns)
         self._closed(STORE, under_root, store_ns, end_ns, {**ids, "titangrade.state": state})
@@ -133,8 +131,12 @@ class GradingTelemetry:
         for name, start_ns, stop_ns in own:
             metrics.observe(name.removeprefix(PREFIX), (stop_ns - start_ns) / 1e9)
 
-    def _closed(self, name: str, context: Any, start_ns: int, end_ns: int, attrs: dict[str, AttributeValue]) -> Span:
+    def _closed(
+        self, name: str, context: Any, start_ns: int, end_ns: int, attrs: dict[str, AttributeValue], error: str = ""
+    ) -> Span:
         span = self.tracer.start_span(name, context=context, start_time=start_ns, attributes=attrs)
+        if error:  # before end(): an ended span's status can no longer be set
+            span.set_status(Status(StatusCode.ERROR, error))
         span.end(end_time=max(end_ns, start_ns))
         return span
 

@@ -7,6 +7,7 @@ import datetime as dt
 import http.server
 import threading
 import time
+from typing import ClassVar
 
 import pytest
 from opentelemetry import trace
@@ -79,9 +80,9 @@ def test_without_an_endpoint_nothing_is_exported(monkeypatch):
 
 
 class _Collector(http.server.BaseHTTPRequestHandler):
-    received: list[tuple[str, bytes]] = []
+    received: ClassVar[list[tuple[str, bytes]]] = []  # (path, body) of each export
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self.received.append((self.path, body))
         self.send_response(200)

@@ -18,6 +18,7 @@ from grading import provenance
 from grading.errors import GraderFault, InvalidSubmission
 from grading.exercise import Catalogue, Exercise
 from grading.i18n import t
+from grading.observer import CHECKS, NO_OBSERVER, GradingObserver
 from grading.result import GradeResult, Status
 from grading.sandbox import CPU_ONLY, DeviceGrant, KernelRequest, Sandbox, make_sandbox
 from grading.scoring import decide_status, score_checks, total
@@ -145,9 +146,11 @@ def grade_notebook(
     devices: DeviceGrant = CPU_ONLY,
     progress: Callable[[dict], None] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    observer: GradingObserver = NO_OBSERVER,
 ) -> GradeResult:
     """Grade one notebook. Raises InvalidSubmission for bad input; learner faults give status error,
-    grader faults (and any unexpected engine exception) give not_gradable."""
+    grader faults (and any unexpected engine exception) give not_gradable. `observer` sees every phase,
+    unthrottled (grading/observer.py)."""
     started = time.monotonic()
     nb, exercise = load_submission(
         source, exercise_id=exercise_id, catalogue=catalogue or default_catalogue(), max_bytes=max_bytes
@@ -156,7 +159,9 @@ def grade_notebook(
     emit({"event": "started", "exercise_id": exercise.id})
     scrub: dict[str, Any] = {}  # filled by _grade: grader cell name and nonce, hidden strings
     try:
-        result = _grade(nb, exercise, lang=lang, sandbox=sandbox, devices=devices, emit=emit, scrub=scrub)
+        result = _grade(
+            nb, exercise, lang=lang, sandbox=sandbox, devices=devices, emit=emit, scrub=scrub, observer=observer
+        )
     except InvalidSubmission:
         raise
     except GraderFault as exc:
@@ -188,6 +193,7 @@ def _grade(
     devices: DeviceGrant,
     emit: Callable[[dict], Any],
     scrub: dict[str, Any],
+    observer: GradingObserver = NO_OBSERVER,
 ) -> GradeResult:
     manifest = exercise.manifest
     reference = exercise.reference()  # loaded once per grade: the plan and the checks share it
@@ -195,11 +201,14 @@ def _grade(
     scrub.update(needles=plan.scrub, public=plan.public_text)
     sandbox = sandbox or default_sandbox()
     request = kernel_request(exercise, devices=devices)
-    execution = run_notebook(clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang, progress=emit)
+    execution = run_notebook(
+        clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang, progress=emit, observer=observer
+    )
     if execution.fault is not None:
         raise GraderFault(execution.fault)
     emit({"event": "checks"})
-    checks = score_checks(exercise, execution, lang=lang, reference=reference, plan=plan)
+    with observer.phase(CHECKS):
+        checks = score_checks(exercise, execution, lang=lang, reference=reference, plan=plan)
     if manifest.own or manifest.policy.forbid:  # the work must be the learner's own (grading/provenance.py)
         sources = [c.source for c in nb.cells if c.cell_type == "code"]
         # the kernel answered but the reporter did not (sabotaged or killed): {} makes `own` unverified

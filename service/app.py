@@ -22,7 +22,7 @@ from service.intake.routes import INTAKE_PATH
 from service.intake.routes import router as intake_router
 from service.lti.routes import api as lti_api_router
 from service.lti.routes import tool as lti_tool_router
-from service.middleware import RequestGuard, install_security_headers
+from service.middleware import RequestGuard, install_request_id, install_security_headers
 from service.openapi import build_openapi, docs_page
 from service.ops import router as ops_router
 from service.queue import service as queue
@@ -147,6 +147,7 @@ def create_app(
         app.include_router(router, prefix=API_PREFIX, dependencies=[Depends(_no_store)])
     install_web_pages(app)  # HTML pages for learners and instructors (session cookie, same services)
     install_security_headers(app)  # CSP, framing, nosniff on every HTML answer (error pages included)
+    install_request_id(app)  # outermost: every answer, a 500 included, echoes its X-Request-ID
 
     def openapi() -> dict:
         if app.openapi_schema is None:

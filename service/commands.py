@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
 import threading
+
+from service.telemetry import logs as telemetry_logs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -98,8 +99,7 @@ def _executor_overrides(args) -> dict:
 
 
 def _logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    telemetry_logs.configure()  # JSON lines with request/job ids, or TITANGRADE_LOG_FORMAT=text
 
 
 def _settings(**overrides):

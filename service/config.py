@@ -269,6 +269,17 @@ class Settings(BaseSettings):
         1200, ge=1, description="logins (and, separately, launches) naming one platform issuer per minute"
     )
 
+    # telemetry (service/telemetry, docs/service.md "Telemetry")
+    log_format: Literal["json", "text"] = Field(
+        "json", description="log lines: one JSON object each (with request/job ids), or text for a terminal"
+    )
+    otlp_endpoint: str = Field(
+        "",
+        description="OTLP/HTTP collector base URL for grading spans, e.g. http://otel:4318; empty: the "
+        "standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, and without either no spans leave the process",
+    )
+    otel_service_name: str = Field("titangrade", min_length=1, description="service.name of the exported spans")
+
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> Settings:
         if self.mode == "prod":

@@ -11,10 +11,15 @@
 SecurityHeaders wraps the whole app, outside Starlette's error middleware, so every answer gets `nosniff`
 and every HTML answer (pages, /lti/ pages, error pages, a 500) the pages' CSP, framing and referrer
 headers, unless the route set its own (the deep-link page allows its platform's origin).
+
+RequestId wraps even that: every answer echoes an `X-Request-ID` (the caller's, if it is a short token of
+safe characters, else a fresh one), and every log line written while the request runs carries it.
 """
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Sequence
 
 from starlette.concurrency import run_in_threadpool
@@ -25,6 +30,7 @@ from service.auth.authenticators import Authenticator, CredentialRejected, authe
 from service.errors import DatabaseUnavailable, preferred_lang
 from service.http_errors import BodyTooLarge, error_response, too_large_text
 from service.outage import is_unavailable
+from service.telemetry import logs
 
 JSON_BODY_LIMIT = 64 * 1024
 MULTIPART_SLACK = 64 * 1024  # boundaries, part headers and the exercise_id field around the notebook
@@ -170,5 +176,50 @@ def install_security_headers(app) -> None:
 
     def build_wrapped() -> ASGIApp:
         return SecurityHeaders(build())
+
+    app.build_middleware_stack = build_wrapped
+
+
+REQUEST_ID_HEADER = "X-Request-ID"
+REQUEST_ID_MAX = 128  # characters; a longer id is replaced, never cut (a cut id would match nothing)
+_SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")  # nothing that could forge a log line or header
+
+
+def request_id_from(value: str | None) -> str:
+    """The caller's request id if it is 1..REQUEST_ID_MAX safe characters, else a fresh one (32 hex)."""
+    if value and len(value) <= REQUEST_ID_MAX and _SAFE_REQUEST_ID.fullmatch(value):
+        return value
+    return uuid.uuid4().hex
+
+
+class RequestId:
+    """Binds the request's id for logging (service/telemetry/logs.py) and echoes it in the answer."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent = next((v for k, v in scope.get("headers", []) if k.lower() == b"x-request-id"), None)
+        request_id = request_id_from(sent.decode("latin-1") if sent is not None else None)
+        scope.setdefault("state", {})["request_id"] = request_id
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)[REQUEST_ID_HEADER] = request_id
+            await send(message)
+
+        with logs.bind(request_id=request_id):
+            await self.app(scope, receive, send_with_id)
+
+
+def install_request_id(app) -> None:
+    """Wrap everything, security headers and error pages included, in RequestId (call it last)."""
+    build = app.build_middleware_stack
+
+    def build_wrapped() -> ASGIApp:
+        return RequestId(build())
 
     app.build_middleware_stack = build_wrapped

@@ -1,4 +1,9 @@
-"""Liveness, readiness (DB reachable, a worker heartbeat seen) and Prometheus metrics read from the DB."""
+"""Liveness, readiness (DB reachable, a worker heartbeat seen) and Prometheus metrics.
+
+/metrics joins two kinds: queue and latency metrics read from the database at scrape time (the whole
+system, the same from every API process), and `titangrade_phase_duration_seconds`, the per-phase
+durations of the gradings this process's own worker stored (per process: service/telemetry/metrics.py).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from sqlalchemy import select, text
 from service.deps import SessionFactoryDep, SettingsDep
 from service.queue import service as queue
 from service.submissions.models import Submission
+from service.telemetry.metrics import PHASE_SECONDS
 
 router = APIRouter(tags=["operations"])
 LATENCY_BUCKETS_S = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600)
@@ -75,4 +81,5 @@ class _DatabaseCollector:
 def metrics(open_session: SessionFactoryDep) -> Response:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_DatabaseCollector(open_session))
+    registry.register(PHASE_SECONDS)  # this process's gradings only
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

@@ -18,6 +18,7 @@ from grading.codec import MAX_ANSWER_BYTES
 from grading.errors import GraderFault
 from grading.exercise import Limits
 from grading.i18n import t
+from grading.observer import CELL, NO_OBSERVER, SANDBOX_START, GradingObserver
 from grading.result import CellReport
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
 from grading.steps.call_results import call_results
@@ -73,6 +74,7 @@ def run_notebook(
     request: KernelRequest,
     lang: str = "en",
     progress: Callable[[dict], None] = lambda e: None,
+    observer: GradingObserver = NO_OBSERVER,
 ) -> Execution:
     """Execute `nb` (already sanitized) with the grader cells of `plan`; never raises for learner faults.
     The run's time limit covers everything: kernel starts, learner cells and the grader's own cells."""
@@ -87,11 +89,13 @@ def run_notebook(
         plan=plan,
         result=result,
         progress=progress,
+        observer=observer,
     )
     for attempt in range(MAX_ATTEMPTS):
         began = time.monotonic()
         try:
-            session = sandbox.start(request)
+            with observer.phase(SANDBOX_START, attempt=attempt):
+                session = sandbox.start(request)
         except GraderFault as exc:
             result.fault = str(exc)
             return result
@@ -139,6 +143,7 @@ class _Run:
     plan: GraderPlan
     result: Execution
     progress: Callable[[dict], None]
+    observer: GradingObserver = NO_OBSERVER  # sees each learner cell's run, unthrottled (grading/observer.py)
     kept_bytes: int = 0  # learner output kept so far, all cells
     unsure_death: bool = False  # the kernel died in a cell of several checks' calls, which one unknown
     poll_limits: Callable[[], set[str]] = set  # the current session's limits seen so far (cgroup OOM kills)
@@ -215,7 +220,10 @@ def _run_attempt(
             if i in skip:
                 attempt.reports[i] = skip[i]
                 continue
-            if _run_learner_cell(io, i, cell.source, run=run, attempt=attempt, total=len(learner)):
+            with run.observer.phase(CELL, index=i) as seen:
+                lost = _run_learner_cell(io, i, cell.source, run=run, attempt=attempt, total=len(learner))
+                seen["status"] = attempt.reports[i].status
+            if lost:
                 if not last_attempt and run.left_s() > 0:  # a restart past the run's limit would only skip
                     attempt.restart_for = i
                 else:

@@ -45,6 +45,7 @@ class ClaimedJob:
     lane: str
     devices: int
     world_size: int
+    queued_at: dt.datetime | None = None  # naive UTC: when the job last became claimable (its queued phase)
 
 
 def learner_key(sub: Submission) -> str:
@@ -252,7 +253,7 @@ def claim(
             lease_expires_at=now + dt.timedelta(seconds=lease_s),
             claimed_at=now,
         )
-        .returning(Job.id, Job.submission_id, Job.attempts, Job.lane, Job.devices, Job.world_size)
+        .returning(Job.id, Job.submission_id, Job.attempts, Job.lane, Job.devices, Job.world_size, Job.available_at)
         .execution_options(synchronize_session=False)
     ).first()
     if row is None:
@@ -276,6 +277,7 @@ def claim(
         lane=row.lane,
         devices=row.devices,
         world_size=row.world_size,
+        queued_at=row.available_at,
     )
 
 

@@ -18,7 +18,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grading.observer import NO_OBSERVER, GradingObserver
 from service.config import Settings
+from service.telemetry import logs
+from service.telemetry.phases import Phase, PhaseRecorder
 
 log = logging.getLogger("titangrade.executor")
 
@@ -43,6 +46,7 @@ class Graded:
     result whose status is not_gradable (a fault the engine caught itself)."""
 
     result: dict
+    phases: tuple[Phase, ...] = ()  # what the grading process timed (service/telemetry/phases.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,7 @@ class Faulted:
 
     reason: str
     retryable: bool
+    phases: tuple[Phase, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +125,7 @@ def _init_child(
     ledger_dir: str | None = None,
 ) -> None:
     _die_with_parent(parent_pid)
+    logs.configure(level=logging.WARNING)  # a spawned process starts unconfigured; warnings carry the job's ids
     from grading.exercise import Catalogue
     from grading.sandbox import make_sandbox
     from service import signals
@@ -175,16 +181,18 @@ def _ready() -> int:
 def grade_ticket(ticket: GradingTicket) -> Outcome:
     """Load the submission by id, grade it with progress written to the DB, return the result or a fault."""
     ledger = _CHILD.get("ledger")
+    recorder = PhaseRecorder()  # the phases travel back with the outcome: the worker makes the spans
     if ledger is None:
-        return _grade_ticket(ticket)
+        return recorder.attach(_grade_ticket(ticket, observer=recorder))
     ledger.started(ticket.job_id)
     try:
-        return _grade_ticket(ticket)
+        return recorder.attach(_grade_ticket(ticket, observer=recorder))
     finally:
         ledger.finished(ticket.job_id)
 
 
-def _grade_ticket(ticket: GradingTicket) -> Outcome:
+@logs.job_scoped(lambda ticket, **_: ticket)
+def _grade_ticket(ticket: GradingTicket, *, observer: GradingObserver = NO_OBSERVER) -> Outcome:
     from grading.errors import GraderFault, HostBusy, InvalidSubmission
     from grading.pipeline import grade_notebook
     from grading.sandbox import DeviceGrant
@@ -220,6 +228,7 @@ def _grade_ticket(ticket: GradingTicket) -> Outcome:
             sandbox=sandbox,
             progress=progress,
             devices=DeviceGrant(kind=ticket.device_kind, ids=ticket.device_ids),
+            observer=observer,
         )
         if sandbox.busy is not None:  # no kernel, no learner code: the queue keeps the job, unattempted
             return NotStarted(str(sandbox.busy))

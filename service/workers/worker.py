@@ -33,6 +33,8 @@ from service.grades import service as grades
 from service.outage import Backoff, Retrier, describe, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
+from service.telemetry import logs
+from service.telemetry.spans import GradingTelemetry
 from service.workers import outcomes
 from service.workers.executor import Executor, Faulted, GradingTicket, NotStarted, Outcome
 
@@ -61,6 +63,7 @@ class Worker:
         executor: Executor,
         devices,
         worker_id: str | None = None,
+        telemetry: GradingTelemetry | None = None,
     ) -> None:
         self.settings = settings
         self.sessions = sessions
@@ -68,6 +71,7 @@ class Worker:
         self.devices = devices
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.stop = threading.Event()
+        self.telemetry = telemetry or GradingTelemetry.from_settings(settings)  # spans and phase histograms
         self._inflight: dict[int, _InFlight] = {}
         self._done: stdlib_queue.Queue[int] = stdlib_queue.Queue()
         self._lock = threading.Lock()
@@ -229,8 +233,10 @@ class Worker:
             claimed += 1
         return claimed
 
+    @logs.job_scoped(lambda self, job: job)
     def _start(self, job: ClaimedJob) -> None:
         """Hand a claimed job to the executor; one that cannot be started ends as a grader fault (retried)."""
+        self.telemetry.claimed(job, worker_id=self.id)
         grant = DeviceGrant()
         try:
             if not self.executor.grants_devices:
@@ -311,9 +317,12 @@ class Worker:
         for flight in held:
             self._store_flight(flight)
 
+    @logs.job_scoped(lambda self, flight: flight.job)
     def _store_flight(self, flight: _InFlight) -> None:
         """Store one finished job's outcome and free its slot; the database unreachable: raise, it stays held."""
+        storing = self.telemetry.storing(job=flight.job, outcome=flight.outcome)
         state = outcomes.store_or_fault(flight, store=self._store_in_transaction, who=f"worker {self.id}")
+        storing.done(state=state)
         with self._lock:
             self._inflight.pop(flight.job.job_id, None)
         log.info("worker %s job %s: %s", self.id, flight.job.job_id, state)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Update, and_, false, func, insert, or_, select, update
+from sqlalchemy import CursorResult, Update, and_, false, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from grading.text import clean_text
@@ -80,44 +80,6 @@ def enqueue(
     session.add(job)
     session.add(ProgressEvent(submission_id=submission_id, event="queued", data={"priority": priority}))
     return job
-
-
-def insert_job(
-    session: Session,
-    *,
-    submission_id: str,
-    learner: str,
-    lane: str,
-    priority: int,
-    devices: int,
-    world_size: int,
-    max_attempts: int,
-    run: int,
-) -> None:
-    """`enqueue` for the intake's hot path (on SQLite it runs under the writer lock, where every bit of
-    Python work limits the intake rate): the job is a plain INSERT (no unit of work, no Job object). The
-    "queued" event stays an ORM row, flushed at commit, since hooks on flushed progress events (waking
-    workers) must see it; its run is given, so no lookup of the current run."""
-    now = utcnow()
-    session.execute(
-        insert(Job),
-        [
-            {
-                "submission_id": submission_id,
-                "learner": learner,
-                "lane": lane,
-                "priority": priority,
-                "devices": devices,
-                "world_size": world_size,
-                "max_attempts": max_attempts,
-                "available_at": now,
-                "created_at": now,
-            }
-        ],
-    )
-    session.add(
-        ProgressEvent(submission_id=submission_id, run=run, event="queued", data={"priority": priority}, created_at=now)
-    )
 
 
 def _learner_running():

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from grading.text import clean_text, clean_value
 from service.db import utcnow
 from service.grades.models import OutboxEvent
+from service.states import SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
 from service.timefmt import rfc3339
 
@@ -111,7 +112,7 @@ def _bare(result: dict | None, fault: str | None, reason: str) -> tuple[dict | N
 def _error_result(result: dict, *, checks: list[dict], score: float, reason: str) -> dict:
     return {
         "exercise_id": str(result.get("exercise_id", ""))[:100],
-        "status": "error",
+        "status": SubmissionStatus.ERROR,
         "score": score,
         "max_score": _number(result.get("max_score")),
         "checks": checks,
@@ -148,10 +149,10 @@ def _write(session: Session, *, submission_id: str, result: dict | None, fault: 
         assert result is not None
         status, score, message = result["status"], result["score"], result.get("message", "")
     else:
-        status, score, message = "not_gradable", None, not_gradable_message(fault)
+        status, score, message = SubmissionStatus.NOT_GRADABLE, None, not_gradable_message(fault)
     grading_s = result.get("duration_s") if result else None
     kind = "grade.stored"
-    if status == "not_gradable" and sub.result and sub.score is not None:
+    if status == SubmissionStatus.NOT_GRADABLE and sub.result and sub.score is not None:
         status, score, kind = sub.result["status"], sub.score, "grade.regrade_failed"
         sub.message = f"a regrade could not run, the previous grade stands: {message}"
     else:

@@ -8,6 +8,7 @@ from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db import Base, utcnow
+from service.states import JobStatus
 
 
 class Job(Base):
@@ -20,7 +21,7 @@ class Job(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
-    status: Mapped[str] = mapped_column(String(20), default="queued")  # queued|running|done|failed|cancelled
+    status: Mapped[str] = mapped_column(String(20), default=JobStatus.QUEUED)  # queued|running|done|failed|cancelled
     learner: Mapped[str] = mapped_column(String(200), default="")  # queue.learner_key: fair share is per identity
     lane: Mapped[str] = mapped_column(String(10), default="short")
     priority: Mapped[int] = mapped_column(Integer, default=0)  # lower runs first; bulk regrades are 100

@@ -24,12 +24,18 @@ from sqlalchemy.orm import Session, aliased
 from grading.text import clean_text
 from service.db import utcnow
 from service.queue.models import Job, WorkerBeat
+from service.states import JobStatus, SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
 
 INTERACTIVE_PRIORITY = 0
 SINGLE_REGRADE_PRIORITY = 10
 BULK_REGRADE_PRIORITY = 100
-TERMINAL_STATUSES = ("graded", "error", "not_gradable", "superseded")
+TERMINAL_STATUSES = (
+    SubmissionStatus.GRADED,
+    SubmissionStatus.ERROR,
+    SubmissionStatus.NOT_GRADABLE,
+    SubmissionStatus.SUPERSEDED,
+)
 FAIR_SHARE_MEMORY_S = 3600.0  # grants older than this no longer count against a learner
 CLAIM_TRIES = 4  # PostgreSQL with a per-learner cap: learners skipped because a concurrent claim filled them
 
@@ -87,7 +93,7 @@ def _learner_running():
     other = aliased(Job)
     return (
         select(func.count())
-        .where(other.learner == Job.learner, other.status == "running")
+        .where(other.learner == Job.learner, other.status == JobStatus.RUNNING)
         .correlate(Job)
         .scalar_subquery()
     )
@@ -106,7 +112,7 @@ def _candidate(
     fits: Sequence[tuple[str, int, int]] | None = None,
 ):
     stmt = select(Job.id, Job.learner).where(
-        Job.status == "queued",
+        Job.status == JobStatus.QUEUED,
         Job.lane.in_(list(lanes)),
         Job.devices <= free_devices,
         Job.world_size <= max_world_size,
@@ -125,7 +131,7 @@ def _candidate(
         # granted a job in the lane longest ago (never: first). Aggregated once per claim, not per row.
         running = (
             select(Job.learner, Job.lane, func.count().label("n"))
-            .where(Job.status == "running")
+            .where(Job.status == JobStatus.RUNNING)
             .group_by(Job.learner, Job.lane)
             .subquery("running")
         )
@@ -151,7 +157,7 @@ def _learner_has_room(session: Session, *, learner: str, cap: int) -> bool:
     (under READ COMMITTED the count taken after the lock sees every claim committed before it)."""
     session.execute(select(func.pg_advisory_xact_lock(func.hashtext("titangrade.learner:" + learner))))
     running = session.execute(
-        select(func.count()).select_from(Job).where(Job.learner == learner, Job.status == "running")
+        select(func.count()).select_from(Job).where(Job.learner == learner, Job.status == JobStatus.RUNNING)
     ).scalar_one()
     return running < cap
 
@@ -205,9 +211,9 @@ def claim(
     token = uuid.uuid4().hex
     row = session.execute(
         update(Job)
-        .where(Job.id == picked.id, Job.status == "queued")
+        .where(Job.id == picked.id, Job.status == JobStatus.QUEUED)
         .values(
-            status="running",
+            status=JobStatus.RUNNING,
             lease_token=token,
             worker_id=worker_id,
             attempts=Job.attempts + 1,
@@ -222,7 +228,7 @@ def claim(
     session.execute(
         update(Submission)
         .where(Submission.id == row.submission_id)
-        .values(status="running", started_at=now)
+        .values(status=SubmissionStatus.RUNNING, started_at=now)
         .execution_options(synchronize_session=False)
     )
     session.add(
@@ -250,9 +256,11 @@ def cancel_queued(session: Session, *, submission_ids: Sequence[str], reason: st
     rows = session.execute(
         update(Job)
         .where(
-            Job.submission_id.in_(list(submission_ids)), Job.status == "queued", Job.priority == INTERACTIVE_PRIORITY
+            Job.submission_id.in_(list(submission_ids)),
+            Job.status == JobStatus.QUEUED,
+            Job.priority == INTERACTIVE_PRIORITY,
         )
-        .values(status="cancelled", finished_at=utcnow(), last_error=reason[:2000])
+        .values(status=JobStatus.CANCELLED, finished_at=utcnow(), last_error=reason[:2000])
         .returning(Job.submission_id)
         .execution_options(synchronize_session=False)
     )
@@ -267,7 +275,7 @@ def renew(session: Session, *, held: Sequence[ClaimedJob], lease_s: float) -> se
         result = _updated(
             session,
             update(Job)
-            .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == "running")
+            .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == JobStatus.RUNNING)
             .values(lease_expires_at=expires)
             .execution_options(synchronize_session=False),
         )
@@ -286,7 +294,7 @@ def _fence(session: Session, job: ClaimedJob, **values: Any) -> bool:
     result = _updated(
         session,
         update(Job)
-        .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == "running")
+        .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == JobStatus.RUNNING)
         .values(**values)
         .execution_options(synchronize_session=False),
     )
@@ -296,7 +304,7 @@ def _fence(session: Session, job: ClaimedJob, **values: Any) -> bool:
 def complete(session: Session, *, job: ClaimedJob) -> bool:
     """Mark the job done if (and only if) the lease still holds; False means another worker owns it now.
     The caller stores the grade (service.grades.record_grade) in the same transaction when this is True."""
-    return _fence(session, job, status="done", finished_at=utcnow(), lease_expires_at=None)
+    return _fence(session, job, status=JobStatus.DONE, finished_at=utcnow(), lease_expires_at=None)
 
 
 def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, backoff_s: float) -> str:
@@ -309,7 +317,7 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
         if _fence(
             session,
             job,
-            status="queued",
+            status=JobStatus.QUEUED,
             lease_token=None,
             worker_id=None,
             lease_expires_at=None,
@@ -317,11 +325,13 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
             available_at=utcnow() + dt.timedelta(seconds=backoff_s),
         ):
             _requeued(session, job.submission_id, error)
-            return "queued"
+            return JobStatus.QUEUED
         return "lost"
-    if not _fence(session, job, status="failed", finished_at=utcnow(), last_error=error[:2000], lease_expires_at=None):
+    if not _fence(
+        session, job, status=JobStatus.FAILED, finished_at=utcnow(), last_error=error[:2000], lease_expires_at=None
+    ):
         return "lost"
-    return "failed"
+    return JobStatus.FAILED
 
 
 def release(session: Session, *, job: ClaimedJob, reason: str, after_s: float = 0.0) -> bool:
@@ -330,7 +340,7 @@ def release(session: Session, *, job: ClaimedJob, reason: str, after_s: float = 
     if not _fence(
         session,
         job,
-        status="queued",
+        status=JobStatus.QUEUED,
         lease_token=None,
         worker_id=None,
         lease_expires_at=None,
@@ -347,7 +357,7 @@ def _requeued(session: Session, submission_id: str, reason: str) -> None:
     session.execute(
         update(Submission)
         .where(Submission.id == submission_id)
-        .values(status="queued")
+        .values(status=SubmissionStatus.QUEUED)
         .execution_options(synchronize_session=False)
     )
     session.add(ProgressEvent(submission_id=submission_id, event="requeued", data={"reason": clean_text(reason)[:500]}))
@@ -366,7 +376,7 @@ def reap_expired(session: Session) -> list[Expired]:
     """Requeue jobs whose lease ran out (their worker died), or give up after max attempts; the caller
     records a not_gradable grade for each job given up, in the same transaction."""
     now = utcnow()
-    stmt = select(Job).where(Job.status == "running", Job.lease_expires_at < now).limit(50)
+    stmt = select(Job).where(Job.status == JobStatus.RUNNING, Job.lease_expires_at < now).limit(50)
     if session.get_bind().dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
     reaped = []
@@ -375,9 +385,9 @@ def reap_expired(session: Session) -> list[Expired]:
         job.lease_token, job.worker_id, job.lease_expires_at, job.last_error = None, None, None, reason
         gave_up = job.attempts >= job.max_attempts
         if gave_up:
-            job.status, job.finished_at = "failed", now
+            job.status, job.finished_at = JobStatus.FAILED, now
         else:
-            job.status, job.available_at = "queued", now
+            job.status, job.available_at = JobStatus.QUEUED, now
             _requeued(session, job.submission_id, reason)
         reaped.append(Expired(submission_id=job.submission_id, reason=reason, gave_up=gave_up))
     return reaped
@@ -418,7 +428,7 @@ def live_workers(session: Session, *, within_s: float) -> list[WorkerBeat]:
 
 
 def depth_by_lane(session: Session) -> dict[str, int]:
-    rows = session.execute(select(Job.lane, func.count()).where(Job.status == "queued").group_by(Job.lane))
+    rows = session.execute(select(Job.lane, func.count()).where(Job.status == JobStatus.QUEUED).group_by(Job.lane))
     return dict(rows.all())
 
 

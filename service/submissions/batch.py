@@ -34,6 +34,7 @@ from service.db import utcnow
 from service.errors import Forbidden, ServiceError, TooMany, clip
 from service.queue import service as queue
 from service.queue.models import Job
+from service.states import JobStatus, SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
 
 
@@ -99,19 +100,19 @@ def supersede_queued(
             Submission.identity_id == identity_id,
             Submission.course == course,
             Submission.exercise_id == exercise_id,
-            Submission.status == "queued",
+            Submission.status == SubmissionStatus.QUEUED,
             Submission.id != by_id,
         )
     ).all()
     cancelled = queue.cancel_queued(session, submission_ids=earlier, reason=f"superseded by {by_id}")
     for old in session.scalars(select(Submission).where(Submission.id.in_(cancelled))):
-        old.status, old.superseded_by = "superseded", by_id
+        old.status, old.superseded_by = SubmissionStatus.SUPERSEDED, by_id
         old.message = superseded_message(attempt=attempt, by_id=by_id)
         session.add(
             ProgressEvent(
                 submission_id=old.id,
                 event="done",
-                data={"status": "superseded", "score": None, "superseded_by": by_id},
+                data={"status": SubmissionStatus.SUPERSEDED, "score": None, "superseded_by": by_id},
             )
         )
     return cancelled
@@ -214,7 +215,7 @@ _LIMIT_COUNTS = (  # built once: building a statement per batch cost more than c
         func.count().filter(_RECENT),
         func.min(Submission.created_at).filter(_RECENT),
         func.count(),
-        func.count().filter(Submission.status == "superseded"),
+        func.count().filter(Submission.status == SubmissionStatus.SUPERSEDED),
     )
     .where(Submission.identity_id.in_(bindparam("ids", expanding=True)))
     .group_by(Submission.identity_id, Submission.course, Submission.exercise_id)
@@ -293,7 +294,7 @@ def _row(item: Intake, *, attempt: int, now: dt.datetime) -> dict:
         "request_hash": item.fingerprint if item.idempotency_key else None,
         "run": 1,
         "notebook": item.notebook,
-        "status": "queued",
+        "status": SubmissionStatus.QUEUED,
         "max_score": manifest.max_score,
         "message": "",
         "created_at": now,
@@ -321,7 +322,7 @@ def _supersede(session: Session, row: dict, latest: dict[tuple[int, str, str], d
         )
         counts.superseded[group] += len(cancelled)
     else:
-        previous["status"], previous["superseded_by"] = "superseded", row["id"]
+        previous["status"], previous["superseded_by"] = SubmissionStatus.SUPERSEDED, row["id"]
         previous["message"] = superseded_message(attempt=row["attempt"], by_id=row["id"])
         counts.superseded[group] += 1
     latest[group] = row
@@ -366,11 +367,11 @@ def _insert_rows(session: Session, rows: list[dict], *, settings: Settings) -> N
     conn.execute(_INSERTS[Submission], [{c: r[c] for c in _COLUMNS} for r in rows])
     jobs, events = [], []
     for r in rows:
-        cancelled = r["status"] == "superseded"
+        cancelled = r["status"] == SubmissionStatus.SUPERSEDED
         jobs.append(
             {
                 "submission_id": r["id"],
-                "status": "cancelled" if cancelled else "queued",
+                "status": JobStatus.CANCELLED if cancelled else JobStatus.QUEUED,
                 "learner": f"identity:{r['identity_id']}",  # queue.learner_key
                 "lane": r["_lane"],
                 "priority": priority,
@@ -387,7 +388,10 @@ def _insert_rows(session: Session, rows: list[dict], *, settings: Settings) -> N
         if cancelled:
             events.append(
                 _event(
-                    r["id"], "done", {"status": "superseded", "score": None, "superseded_by": r["superseded_by"]}, now
+                    r["id"],
+                    "done",
+                    {"status": SubmissionStatus.SUPERSEDED, "score": None, "superseded_by": r["superseded_by"]},
+                    now,
                 )
             )
     conn.execute(_INSERTS[Job], jobs)

@@ -20,6 +20,7 @@ from service.grades import service as grades
 from service.outage import Backoff, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
+from service.states import JobStatus, SubmissionStatus
 from service.workers.executor import Faulted, Graded, NotStarted, Outcome
 
 log = logging.getLogger("titangrade.worker")
@@ -39,7 +40,7 @@ def store(
     jobs handed back because the host ran short (growing while hand-backs follow each other, reset by a
     job that ran); without it a hand-back waits `retry_backoff_s`."""
     match outcome:
-        case Graded(result) if result["status"] != "not_gradable":
+        case Graded(result) if result["status"] != SubmissionStatus.NOT_GRADABLE:
             if shortage is not None:
                 shortage.reset()
             if not queue.complete(s, job=job):
@@ -94,6 +95,6 @@ def store_or_fault(held: Held, *, store: Callable[[ClaimedJob, Outcome], str], w
 def _fault(s: Session, job: ClaimedJob, *, error: str, retryable: bool, final: dict | None, backoff_s: float) -> Stored:
     """Requeue, or (retries spent) record the submission as not gradable with the engine's result if any."""
     state = queue.fault(s, job=job, error=error, retryable=retryable, backoff_s=backoff_s)
-    if state == "failed":
+    if state == JobStatus.FAILED:
         grades.record_grade(s, submission_id=job.submission_id, result=final, fault=error)
-    return Stored(state, wake_after_s=backoff_s if state == "queued" else None)
+    return Stored(state, wake_after_s=backoff_s if state == JobStatus.QUEUED else None)

@@ -33,6 +33,7 @@ from service.grades import service as grades
 from service.outage import Backoff, Retrier, describe, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
+from service.states import JobStatus
 from service.workers import outcomes
 from service.workers.executor import Executor, Faulted, GradingTicket, NotStarted, Outcome
 
@@ -338,7 +339,7 @@ class Worker:
 
     def _queue_empty(self) -> bool:
         with transaction(self.sessions) as s:
-            return not queue.depth_by_lane(s) and not queue.jobs_by_status(s).get("running")
+            return not queue.depth_by_lane(s) and not queue.jobs_by_status(s).get(JobStatus.RUNNING)
 
     # -- leases and liveness ---------------------------------------------------------------------------
     def _reap(self) -> None:

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, aliased
 
 from grading.text import clean_text
 from service.db import utcnow
-from service.queue.models import Job, WorkerBeat
+from service.queue.models import Job, WorkerBeat, job_row, learner_key
 from service.states import JobStatus, SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
 
@@ -53,12 +53,6 @@ class ClaimedJob:
     world_size: int
 
 
-def learner_key(sub: Submission) -> str:
-    """Fair share and the per-learner cap count per identity (issuer + subject), never per display name:
-    two learners called "alice" from two platforms are two learners, and a renamed learner stays one."""
-    return f"identity:{sub.identity_id}"
-
-
 def enqueue(
     session: Session,
     *,
@@ -72,16 +66,18 @@ def enqueue(
 ) -> Job:
     """Add a job for a submission (its learner is looked up when not given: fair share is per learner)."""
     if learner is None:
-        learner = learner_key(session.get_one(Submission, submission_id))
+        learner = learner_key(session.get_one(Submission, submission_id).identity_id)
     job = Job(
-        submission_id=submission_id,
-        learner=learner,
-        lane=lane,
-        priority=priority,
-        devices=devices,
-        world_size=world_size,
-        max_attempts=max_attempts,
-        available_at=utcnow(),
+        **job_row(
+            submission_id=submission_id,
+            learner=learner,
+            lane=lane,
+            priority=priority,
+            devices=devices,
+            world_size=world_size,
+            max_attempts=max_attempts,
+            now=utcnow(),
+        )
     )
     session.add(job)
     session.add(ProgressEvent(submission_id=submission_id, event="queued", data={"priority": priority}))

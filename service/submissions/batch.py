@@ -33,8 +33,8 @@ from service.courses import service as courses
 from service.db import utcnow
 from service.errors import Forbidden, ServiceError, TooMany, clip
 from service.queue import service as queue
-from service.queue.models import Job
-from service.states import JobStatus, SubmissionStatus
+from service.queue.models import Job, job_row, learner_key
+from service.states import SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
 
 
@@ -365,27 +365,24 @@ def _insert_rows(session: Session, rows: list[dict], *, settings: Settings) -> N
     priority = queue.INTERACTIVE_PRIORITY
     conn = session.connection()  # Core, not the ORM's bulk insert: no unit of work, no per-row bookkeeping
     conn.execute(_INSERTS[Submission], [{c: r[c] for c in _COLUMNS} for r in rows])
-    jobs, events = [], []
-    for r in rows:
-        cancelled = r["status"] == SubmissionStatus.SUPERSEDED
-        jobs.append(
-            {
-                "submission_id": r["id"],
-                "status": JobStatus.CANCELLED if cancelled else JobStatus.QUEUED,
-                "learner": f"identity:{r['identity_id']}",  # queue.learner_key
-                "lane": r["_lane"],
-                "priority": priority,
-                "devices": r["_devices"],
-                "world_size": r["_world_size"],
-                "max_attempts": settings.max_attempts,
-                "available_at": now,
-                "created_at": now,
-                "finished_at": now if cancelled else None,
-                "last_error": f"superseded by {r['superseded_by']}" if cancelled else "",
-            }
+    jobs = [
+        job_row(
+            submission_id=r["id"],
+            learner=learner_key(r["identity_id"]),
+            lane=r["_lane"],
+            priority=priority,
+            devices=r["_devices"],
+            world_size=r["_world_size"],
+            max_attempts=settings.max_attempts,
+            now=now,
+            superseded_by=r["superseded_by"],  # set only when a later row of this batch superseded it
         )
+        for r in rows
+    ]
+    events = []
+    for r in rows:
         events.append(_event(r["id"], "queued", {"priority": priority}, now))
-        if cancelled:
+        if r["status"] == SubmissionStatus.SUPERSEDED:
             events.append(
                 _event(
                     r["id"],

@@ -63,7 +63,7 @@ class Accepted:
     created: bool = True
 
 
-Outcome = Accepted | ServiceError
+Admission = Accepted | ServiceError  # an upload's answer: stored (or replayed), or refused
 
 
 def key_reused(key: str, submission_id: str) -> ServiceError:
@@ -139,8 +139,8 @@ class _New:
     created: bool = True
 
 
-def write(session: Session, items: Sequence[Intake], *, settings: Settings) -> list[Outcome]:
-    """Store what may be stored of `items`, in order, and commit; one outcome per item. A database error
+def write(session: Session, items: Sequence[Intake], *, settings: Settings) -> list[Admission]:
+    """Store what may be stored of `items`, in order, and commit; one admission per item. A database error
     propagates (the caller rolls back): then nothing of the batch was written."""
     earlier = _earlier_keys(session, items)
     counts = limit_counts(session, identity_ids={i.user.identity_id for i in items})

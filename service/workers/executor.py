@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grading.result import GradeResult
 from service.config import Settings
 
 log = logging.getLogger("titangrade.executor")
@@ -39,10 +40,10 @@ class GradingTicket:
 
 @dataclass(frozen=True, slots=True)
 class Graded:
-    """The engine ran and produced a GradeResult (as its dict); the worker stores it, or retries a
+    """The engine ran and produced a GradeResult; the worker stores it, or retries a
     result whose status is not_gradable (a fault the engine caught itself)."""
 
-    result: dict
+    result: GradeResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +234,7 @@ def _grade_ticket(ticket: GradingTicket) -> Outcome:
         return Faulted(f"{type(exc).__name__}: {exc}", retryable=True)
     finally:
         writer.close()
-    return Graded(result.to_dict())
+    return Graded(result)
 
 
 # ---- local backend ---------------------------------------------------------------------------------

@@ -20,8 +20,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.db import utcnow
+from service.queue.fair_share import FAIR_SHARE_MEMORY_S
 from service.queue.models import Job, WorkerBeat
-from service.queue.service import FAIR_SHARE_MEMORY_S
 from service.states import JobStatus
 from service.submissions.models import Submission
 from service.timefmt import rfc3339

@@ -4,10 +4,10 @@ The queue only claims, fences and requeues; what a finished job stores is servic
 
 The claim is fair share: within a lane and priority, the next job goes to the learner with the fewest
 jobs running, then to the one granted a job longest ago (per-learner round robin), so one learner's burst
-delays each other learner by about one job. PostgreSQL locks the chosen row `FOR UPDATE SKIP LOCKED`;
-SQLite runs inside `BEGIN IMMEDIATE` (see service.db), which is atomic because SQLite has one writer.
-Every write of a job's outcome checks the lease token (fencing), so a worker whose lease expired can never
-overwrite the grade stored by the worker that reclaimed the job.
+delays each other learner by about one job (that choice is service/queue/fair_share.py). PostgreSQL locks
+the chosen row `FOR UPDATE SKIP LOCKED`; SQLite runs inside `BEGIN IMMEDIATE` (see service.db), which is
+atomic because SQLite has one writer. Every write of a job's outcome checks the lease token (fencing), so a
+worker whose lease expired can never overwrite the grade stored by the worker that reclaimed the job.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Update, and_, false, func, or_, select, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import CursorResult, Update, func, select, update
+from sqlalchemy.orm import Session
 
 from grading.text import clean_text
 from service.db import utcnow
+from service.queue import fair_share
 from service.queue.models import Job, WorkerBeat, job_row, learner_key
 from service.states import JobStatus, SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
@@ -36,7 +37,6 @@ TERMINAL_STATUSES = (
     SubmissionStatus.NOT_GRADABLE,
     SubmissionStatus.SUPERSEDED,
 )
-FAIR_SHARE_MEMORY_S = 3600.0  # grants older than this no longer count against a learner
 CLAIM_TRIES = 4  # PostgreSQL with a per-learner cap: learners skipped because a concurrent claim filled them
 
 
@@ -84,80 +84,6 @@ def enqueue(
     return job
 
 
-def _learner_running():
-    """Correlated: how many jobs of the candidate's learner are running (for the per-learner cap)."""
-    other = aliased(Job)
-    return (
-        select(func.count())
-        .where(other.learner == Job.learner, other.status == JobStatus.RUNNING)
-        .correlate(Job)
-        .scalar_subquery()
-    )
-
-
-def _candidate(
-    *,
-    now: dt.datetime,
-    lanes: Sequence[str],
-    free_devices: int,
-    max_world_size: int,
-    policy: str,
-    max_running_per_learner: int,
-    skip_learners: set[str],
-    postgres: bool,
-    fits: Sequence[tuple[str, int, int]] | None = None,
-):
-    stmt = select(Job.id, Job.learner).where(
-        Job.status == JobStatus.QUEUED,
-        Job.lane.in_(list(lanes)),
-        Job.devices <= free_devices,
-        Job.world_size <= max_world_size,
-        Job.available_at <= now,
-    )
-    if fits is not None:
-        stmt = stmt.where(
-            or_(false(), *(and_(Job.lane == lane, Job.devices == d, Job.world_size == w) for lane, d, w in fits))
-        )
-    if max_running_per_learner:
-        stmt = stmt.where(_learner_running() < max_running_per_learner)
-    if skip_learners:
-        stmt = stmt.where(Job.learner.not_in(sorted(skip_learners)))
-    if policy == "fair":
-        # Round robin over learners within a priority: fewest jobs running in the lane, then the learner
-        # granted a job in the lane longest ago (never: first). Aggregated once per claim, not per row.
-        running = (
-            select(Job.learner, Job.lane, func.count().label("n"))
-            .where(Job.status == JobStatus.RUNNING)
-            .group_by(Job.learner, Job.lane)
-            .subquery("running")
-        )
-        granted = (
-            select(Job.learner, Job.lane, func.max(Job.claimed_at).label("at"))
-            .where(Job.claimed_at >= now - dt.timedelta(seconds=FAIR_SHARE_MEMORY_S))
-            .group_by(Job.learner, Job.lane)
-            .subquery("granted")
-        )
-        stmt = (
-            stmt.outerjoin(running, and_(running.c.learner == Job.learner, running.c.lane == Job.lane))
-            .outerjoin(granted, and_(granted.c.learner == Job.learner, granted.c.lane == Job.lane))
-            .order_by(Job.priority, func.coalesce(running.c.n, 0), granted.c.at.nulls_first(), Job.id)
-        )
-    else:
-        stmt = stmt.order_by(Job.priority, Job.id)
-    stmt = stmt.limit(1)
-    return stmt.with_for_update(of=Job, skip_locked=True) if postgres else stmt
-
-
-def _learner_has_room(session: Session, *, learner: str, cap: int) -> bool:
-    """PostgreSQL only: serialise claims per learner, then recount, so concurrent workers respect the cap
-    (under READ COMMITTED the count taken after the lock sees every claim committed before it)."""
-    session.execute(select(func.pg_advisory_xact_lock(func.hashtext("titangrade.learner:" + learner))))
-    running = session.execute(
-        select(func.count()).select_from(Job).where(Job.learner == learner, Job.status == JobStatus.RUNNING)
-    ).scalar_one()
-    return running < cap
-
-
 def claim(
     session: Session,
     *,
@@ -183,7 +109,7 @@ def claim(
     skip: set[str] = set()
     for _ in range(CLAIM_TRIES):
         picked = session.execute(
-            _candidate(
+            fair_share.candidate(
                 now=now,
                 lanes=lanes,
                 free_devices=free_devices,
@@ -197,7 +123,7 @@ def claim(
         ).first()
         if picked is None:
             return None
-        if not (postgres and max_running_per_learner) or _learner_has_room(
+        if not (postgres and max_running_per_learner) or fair_share.learner_has_room(
             session, learner=picked.learner, cap=max_running_per_learner
         ):
             break

@@ -24,6 +24,7 @@ from grading.sandbox import CPU_ONLY, DeviceGrant, KernelRequest, Sandbox, make_
 from grading.scoring import decide_status, score_checks, total
 from grading.steps import grader_cells
 from grading.steps.execute import run_notebook
+from grading.steps.grader_cells import GraderPlan
 from grading.steps.sanitize import clear_outputs
 from grading.steps.validate_upload import (
     MAX_JSON_DEPTH,
@@ -157,10 +158,20 @@ def grade_notebook(
     )
     emit = _emitter(progress)
     emit({"event": "started", "exercise_id": exercise.id})
-    scrub: dict[str, Any] = {}  # filled by _grade: grader cell name and nonce, hidden strings
+    plan: GraderPlan | None = None  # once made, it names what no string of the result may show, fault or not
     try:
+        reference = exercise.reference()  # loaded once per grade: the plan and the checks share it
+        plan = grader_cells.plan(exercise, reference=reference)
         result = _grade(
-            nb, exercise, lang=lang, sandbox=sandbox, devices=devices, emit=emit, scrub=scrub, observer=observer
+            nb,
+            exercise,
+            plan=plan,
+            reference=reference,
+            lang=lang,
+            sandbox=sandbox,
+            devices=devices,
+            emit=emit,
+            observer=observer,
         )
     except InvalidSubmission:
         raise
@@ -173,7 +184,8 @@ def grade_notebook(
     # the result boundary: every string from the kernel is normalised once (grading/text.py), before the
     # scrub, so an escape sequence or control character cannot split a hidden string past it
     result.normalise()
-    result.scrub(scrub.get("needles", ()), t("redacted", lang), public=scrub.get("public", ""))
+    needles, public = (plan.scrub, plan.public_text) if plan is not None else ((), "")
+    result.scrub(needles, t("redacted", lang), public=public)
     result.duration_s = round(time.monotonic() - started, 3)
     emit({"event": "done", "status": result.status.value, "score": result.score, "max_score": result.max_score})
     return result
@@ -188,17 +200,15 @@ def _grade(
     nb: nbformat.NotebookNode,
     exercise: Exercise,
     *,
+    plan: GraderPlan,
+    reference: dict[str, Any],
     lang: str,
     sandbox: Sandbox | None,
     devices: DeviceGrant,
     emit: Callable[[dict], Any],
-    scrub: dict[str, Any],
     observer: GradingObserver = NO_OBSERVER,
 ) -> GradeResult:
     manifest = exercise.manifest
-    reference = exercise.reference()  # loaded once per grade: the plan and the checks share it
-    plan = grader_cells.plan(exercise, reference=reference)
-    scrub.update(needles=plan.scrub, public=plan.public_text)
     sandbox = sandbox or default_sandbox()
     request = kernel_request(exercise, devices=devices)
     execution = run_notebook(

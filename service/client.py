@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 
 from grading.text import clean_text, clean_value
+from service.states import SubmissionStatus
 
 
 def _about(seconds: float) -> str:
@@ -34,7 +35,7 @@ def _describe(event: dict) -> str | None:
         return None
     if kind == "estimate":
         return describe_estimate(event)
-    if kind == "done" and event.get("status") == "superseded":
+    if kind == "done" and event.get("status") == SubmissionStatus.SUPERSEDED:
         return f"  superseded by your newer attempt {event.get('superseded_by')}; only that one is graded"
     if kind == "cell":
         return f"  running cell {event.get('index', 0) + 1} of {event.get('total', '?')}"
@@ -97,7 +98,7 @@ def submit_and_follow(
         sub = got.json()
     _safe_streams()
     print(json.dumps(clean_value(sub), indent=2) if as_json else render_submission(sub))
-    return 0 if sub.get("status") == "graded" else 1
+    return 0 if sub.get("status") == SubmissionStatus.GRADED else 1
 
 
 def _error_parts(resp: httpx.Response) -> tuple[str, str]:

@@ -15,6 +15,7 @@ from sqlalchemy import select, text
 
 from service.deps import SessionFactoryDep, SettingsDep
 from service.queue import service as queue
+from service.states import JobStatus
 from service.submissions.models import Submission
 from service.telemetry.metrics import PHASE_SECONDS
 
@@ -63,7 +64,7 @@ class _DatabaseCollector:
             g.add_metric([lane], depth.get(lane, 0))
         yield g
         j = GaugeMetricFamily("titangrade_jobs", "jobs by status", labels=["status"])
-        for status in ("queued", "running", "done", "failed", "cancelled"):
+        for status in JobStatus:
             j.add_metric([status], by_status.get(status, 0))
         yield j
         latencies = [(done - created).total_seconds() for created, done in rows]

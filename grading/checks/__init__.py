@@ -1,6 +1,6 @@
 """Check kinds: each compares one decoded answer with its reference spec, in the grader's process.
 
-A check function returns an `Outcome` (fraction of the points, learner-facing feedback). Feedback
+A check function returns a `CheckVerdict` (fraction of the points, learner-facing feedback). Feedback
 never quotes expected values; it names keys, positions, counts and the learner's own values.
 """
 
@@ -13,7 +13,9 @@ from typing import Any
 
 
 @dataclass(frozen=True, kw_only=True)
-class Outcome:
+class CheckVerdict:
+    """One check's judgement of one answer; scoring turns it into the check's CheckResult (points)."""
+
     fraction: float  # 0..1 of the check's points
     feedback: str = ""
 
@@ -30,7 +32,7 @@ class CheckContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-CheckFn = Callable[[Any, dict[str, Any], CheckContext], Outcome]
+CheckFn = Callable[[Any, dict[str, Any], CheckContext], CheckVerdict]
 REGISTRY: dict[str, CheckFn] = {}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grading.checks import CheckContext, Outcome, register
+from grading.checks import CheckContext, CheckVerdict, register
 from grading.checks.compare import count_close, describe, equal
 from grading.codec import Missing, Raised, decode
 from grading.i18n import t
@@ -30,13 +30,13 @@ def _judge(got: Any, call: dict[str, Any], spec: dict[str, Any]) -> bool:
 
 
 @register("function")
-def function(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
+def function(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckVerdict:
     calls = spec.get("calls", [])
     results = ctx.calls
     if isinstance(results, Missing) or isinstance(answer, Missing):
-        return Outcome(fraction=0.0, feedback=t("function_missing", ctx.lang, name=ctx.answer_name))
+        return CheckVerdict(fraction=0.0, feedback=t("function_missing", ctx.lang, name=ctx.answer_name))
     if not isinstance(results, list) or len(results) != len(calls):
-        return Outcome(fraction=0.0, feedback=t("function_not_run", ctx.lang, name=ctx.answer_name))
+        return CheckVerdict(fraction=0.0, feedback=t("function_not_run", ctx.lang, name=ctx.answer_name))
     passed, notes, hidden_failed, hidden_total = 0, [], 0, 0
     for n, (call, got) in enumerate(zip(calls, results, strict=True), start=1):
         ok = _judge(got, call, spec)
@@ -60,4 +60,4 @@ def function(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
             notes.append(t("function_public_fail", ctx.lang, label=label, call=text, got=describe(got)))
     if hidden_failed:
         notes.append(t("function_hidden_fail", ctx.lang, failed=hidden_failed, total=hidden_total))
-    return Outcome(fraction=passed / max(len(calls), 1), feedback="; ".join(notes))
+    return CheckVerdict(fraction=passed / max(len(calls), 1), feedback="; ".join(notes))

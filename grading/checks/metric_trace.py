@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from grading.checks import CheckContext, Outcome, register
+from grading.checks import CheckContext, CheckVerdict, register
 from grading.checks.compare import count_close, equal
 from grading.codec import Missing, Opaque, Raised, decode
 from grading.errors import GraderFault
@@ -202,10 +202,10 @@ def _check_present_files(files, spec, ctx):
 
 
 @register("metric_trace")
-def metric_trace(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
+def metric_trace(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckVerdict:
     if isinstance(answer, (Missing, Raised, Opaque)) or not isinstance(answer, dict):
         why = answer.message if isinstance(answer, Raised) else t("answer_missing", ctx.lang, name=ctx.answer_name)
-        return Outcome(fraction=0.0, feedback=t("trace_no_run", ctx.lang, why=why))
+        return CheckVerdict(fraction=0.0, feedback=t("trace_no_run", ctx.lang, why=why))
     records = [r for r in answer.get("metrics", []) if isinstance(r, dict)]
     step_key = spec.get("step_key", "step")
     names = set(spec.get("metrics", []))
@@ -239,4 +239,4 @@ def metric_trace(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcom
         else:
             earned += weights[part]
     feedback = t("trace_failed_parts", ctx.lang, parts=" | ".join(failed)) if failed else ""
-    return Outcome(fraction=earned / total, feedback=feedback)
+    return CheckVerdict(fraction=earned / total, feedback=feedback)

@@ -6,16 +6,16 @@ from typing import Any
 
 import numpy as np
 
-from grading.checks import CheckContext, Outcome, register
+from grading.checks import CheckContext, CheckVerdict, register
 from grading.checks.compare import count_close, equal
 from grading.codec import _hashable, decode
 from grading.i18n import t
 
 
 @register("exact")
-def exact(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
+def exact(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckVerdict:
     ok = equal(answer, decode(spec["expected"]))
-    return Outcome(fraction=1.0 if ok else 0.0, feedback="" if ok else t("wrong_value", ctx.lang))
+    return CheckVerdict(fraction=1.0 if ok else 0.0, feedback="" if ok else t("wrong_value", ctx.lang))
 
 
 def _tolerances(spec: dict[str, Any]) -> tuple[float, float]:
@@ -23,22 +23,26 @@ def _tolerances(spec: dict[str, Any]) -> tuple[float, float]:
 
 
 @register("numeric")
-def numeric(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
+def numeric(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckVerdict:
     rtol, atol = _tolerances(spec)
     counted = count_close(answer, decode(spec["expected"]), rtol=rtol, atol=atol)
     if counted is None:
-        return Outcome(fraction=0.0, feedback=t("structure_differs", ctx.lang))
+        return CheckVerdict(fraction=0.0, feedback=t("structure_differs", ctx.lang))
     bad, total = counted
     if bad:
-        return Outcome(fraction=0.0, feedback=t("numeric_off", ctx.lang, count=bad, total=total, rtol=rtol, atol=atol))
-    return Outcome(fraction=1.0)
+        return CheckVerdict(
+            fraction=0.0, feedback=t("numeric_off", ctx.lang, count=bad, total=total, rtol=rtol, atol=atol)
+        )
+    return CheckVerdict(fraction=1.0)
 
 
 @register("mapping")
-def mapping(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
+def mapping(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckVerdict:
     expected = decode(spec["expected"])
     if not isinstance(answer, dict):
-        return Outcome(fraction=0.0, feedback=t("wrong_type", ctx.lang, expected="dict", got=type(answer).__name__))
+        return CheckVerdict(
+            fraction=0.0, feedback=t("wrong_type", ctx.lang, expected="dict", got=type(answer).__name__)
+        )
     tolerant = "rtol" in spec or "atol" in spec
     rtol, atol = _tolerances(spec)
     wrong, missing = [], []
@@ -58,32 +62,34 @@ def mapping(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
     for key, items in (("mapping_wrong", wrong), ("mapping_missing", missing), ("mapping_extra", extra)):
         if items:
             parts.append(t(key, ctx.lang, count=len(items), total=len(expected)))
-    return Outcome(fraction=fraction, feedback="; ".join(parts))
+    return CheckVerdict(fraction=fraction, feedback="; ".join(parts))
 
 
 @register("shape")
-def shape(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
+def shape(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckVerdict:
     expected = [int(x) for x in decode(spec["expected"])]
     if isinstance(answer, np.ndarray):
         got: Any = list(answer.shape)
     elif isinstance(answer, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in answer):
         got = list(answer)
     else:
-        return Outcome(
+        return CheckVerdict(
             fraction=0.0,
             feedback=t("wrong_type", ctx.lang, expected="shape (tuple of ints) or tensor", got=type(answer).__name__),
         )
     ok = got == expected
-    return Outcome(fraction=1.0 if ok else 0.0, feedback="" if ok else t("shape_wrong", ctx.lang, got=tuple(got)))
+    return CheckVerdict(fraction=1.0 if ok else 0.0, feedback="" if ok else t("shape_wrong", ctx.lang, got=tuple(got)))
 
 
 @register("sequence")
-def sequence(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
+def sequence(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckVerdict:
     expected = list(decode(spec["expected"]))
     if isinstance(answer, np.ndarray):
         answer = answer.tolist()
     if not isinstance(answer, (list, tuple)):
-        return Outcome(fraction=0.0, feedback=t("wrong_type", ctx.lang, expected="list", got=type(answer).__name__))
+        return CheckVerdict(
+            fraction=0.0, feedback=t("wrong_type", ctx.lang, expected="list", got=type(answer).__name__)
+        )
     got = list(answer)
     partial = spec.get("partial", True)
     wrong = [i for i, e in enumerate(expected) if i >= len(got) or not equal(got[i], e)]
@@ -95,26 +101,26 @@ def sequence(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
         notes.append(t("sequence_wrong", ctx.lang, count=len(wrong), total=len(expected), positions=shown))
     right = len(expected) - len(wrong) - max(0, len(got) - len(expected))
     fraction = max(0.0, right) / max(len(expected), 1) if partial else float(not notes)
-    return Outcome(fraction=fraction, feedback="; ".join(notes))
+    return CheckVerdict(fraction=fraction, feedback="; ".join(notes))
 
 
 @register("set")
-def set_(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> Outcome:
+def set_(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckVerdict:
     expected = [_norm(x) for x in decode(spec["expected"])]
     if isinstance(answer, np.ndarray):
         answer = answer.tolist()
     if not isinstance(answer, (list, tuple, set, frozenset)):
-        return Outcome(
+        return CheckVerdict(
             fraction=0.0, feedback=t("wrong_type", ctx.lang, expected="set or list", got=type(answer).__name__)
         )
     got = {_norm(x) for x in answer}
     want = set(expected)
     missing, extra = want - got, got - want
     if not missing and not extra:
-        return Outcome(fraction=1.0)
+        return CheckVerdict(fraction=1.0)
     fraction = max(0.0, len(want & got) - len(extra)) / max(len(want), 1)
     # counts only: naming the extras would tell which submitted guesses are not in the hidden set
-    return Outcome(fraction=fraction, feedback=t("set_result", ctx.lang, missing=len(missing), extra=len(extra)))
+    return CheckVerdict(fraction=fraction, feedback=t("set_result", ctx.lang, missing=len(missing), extra=len(extra)))
 
 
 def _norm(value: Any) -> Any:

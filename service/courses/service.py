@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from service.auth.models import Identity
 from service.courses.models import CourseSettings
 from service.grades.sheet import guard_row
+from service.states import SubmissionStatus
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
 
@@ -47,10 +48,10 @@ def gradebook(session: Session, *, course: str, policy: Policy) -> list[dict]:
     for sub, issuer, subject in rows:
         key = (issuer, subject, sub.exercise_id)
         attempts[key] = attempts.get(key, 0) + 1
-        superseded[key] = superseded.get(key, 0) + (sub.status == "superseded")
+        superseded[key] = superseded.get(key, 0) + (sub.status == SubmissionStatus.SUPERSEDED)
         if sub.effective_score is None:  # not graded yet, not gradable, superseded: never counts as a score
             held = chosen.get(key)  # a placeholder so the learner appears even before grading
-            if held is None or (held.status == "superseded" and held.effective_score is None):
+            if held is None or (held.status == SubmissionStatus.SUPERSEDED and held.effective_score is None):
                 chosen[key] = sub
             continue
         held = chosen.get(key)

@@ -14,9 +14,11 @@ import math
 from sqlalchemy.exc import DataError, StatementError
 from sqlalchemy.orm import Session
 
+from grading.result import GradeResult
 from grading.text import clean_text, clean_value
 from service.db import utcnow
 from service.grades.models import OutboxEvent
+from service.states import SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
 from service.timefmt import rfc3339
 
@@ -38,21 +40,22 @@ def unstorable_message(reason: str) -> str:
     )
 
 
-def record_grade(session: Session, *, submission_id: str, result: dict | None, fault: str | None = None) -> None:
+def record_grade(session: Session, *, submission_id: str, result: GradeResult | None, fault: str | None = None) -> None:
     """Store the engine's `result` (graded or error), or with `fault` a not_gradable outcome (keeping the
-    engine's partial `result` if it produced one). A failed regrade never destroys an earlier grade.
+    engine's partial `result` if it produced one). A failed regrade never destroys an earlier grade. The
+    result stays a GradeResult up to here; what is stored is its dict (the `result` JSON column).
 
     The write happens in a SAVEPOINT: a result the database refuses for its content (too large, a value it
     cannot encode) is rolled back alone and replaced by a smaller error result naming the reason, which the
     learner sees. A lost connection still raises: the caller's transaction is gone and the job is retried."""
     if fault is None and result is None:
         raise ValueError("record_grade needs the engine's result, or a fault")
-    result = clean_value(result) if result is not None else None  # idempotent: the engine did it already
+    row = clean_value(result.to_dict()) if result is not None else None  # idempotent: the engine did it already
     fault = clean_text(fault) if fault is not None else None
     reason = ""  # the database's reason for refusing the full result; the smaller ones name it
     for step in ("full", "reduced", "bare"):
         stored, stored_fault = (
-            (result, fault) if step == "full" else (_reduced if step == "reduced" else _bare)(result, fault, reason)
+            (row, fault) if step == "full" else (_reduced if step == "reduced" else _bare)(row, fault, reason)
         )
         try:
             _write_savepoint(session, submission_id=submission_id, result=stored, fault=stored_fault)
@@ -111,7 +114,7 @@ def _bare(result: dict | None, fault: str | None, reason: str) -> tuple[dict | N
 def _error_result(result: dict, *, checks: list[dict], score: float, reason: str) -> dict:
     return {
         "exercise_id": str(result.get("exercise_id", ""))[:100],
-        "status": "error",
+        "status": SubmissionStatus.ERROR,
         "score": score,
         "max_score": _number(result.get("max_score")),
         "checks": checks,
@@ -148,10 +151,10 @@ def _write(session: Session, *, submission_id: str, result: dict | None, fault: 
         assert result is not None
         status, score, message = result["status"], result["score"], result.get("message", "")
     else:
-        status, score, message = "not_gradable", None, not_gradable_message(fault)
+        status, score, message = SubmissionStatus.NOT_GRADABLE, None, not_gradable_message(fault)
     grading_s = result.get("duration_s") if result else None
     kind = "grade.stored"
-    if status == "not_gradable" and sub.result and sub.score is not None:
+    if status == SubmissionStatus.NOT_GRADABLE and sub.result and sub.score is not None:
         status, score, kind = sub.result["status"], sub.score, "grade.regrade_failed"
         sub.message = f"a regrade could not run, the previous grade stands: {message}"
     else:

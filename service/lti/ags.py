@@ -25,6 +25,7 @@ from service.grades.models import OutboxEvent
 from service.lti import tokens
 from service.lti.keys import KeyStore, key_store
 from service.lti.models import LtiLineItem, LtiPlatform
+from service.states import SubmissionStatus
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
 from service.webhooks.delivery import Outcome
@@ -94,7 +95,7 @@ def feedback_comment(session: Session, *, submission_id: str, payload: dict) -> 
         parts.append(f"{sum(bool(c.get('passed')) for c in checks)}/{len(checks)} checks passed")
     if payload.get("manual_score") is not None and payload.get("reason"):
         parts.append(f"score set by the instructor: {str(payload['reason'])[:200]}")
-    if payload.get("status") == "not_gradable":
+    if payload.get("status") == SubmissionStatus.NOT_GRADABLE:
         parts.append("the grader could not grade this submission (not the learner's fault); it will be retried")
     parts.append(f"details: /api/v1/submissions/{submission_id}")
     return "; ".join(parts)

@@ -20,8 +20,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.db import utcnow
+from service.queue.fair_share import FAIR_SHARE_MEMORY_S
 from service.queue.models import Job, WorkerBeat
-from service.queue.service import FAIR_SHARE_MEMORY_S
+from service.states import JobStatus
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
 
@@ -133,7 +134,10 @@ def for_submission(
 ) -> WaitEstimate | None:
     """The estimate for a submission whose job is queued (None when it is not waiting)."""
     own = session.scalar(
-        select(Job).where(Job.submission_id == submission_id, Job.status == "queued").order_by(Job.id.desc()).limit(1)
+        select(Job)
+        .where(Job.submission_id == submission_id, Job.status == JobStatus.QUEUED)
+        .order_by(Job.id.desc())
+        .limit(1)
     )
     if own is None:
         return None
@@ -143,14 +147,14 @@ def for_submission(
         for r in session.execute(
             select(Job.id, Job.learner, Job.priority, Submission.exercise_id)
             .join(Submission, Submission.id == Job.submission_id)
-            .where(Job.status == "queued", Job.lane == own.lane)
+            .where(Job.status == JobStatus.QUEUED, Job.lane == own.lane)
         )
     ]
     # Running jobs hold slots: in the long lane only long jobs compete; short jobs can use any slot.
     running_stmt = (
         select(Job.learner, Job.lane, Job.claimed_at, Submission.exercise_id)
         .join(Submission, Submission.id == Job.submission_id)
-        .where(Job.status == "running")
+        .where(Job.status == JobStatus.RUNNING)
     )
     if own.lane == "long":
         running_stmt = running_stmt.where(Job.lane == "long")

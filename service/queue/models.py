@@ -1,13 +1,19 @@
-"""The job queue (one row per grading run, leased by a worker) and worker heartbeats."""
+"""The job queue (one row per grading run, leased by a worker) and worker heartbeats.
+
+`job_row` is the one place a new job's columns are chosen: the intake's batch INSERT and `queue.enqueue`
+(regrades) both file what it returns, so every path (upload, LTI, signed intake, regrade) queues the same row.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db import Base, utcnow
+from service.states import JobStatus
 
 
 class Job(Base):
@@ -20,8 +26,8 @@ class Job(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
-    status: Mapped[str] = mapped_column(String(20), default="queued")  # queued|running|done|failed|cancelled
-    learner: Mapped[str] = mapped_column(String(200), default="")  # queue.learner_key: fair share is per identity
+    status: Mapped[str] = mapped_column(String(20), default=JobStatus.QUEUED)  # queued|running|done|failed|cancelled
+    learner: Mapped[str] = mapped_column(String(200), default="")  # learner_key: fair share is per identity
     lane: Mapped[str] = mapped_column(String(10), default="short")
     priority: Mapped[int] = mapped_column(Integer, default=0)  # lower runs first; bulk regrades are 100
     devices: Mapped[int] = mapped_column(Integer, default=0)
@@ -36,6 +42,44 @@ class Job(Base):
     last_error: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+def learner_key(identity_id: int) -> str:
+    """Fair share and the per-learner cap count per identity (issuer + subject), never per display name:
+    two learners called "alice" from two platforms are two learners, and a renamed learner stays one."""
+    return f"identity:{identity_id}"
+
+
+def job_row(
+    *,
+    submission_id: str,
+    learner: str,
+    lane: str,
+    priority: int,
+    devices: int,
+    world_size: int,
+    max_attempts: int,
+    now: dt.datetime,
+    superseded_by: str | None = None,
+) -> dict[str, Any]:
+    """The columns of a new job (a dict: the intake inserts many with one executemany, `enqueue` makes a
+    `Job` of it). `superseded_by`: a later attempt in the same intake batch replaced this submission before
+    any worker saw it, so its job is stored cancelled, exactly as `queue.cancel_queued` would leave it."""
+    cancelled = superseded_by is not None
+    return {
+        "submission_id": submission_id,
+        "status": JobStatus.CANCELLED if cancelled else JobStatus.QUEUED,
+        "learner": learner,
+        "lane": lane,
+        "priority": priority,
+        "devices": devices,
+        "world_size": world_size,
+        "max_attempts": max_attempts,
+        "available_at": now,
+        "created_at": now,
+        "finished_at": now if cancelled else None,
+        "last_error": f"superseded by {superseded_by}" if cancelled else "",
+    }
 
 
 class WorkerBeat(Base):

@@ -4,10 +4,10 @@ The queue only claims, fences and requeues; what a finished job stores is servic
 
 The claim is fair share: within a lane and priority, the next job goes to the learner with the fewest
 jobs running, then to the one granted a job longest ago (per-learner round robin), so one learner's burst
-delays each other learner by about one job. PostgreSQL locks the chosen row `FOR UPDATE SKIP LOCKED`;
-SQLite runs inside `BEGIN IMMEDIATE` (see service.db), which is atomic because SQLite has one writer.
-Every write of a job's outcome checks the lease token (fencing), so a worker whose lease expired can never
-overwrite the grade stored by the worker that reclaimed the job.
+delays each other learner by about one job (that choice is service/queue/fair_share.py). PostgreSQL locks
+the chosen row `FOR UPDATE SKIP LOCKED`; SQLite runs inside `BEGIN IMMEDIATE` (see service.db), which is
+atomic because SQLite has one writer. Every write of a job's outcome checks the lease token (fencing), so a
+worker whose lease expired can never overwrite the grade stored by the worker that reclaimed the job.
 """
 
 from __future__ import annotations
@@ -18,19 +18,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Update, and_, false, func, insert, or_, select, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import CursorResult, Update, func, select, update
+from sqlalchemy.orm import Session
 
 from grading.text import clean_text
 from service.db import utcnow
-from service.queue.models import Job, WorkerBeat
+from service.queue import fair_share
+from service.queue.models import Job, WorkerBeat, job_row, learner_key
+from service.states import JobStatus, SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
 
 INTERACTIVE_PRIORITY = 0
 SINGLE_REGRADE_PRIORITY = 10
 BULK_REGRADE_PRIORITY = 100
-TERMINAL_STATUSES = ("graded", "error", "not_gradable", "superseded")
-FAIR_SHARE_MEMORY_S = 3600.0  # grants older than this no longer count against a learner
+TERMINAL_STATUSES = (
+    SubmissionStatus.GRADED,
+    SubmissionStatus.ERROR,
+    SubmissionStatus.NOT_GRADABLE,
+    SubmissionStatus.SUPERSEDED,
+)
 CLAIM_TRIES = 4  # PostgreSQL with a per-learner cap: learners skipped because a concurrent claim filled them
 
 
@@ -48,12 +54,6 @@ class ClaimedJob:
     queued_at: dt.datetime | None = None  # naive UTC: when the job last became claimable (its queued phase)
 
 
-def learner_key(sub: Submission) -> str:
-    """Fair share and the per-learner cap count per identity (issuer + subject), never per display name:
-    two learners called "alice" from two platforms are two learners, and a renamed learner stays one."""
-    return f"identity:{sub.identity_id}"
-
-
 def enqueue(
     session: Session,
     *,
@@ -67,132 +67,22 @@ def enqueue(
 ) -> Job:
     """Add a job for a submission (its learner is looked up when not given: fair share is per learner)."""
     if learner is None:
-        learner = learner_key(session.get_one(Submission, submission_id))
+        learner = learner_key(session.get_one(Submission, submission_id).identity_id)
     job = Job(
-        submission_id=submission_id,
-        learner=learner,
-        lane=lane,
-        priority=priority,
-        devices=devices,
-        world_size=world_size,
-        max_attempts=max_attempts,
-        available_at=utcnow(),
+        **job_row(
+            submission_id=submission_id,
+            learner=learner,
+            lane=lane,
+            priority=priority,
+            devices=devices,
+            world_size=world_size,
+            max_attempts=max_attempts,
+            now=utcnow(),
+        )
     )
     session.add(job)
     session.add(ProgressEvent(submission_id=submission_id, event="queued", data={"priority": priority}))
     return job
-
-
-def insert_job(
-    session: Session,
-    *,
-    submission_id: str,
-    learner: str,
-    lane: str,
-    priority: int,
-    devices: int,
-    world_size: int,
-    max_attempts: int,
-    run: int,
-) -> None:
-    """`enqueue` for the intake's hot path (on SQLite it runs under the writer lock, where every bit of
-    Python work limits the intake rate): the job is a plain INSERT (no unit of work, no Job object). The
-    "queued" event stays an ORM row, flushed at commit, since hooks on flushed progress events (waking
-    workers) must see it; its run is given, so no lookup of the current run."""
-    now = utcnow()
-    session.execute(
-        insert(Job),
-        [
-            {
-                "submission_id": submission_id,
-                "learner": learner,
-                "lane": lane,
-                "priority": priority,
-                "devices": devices,
-                "world_size": world_size,
-                "max_attempts": max_attempts,
-                "available_at": now,
-                "created_at": now,
-            }
-        ],
-    )
-    session.add(
-        ProgressEvent(submission_id=submission_id, run=run, event="queued", data={"priority": priority}, created_at=now)
-    )
-
-
-def _learner_running():
-    """Correlated: how many jobs of the candidate's learner are running (for the per-learner cap)."""
-    other = aliased(Job)
-    return (
-        select(func.count())
-        .where(other.learner == Job.learner, other.status == "running")
-        .correlate(Job)
-        .scalar_subquery()
-    )
-
-
-def _candidate(
-    *,
-    now: dt.datetime,
-    lanes: Sequence[str],
-    free_devices: int,
-    max_world_size: int,
-    policy: str,
-    max_running_per_learner: int,
-    skip_learners: set[str],
-    postgres: bool,
-    fits: Sequence[tuple[str, int, int]] | None = None,
-):
-    stmt = select(Job.id, Job.learner).where(
-        Job.status == "queued",
-        Job.lane.in_(list(lanes)),
-        Job.devices <= free_devices,
-        Job.world_size <= max_world_size,
-        Job.available_at <= now,
-    )
-    if fits is not None:
-        stmt = stmt.where(
-            or_(false(), *(and_(Job.lane == lane, Job.devices == d, Job.world_size == w) for lane, d, w in fits))
-        )
-    if max_running_per_learner:
-        stmt = stmt.where(_learner_running() < max_running_per_learner)
-    if skip_learners:
-        stmt = stmt.where(Job.learner.not_in(sorted(skip_learners)))
-    if policy == "fair":
-        # Round robin over learners within a priority: fewest jobs running in the lane, then the learner
-        # granted a job in the lane longest ago (never: first). Aggregated once per claim, not per row.
-        running = (
-            select(Job.learner, Job.lane, func.count().label("n"))
-            .where(Job.status == "running")
-            .group_by(Job.learner, Job.lane)
-            .subquery("running")
-        )
-        granted = (
-            select(Job.learner, Job.lane, func.max(Job.claimed_at).label("at"))
-            .where(Job.claimed_at >= now - dt.timedelta(seconds=FAIR_SHARE_MEMORY_S))
-            .group_by(Job.learner, Job.lane)
-            .subquery("granted")
-        )
-        stmt = (
-            stmt.outerjoin(running, and_(running.c.learner == Job.learner, running.c.lane == Job.lane))
-            .outerjoin(granted, and_(granted.c.learner == Job.learner, granted.c.lane == Job.lane))
-            .order_by(Job.priority, func.coalesce(running.c.n, 0), granted.c.at.nulls_first(), Job.id)
-        )
-    else:
-        stmt = stmt.order_by(Job.priority, Job.id)
-    stmt = stmt.limit(1)
-    return stmt.with_for_update(of=Job, skip_locked=True) if postgres else stmt
-
-
-def _learner_has_room(session: Session, *, learner: str, cap: int) -> bool:
-    """PostgreSQL only: serialise claims per learner, then recount, so concurrent workers respect the cap
-    (under READ COMMITTED the count taken after the lock sees every claim committed before it)."""
-    session.execute(select(func.pg_advisory_xact_lock(func.hashtext("titangrade.learner:" + learner))))
-    running = session.execute(
-        select(func.count()).select_from(Job).where(Job.learner == learner, Job.status == "running")
-    ).scalar_one()
-    return running < cap
 
 
 def claim(
@@ -220,7 +110,7 @@ def claim(
     skip: set[str] = set()
     for _ in range(CLAIM_TRIES):
         picked = session.execute(
-            _candidate(
+            fair_share.candidate(
                 now=now,
                 lanes=lanes,
                 free_devices=free_devices,
@@ -234,7 +124,7 @@ def claim(
         ).first()
         if picked is None:
             return None
-        if not (postgres and max_running_per_learner) or _learner_has_room(
+        if not (postgres and max_running_per_learner) or fair_share.learner_has_room(
             session, learner=picked.learner, cap=max_running_per_learner
         ):
             break
@@ -244,9 +134,9 @@ def claim(
     token = uuid.uuid4().hex
     row = session.execute(
         update(Job)
-        .where(Job.id == picked.id, Job.status == "queued")
+        .where(Job.id == picked.id, Job.status == JobStatus.QUEUED)
         .values(
-            status="running",
+            status=JobStatus.RUNNING,
             lease_token=token,
             worker_id=worker_id,
             attempts=Job.attempts + 1,
@@ -261,7 +151,7 @@ def claim(
     session.execute(
         update(Submission)
         .where(Submission.id == row.submission_id)
-        .values(status="running", started_at=now)
+        .values(status=SubmissionStatus.RUNNING, started_at=now)
         .execution_options(synchronize_session=False)
     )
     session.add(
@@ -290,9 +180,11 @@ def cancel_queued(session: Session, *, submission_ids: Sequence[str], reason: st
     rows = session.execute(
         update(Job)
         .where(
-            Job.submission_id.in_(list(submission_ids)), Job.status == "queued", Job.priority == INTERACTIVE_PRIORITY
+            Job.submission_id.in_(list(submission_ids)),
+            Job.status == JobStatus.QUEUED,
+            Job.priority == INTERACTIVE_PRIORITY,
         )
-        .values(status="cancelled", finished_at=utcnow(), last_error=reason[:2000])
+        .values(status=JobStatus.CANCELLED, finished_at=utcnow(), last_error=reason[:2000])
         .returning(Job.submission_id)
         .execution_options(synchronize_session=False)
     )
@@ -307,7 +199,7 @@ def renew(session: Session, *, held: Sequence[ClaimedJob], lease_s: float) -> se
         result = _updated(
             session,
             update(Job)
-            .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == "running")
+            .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == JobStatus.RUNNING)
             .values(lease_expires_at=expires)
             .execution_options(synchronize_session=False),
         )
@@ -326,7 +218,7 @@ def _fence(session: Session, job: ClaimedJob, **values: Any) -> bool:
     result = _updated(
         session,
         update(Job)
-        .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == "running")
+        .where(Job.id == job.job_id, Job.lease_token == job.lease_token, Job.status == JobStatus.RUNNING)
         .values(**values)
         .execution_options(synchronize_session=False),
     )
@@ -336,7 +228,7 @@ def _fence(session: Session, job: ClaimedJob, **values: Any) -> bool:
 def complete(session: Session, *, job: ClaimedJob) -> bool:
     """Mark the job done if (and only if) the lease still holds; False means another worker owns it now.
     The caller stores the grade (service.grades.record_grade) in the same transaction when this is True."""
-    return _fence(session, job, status="done", finished_at=utcnow(), lease_expires_at=None)
+    return _fence(session, job, status=JobStatus.DONE, finished_at=utcnow(), lease_expires_at=None)
 
 
 def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, backoff_s: float) -> str:
@@ -349,7 +241,7 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
         if _fence(
             session,
             job,
-            status="queued",
+            status=JobStatus.QUEUED,
             lease_token=None,
             worker_id=None,
             lease_expires_at=None,
@@ -357,11 +249,13 @@ def fault(session: Session, *, job: ClaimedJob, error: str, retryable: bool, bac
             available_at=utcnow() + dt.timedelta(seconds=backoff_s),
         ):
             _requeued(session, job.submission_id, error)
-            return "queued"
+            return JobStatus.QUEUED
         return "lost"
-    if not _fence(session, job, status="failed", finished_at=utcnow(), last_error=error[:2000], lease_expires_at=None):
+    if not _fence(
+        session, job, status=JobStatus.FAILED, finished_at=utcnow(), last_error=error[:2000], lease_expires_at=None
+    ):
         return "lost"
-    return "failed"
+    return JobStatus.FAILED
 
 
 def release(session: Session, *, job: ClaimedJob, reason: str, after_s: float = 0.0) -> bool:
@@ -370,7 +264,7 @@ def release(session: Session, *, job: ClaimedJob, reason: str, after_s: float = 
     if not _fence(
         session,
         job,
-        status="queued",
+        status=JobStatus.QUEUED,
         lease_token=None,
         worker_id=None,
         lease_expires_at=None,
@@ -387,7 +281,7 @@ def _requeued(session: Session, submission_id: str, reason: str) -> None:
     session.execute(
         update(Submission)
         .where(Submission.id == submission_id)
-        .values(status="queued")
+        .values(status=SubmissionStatus.QUEUED)
         .execution_options(synchronize_session=False)
     )
     session.add(ProgressEvent(submission_id=submission_id, event="requeued", data={"reason": clean_text(reason)[:500]}))
@@ -406,7 +300,7 @@ def reap_expired(session: Session) -> list[Expired]:
     """Requeue jobs whose lease ran out (their worker died), or give up after max attempts; the caller
     records a not_gradable grade for each job given up, in the same transaction."""
     now = utcnow()
-    stmt = select(Job).where(Job.status == "running", Job.lease_expires_at < now).limit(50)
+    stmt = select(Job).where(Job.status == JobStatus.RUNNING, Job.lease_expires_at < now).limit(50)
     if session.get_bind().dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
     reaped = []
@@ -415,9 +309,9 @@ def reap_expired(session: Session) -> list[Expired]:
         job.lease_token, job.worker_id, job.lease_expires_at, job.last_error = None, None, None, reason
         gave_up = job.attempts >= job.max_attempts
         if gave_up:
-            job.status, job.finished_at = "failed", now
+            job.status, job.finished_at = JobStatus.FAILED, now
         else:
-            job.status, job.available_at = "queued", now
+            job.status, job.available_at = JobStatus.QUEUED, now
             _requeued(session, job.submission_id, reason)
         reaped.append(Expired(submission_id=job.submission_id, reason=reason, gave_up=gave_up))
     return reaped
@@ -458,7 +352,7 @@ def live_workers(session: Session, *, within_s: float) -> list[WorkerBeat]:
 
 
 def depth_by_lane(session: Session) -> dict[str, int]:
-    rows = session.execute(select(Job.lane, func.count()).where(Job.status == "queued").group_by(Job.lane))
+    rows = session.execute(select(Job.lane, func.count()).where(Job.status == JobStatus.QUEUED).group_by(Job.lane))
     return dict(rows.all())
 
 

@@ -33,8 +33,10 @@ from service.courses import service as courses
 from service.db import utcnow
 from service.errors import Forbidden, ServiceError, TooMany, clip
 from service.queue import service as queue
-from service.queue.models import Job
+from service.queue.models import Job, job_row, learner_key
+from service.states import SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
+from service.submissions.supersede import supersede_queued, superseded_message, supersedes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +64,7 @@ class Accepted:
     created: bool = True
 
 
-Outcome = Accepted | ServiceError
+Admission = Accepted | ServiceError  # an upload's answer: stored (or replayed), or refused
 
 
 def key_reused(key: str, submission_id: str) -> ServiceError:
@@ -73,48 +75,6 @@ def key_reused(key: str, submission_id: str) -> ServiceError:
         status_code=422,
         zh=f"Idempotency-Key {clip(key)!r} 已用于另一个不同的请求（提交 {submission_id}）；新的提交请使用新的键",
     )
-
-
-def supersedes(policy: str, exercise: Exercise) -> bool:
-    """Whether a new attempt at `exercise` supersedes queued ones under a course's policy (off|training|all);
-    training means the long-lane exercises, whose grading holds the scarce accelerator slots."""
-    return policy == "all" or (policy == "training" and exercise.manifest.lane == "long")
-
-
-def superseded_message(*, attempt: int, by_id: str) -> str:
-    return (
-        f"superseded by your attempt {attempt} ({by_id}) before it started: only the "
-        "latest queued attempt at this exercise is graded, so your waiting time stays short"
-    )
-
-
-def supersede_queued(
-    session: Session, *, by_id: str, attempt: int, identity_id: int, course: str, exercise_id: str
-) -> list[str]:
-    """Mark the learner's stored, still-queued attempts at this exercise superseded by `by_id` (in its
-    transaction). Only jobs not yet claimed are cancelled (the queue re-checks that on the locked row), so a
-    running attempt is never dropped, and the latest attempt is always graded."""
-    earlier = session.scalars(
-        select(Submission.id).where(
-            Submission.identity_id == identity_id,
-            Submission.course == course,
-            Submission.exercise_id == exercise_id,
-            Submission.status == "queued",
-            Submission.id != by_id,
-        )
-    ).all()
-    cancelled = queue.cancel_queued(session, submission_ids=earlier, reason=f"superseded by {by_id}")
-    for old in session.scalars(select(Submission).where(Submission.id.in_(cancelled))):
-        old.status, old.superseded_by = "superseded", by_id
-        old.message = superseded_message(attempt=attempt, by_id=by_id)
-        session.add(
-            ProgressEvent(
-                submission_id=old.id,
-                event="done",
-                data={"status": "superseded", "score": None, "superseded_by": by_id},
-            )
-        )
-    return cancelled
 
 
 _Group = tuple[int, str, str]  # (identity, course, exercise): what the limits count per
@@ -138,8 +98,8 @@ class _New:
     created: bool = True
 
 
-def write(session: Session, items: Sequence[Intake], *, settings: Settings) -> list[Outcome]:
-    """Store what may be stored of `items`, in order, and commit; one outcome per item. A database error
+def write(session: Session, items: Sequence[Intake], *, settings: Settings) -> list[Admission]:
+    """Store what may be stored of `items`, in order, and commit; one admission per item. A database error
     propagates (the caller rolls back): then nothing of the batch was written."""
     earlier = _earlier_keys(session, items)
     counts = limit_counts(session, identity_ids={i.user.identity_id for i in items})
@@ -214,7 +174,7 @@ _LIMIT_COUNTS = (  # built once: building a statement per batch cost more than c
         func.count().filter(_RECENT),
         func.min(Submission.created_at).filter(_RECENT),
         func.count(),
-        func.count().filter(Submission.status == "superseded"),
+        func.count().filter(Submission.status == SubmissionStatus.SUPERSEDED),
     )
     .where(Submission.identity_id.in_(bindparam("ids", expanding=True)))
     .group_by(Submission.identity_id, Submission.course, Submission.exercise_id)
@@ -293,7 +253,7 @@ def _row(item: Intake, *, attempt: int, now: dt.datetime) -> dict:
         "request_hash": item.fingerprint if item.idempotency_key else None,
         "run": 1,
         "notebook": item.notebook,
-        "status": "queued",
+        "status": SubmissionStatus.QUEUED,
         "max_score": manifest.max_score,
         "message": "",
         "created_at": now,
@@ -321,7 +281,7 @@ def _supersede(session: Session, row: dict, latest: dict[tuple[int, str, str], d
         )
         counts.superseded[group] += len(cancelled)
     else:
-        previous["status"], previous["superseded_by"] = "superseded", row["id"]
+        previous["status"], previous["superseded_by"] = SubmissionStatus.SUPERSEDED, row["id"]
         previous["message"] = superseded_message(attempt=row["attempt"], by_id=row["id"])
         counts.superseded[group] += 1
     latest[group] = row
@@ -364,30 +324,30 @@ def _insert_rows(session: Session, rows: list[dict], *, settings: Settings) -> N
     priority = queue.INTERACTIVE_PRIORITY
     conn = session.connection()  # Core, not the ORM's bulk insert: no unit of work, no per-row bookkeeping
     conn.execute(_INSERTS[Submission], [{c: r[c] for c in _COLUMNS} for r in rows])
-    jobs, events = [], []
-    for r in rows:
-        cancelled = r["status"] == "superseded"
-        jobs.append(
-            {
-                "submission_id": r["id"],
-                "status": "cancelled" if cancelled else "queued",
-                "learner": f"identity:{r['identity_id']}",  # queue.learner_key
-                "lane": r["_lane"],
-                "priority": priority,
-                "devices": r["_devices"],
-                "world_size": r["_world_size"],
-                "max_attempts": settings.max_attempts,
-                "available_at": now,
-                "created_at": now,
-                "finished_at": now if cancelled else None,
-                "last_error": f"superseded by {r['superseded_by']}" if cancelled else "",
-            }
+    jobs = [
+        job_row(
+            submission_id=r["id"],
+            learner=learner_key(r["identity_id"]),
+            lane=r["_lane"],
+            priority=priority,
+            devices=r["_devices"],
+            world_size=r["_world_size"],
+            max_attempts=settings.max_attempts,
+            now=now,
+            superseded_by=r["superseded_by"],  # set only when a later row of this batch superseded it
         )
+        for r in rows
+    ]
+    events = []
+    for r in rows:
         events.append(_event(r["id"], "queued", {"priority": priority}, now))
-        if cancelled:
+        if r["status"] == SubmissionStatus.SUPERSEDED:
             events.append(
                 _event(
-                    r["id"], "done", {"status": "superseded", "score": None, "superseded_by": r["superseded_by"]}, now
+                    r["id"],
+                    "done",
+                    {"status": SubmissionStatus.SUPERSEDED, "score": None, "superseded_by": r["superseded_by"]},
+                    now,
                 )
             )
     conn.execute(_INSERTS[Job], jobs)

@@ -27,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from service import signals
 from service.outage import is_unavailable
 from service.queue.models import Job
+from service.states import JobStatus
 from service.submissions.models import ProgressEvent, Submission
 
 KEEPALIVE_S = 15.0
@@ -46,7 +47,7 @@ def add_fenced(session: Session, *, submission_id: str, job_id: int, lease_token
     locked (FOR SHARE) so a reclaim cannot commit between the check and the insert."""
     held = session.scalar(
         select(Job.id)
-        .where(Job.id == job_id, Job.lease_token == lease_token, Job.status == "running")
+        .where(Job.id == job_id, Job.lease_token == lease_token, Job.status == JobStatus.RUNNING)
         .with_for_update(read=True)
     )
     if held is None:

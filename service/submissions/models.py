@@ -22,6 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from service.auth.models import LOCAL_ISSUER, Identity  # registers the FK target wherever submissions are used
 from service.db import Base, utcnow
+from service.states import SubmissionStatus
 
 
 def _local_identity(context) -> int:
@@ -58,7 +59,7 @@ class Submission(Base):
     request_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)  # binds the Idempotency-Key
     run: Mapped[int] = mapped_column(Integer, default=1)  # grading run: 1 at intake, +1 per regrade
     notebook: Mapped[bytes] = mapped_column(LargeBinary)
-    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    status: Mapped[str] = mapped_column(String(20), default=SubmissionStatus.QUEUED, index=True)
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_score: Mapped[float] = mapped_column(Float)
     manual_score: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -24,6 +24,7 @@ from service.grades.models import OutboxEvent, ScoreOverride
 from service.queue import estimates
 from service.queue import service as queue
 from service.queue.models import Job
+from service.states import JobStatus, SubmissionStatus
 from service.submissions import batch
 from service.submissions.models import Submission
 from service.submissions.schemas import CheckPublic, RegradeSkipped, SubmissionPublic
@@ -171,7 +172,7 @@ def _not_found(submission_id: str) -> NotFound:
 def wait_estimate(session: Session, *, sub: Submission, settings: Settings) -> dict | None:
     """Position and estimated start/finish while the submission waits (None once it runs or ends). A worker
     counts as live until its jobs' leases would expire, so a heartbeat delayed by load does not hide it."""
-    if sub.status != "queued":
+    if sub.status != SubmissionStatus.QUEUED:
         return None
     found = estimates.for_submission(
         session,
@@ -233,7 +234,9 @@ def regrade(
     queued, skipped = [], []
     for sub in subs:
         pending = session.scalar(
-            select(Job.id).where(Job.submission_id == sub.id, Job.status.in_(("queued", "running"))).limit(1)
+            select(Job.id)
+            .where(Job.submission_id == sub.id, Job.status.in_((JobStatus.QUEUED, JobStatus.RUNNING)))
+            .limit(1)
         )
         if pending is not None:
             skipped.append(
@@ -247,7 +250,10 @@ def regrade(
             continue
         manifest = catalogue.get(sub.exercise_id).manifest
         sub.run += 1
-        sub.status, sub.superseded_by = "queued", None  # an instructor may grade a superseded attempt after all
+        sub.status, sub.superseded_by = (
+            SubmissionStatus.QUEUED,
+            None,
+        )  # an instructor may grade a superseded attempt after all
         session.flush()  # the new run number is what the "queued" event records
         queue.enqueue(
             session,

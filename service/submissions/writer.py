@@ -125,7 +125,7 @@ class IntakeWriter:
                 self._release()
                 return
             try:
-                outcomes: Sequence[batch.Outcome | BaseException] = self.store([w.item for w in taken])
+                outcomes: Sequence[batch.Admission | BaseException] = self.store([w.item for w in taken])
                 if len(outcomes) != len(taken):
                     raise RuntimeError(f"{len(outcomes)} outcomes for {len(taken)} uploads")
             except BaseException as exc:  # a bug: each request gets a 500 (logged there); the writer lives on
@@ -162,7 +162,7 @@ class IntakeWriter:
             with contextlib.suppress(SQLAlchemyError):
                 conn.close()
 
-    def store(self, items: list[batch.Intake]) -> list[batch.Outcome]:
+    def store(self, items: list[batch.Intake]) -> list[batch.Admission]:
         """One transaction for all of `items`; after a database error, one transaction per item."""
         try:
             return self._transaction(items)
@@ -178,7 +178,7 @@ class IntakeWriter:
             log.error("an upload could not be stored: %s", exc)
             return [_db_failed(exc)]
 
-    def _transaction(self, items: list[batch.Intake]) -> list[batch.Outcome]:
+    def _transaction(self, items: list[batch.Intake]) -> list[batch.Admission]:
         held = self._conn is not None
         try:
             return self._attempt(items)
@@ -187,7 +187,7 @@ class IntakeWriter:
                 return self._attempt(items)  # restart, an idle timeout): once more on a fresh, pinged one
             raise
 
-    def _attempt(self, items: list[batch.Intake]) -> list[batch.Outcome]:
+    def _attempt(self, items: list[batch.Intake]) -> list[batch.Admission]:
         with self.sessions(bind=self._connection()) as session:
             try:
                 outcomes = batch.write(session, items, settings=self.settings())
@@ -201,7 +201,7 @@ class IntakeWriter:
         return outcomes
 
 
-def _resolve(future: asyncio.Future, outcome: batch.Outcome | BaseException) -> None:
+def _resolve(future: asyncio.Future, outcome: batch.Admission | BaseException) -> None:
     if future.done():  # the request was cancelled (client gone); its row is stored all the same
         return
     if isinstance(outcome, BaseException):

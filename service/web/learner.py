@@ -24,6 +24,7 @@ from service.deps import (
     WebSecretDep,
 )
 from service.errors import ServiceError, TooMany, from_engine
+from service.states import SubmissionStatus
 from service.submissions import batch, events, stream_slots
 from service.submissions import service as submissions
 from service.web import charts, sessions
@@ -255,7 +256,7 @@ def submission_context(viewer, sub, *, catalogue: Catalogue) -> dict:
         "plots": plots,
         "public": submissions.to_public(sub),
         "ex_title": manifest.title.zh if viewer.lang == "zh" else manifest.title.en,
-        "live": sub.status in ("queued", "running"),
+        "live": sub.status in (SubmissionStatus.QUEUED, SubmissionStatus.RUNNING),
     }
 
 

@@ -15,6 +15,7 @@ from service.deps import CatalogueDep, SessionFactoryDep, SettingsDep
 from service.errors import Forbidden, ServiceError, clip
 from service.queue import service as queue
 from service.queue.service import BULK_REGRADE_PRIORITY, SINGLE_REGRADE_PRIORITY
+from service.states import SubmissionStatus
 from service.submissions import service as submissions
 from service.submissions.models import Submission
 from service.web import charts
@@ -225,7 +226,9 @@ def queue_page(request: Request, viewer: ViewerDep, open_session: SessionFactory
         depth = queue.depth_by_lane(session)
         workers = queue.live_workers(session, within_s=300)
         recent = [
-            s for s in submissions.list_visible(session, user=viewer.principal, limit=500) if s.status == "not_gradable"
+            s
+            for s in submissions.list_visible(session, user=viewer.principal, limit=500)
+            if s.status == SubmissionStatus.NOT_GRADABLE
         ][:20]
         page = render(
             request,

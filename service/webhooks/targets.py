@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from service.auth.models import Identity
 from service.db import utcnow
 from service.grades.models import OutboxEvent
+from service.states import SubmissionStatus
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
 from service.webhooks.models import DeliveryStatus, OutboxDelivery, WebhookEndpoint
@@ -41,7 +42,7 @@ def public_type(event: OutboxEvent, *, graded_before: bool) -> str | None:
         return "grade.changed"
     if event.kind != "grade.stored":
         return None
-    if (event.payload or {}).get("status") == "not_gradable":
+    if (event.payload or {}).get("status") == SubmissionStatus.NOT_GRADABLE:
         return "submission.not_gradable"
     return "grade.changed" if graded_before else "grade.stored"
 
@@ -57,7 +58,9 @@ def _graded_before(session: Session, events: Sequence[OutboxEvent]) -> dict[int,
     ):
         history.setdefault(sid, []).append((event_id, payload or {}))
     return {
-        e.id: any(i < e.id and p.get("status") != "not_gradable" for i, p in history.get(e.submission_id, ()))
+        e.id: any(
+            i < e.id and p.get("status") != SubmissionStatus.NOT_GRADABLE for i, p in history.get(e.submission_id, ())
+        )
         for e in events
     }
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grading.observer import NO_OBSERVER, GradingObserver
+from grading.result import GradeResult
 from service.config import Settings
 from service.telemetry import logs
 from service.telemetry.phases import Phase, PhaseRecorder
@@ -42,10 +43,10 @@ class GradingTicket:
 
 @dataclass(frozen=True, slots=True)
 class Graded:
-    """The engine ran and produced a GradeResult (as its dict); the worker stores it, or retries a
+    """The engine ran and produced a GradeResult; the worker stores it, or retries a
     result whose status is not_gradable (a fault the engine caught itself)."""
 
-    result: dict
+    result: GradeResult
     phases: tuple[Phase, ...] = ()  # what the grading process timed (service/telemetry/phases.py)
 
 
@@ -242,7 +243,7 @@ def _grade_ticket(ticket: GradingTicket, *, observer: GradingObserver = NO_OBSER
         return Faulted(f"{type(exc).__name__}: {exc}", retryable=True)
     finally:
         writer.close()
-    return Graded(result.to_dict())
+    return Graded(result)
 
 
 # ---- local backend ---------------------------------------------------------------------------------

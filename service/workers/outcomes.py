@@ -15,11 +15,13 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session
 
+from grading.result import GradeResult, Status
 from service.errors import clip
 from service.grades import service as grades
 from service.outage import Backoff, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
+from service.states import JobStatus
 from service.workers.executor import Faulted, Graded, NotStarted, Outcome
 
 log = logging.getLogger("titangrade.worker")
@@ -39,7 +41,7 @@ def store(
     jobs handed back because the host ran short (growing while hand-backs follow each other, reset by a
     job that ran); without it a hand-back waits `retry_backoff_s`."""
     match outcome:
-        case Graded(result) if result["status"] != "not_gradable":
+        case Graded(result) if result.status is not Status.NOT_GRADABLE:
             if shortage is not None:
                 shortage.reset()
             if not queue.complete(s, job=job):
@@ -47,7 +49,7 @@ def store(
             grades.record_grade(s, submission_id=job.submission_id, result=result)
             return Stored("stored", graded=True)
         case Graded(result):  # the engine caught a grader fault itself: same retry policy
-            error = result.get("message") or "not gradable"
+            error = result.message or "not gradable"
             return _fault(s, job, error=error, retryable=True, final=result, backoff_s=retry_backoff_s)
         case Faulted(reason, retryable):
             return _fault(s, job, error=reason, retryable=retryable, final=None, backoff_s=retry_backoff_s)
@@ -91,9 +93,11 @@ def store_or_fault(held: Held, *, store: Callable[[ClaimedJob, Outcome], str], w
         return "left to lease expiry (the fault could not be recorded)"
 
 
-def _fault(s: Session, job: ClaimedJob, *, error: str, retryable: bool, final: dict | None, backoff_s: float) -> Stored:
+def _fault(
+    s: Session, job: ClaimedJob, *, error: str, retryable: bool, final: GradeResult | None, backoff_s: float
+) -> Stored:
     """Requeue, or (retries spent) record the submission as not gradable with the engine's result if any."""
     state = queue.fault(s, job=job, error=error, retryable=retryable, backoff_s=backoff_s)
-    if state == "failed":
+    if state == JobStatus.FAILED:
         grades.record_grade(s, submission_id=job.submission_id, result=final, fault=error)
-    return Stored(state, wake_after_s=backoff_s if state == "queued" else None)
+    return Stored(state, wake_after_s=backoff_s if state == JobStatus.QUEUED else None)

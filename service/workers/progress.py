@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.db import transaction
 from service.outage import is_unavailable
 from service.queue.models import Job
+from service.states import JobStatus
 from service.submissions import events
 
 FLUSH_S = 0.25  # the most a progress event waits to be written with the next ones
@@ -63,7 +64,9 @@ class ProgressWriter:
             with self.sessions() as s:
                 row = s.execute(
                     select(Job.id, Job.lease_token).where(
-                        Job.submission_id == self.submission_id, Job.status == "running", Job.lease_token.is_not(None)
+                        Job.submission_id == self.submission_id,
+                        Job.status == JobStatus.RUNNING,
+                        Job.lease_token.is_not(None),
                     )
                 ).first()
                 s.commit()

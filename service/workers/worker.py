@@ -1,7 +1,8 @@
 """The worker loop: reap expired leases, claim what this host can run, heartbeat, store fenced results.
 
 Slots follow lanes: `short_reserved_slots` slots never take long-lane jobs, so a quiz never waits behind a
-training run. The executor and device inventory are injected (chosen once by the caller).
+training run. The executor and device inventory are injected (chosen once by the caller); what each
+lease write is (heartbeat, renewal, reaping) lives in service/workers/leases.py.
 
 The loop outlives every error of its own: while the database is unreachable it backs off and retries
 (service/outage.py), keeping finished outcomes in memory until they are stored (fenced by the lease as
@@ -29,14 +30,15 @@ from service import signals
 from service.config import Settings
 from service.db import transaction
 from service.errors import clip
-from service.grades import service as grades
 from service.outage import Backoff, Retrier, describe, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
+from service.states import JobStatus
 from service.telemetry import logs
 from service.telemetry.spans import GradingTelemetry
 from service.workers import outcomes
 from service.workers.executor import Executor, Faulted, GradingTicket, NotStarted, Outcome
+from service.workers.leases import Leases
 
 log = logging.getLogger("titangrade.worker")
 _WAKE = -1  # put on the done-queue by a wake-up: not a job id, "look at the queue now"
@@ -76,8 +78,7 @@ class Worker:
         self._done: stdlib_queue.Queue[int] = stdlib_queue.Queue()
         self._lock = threading.Lock()
         self.stored = 0  # grades this worker stored (for tests and logs)
-        self._last_reap = float("-inf")
-        self._leases_fresh = True  # False after a failed renewal: renew before reaping, never reap our own
+        self.leases = Leases(settings=settings, sessions=sessions, worker_id=self.id)
         self._retry = Retrier.from_settings(settings, who=f"worker {self.id}", log=log)
         # hand-backs for a host shortage wait longer while they follow each other (reset when a job runs)
         self._shortage = Backoff(
@@ -347,53 +348,33 @@ class Worker:
 
     def _queue_empty(self) -> bool:
         with transaction(self.sessions) as s:
-            return not queue.depth_by_lane(s) and not queue.jobs_by_status(s).get("running")
+            return not queue.depth_by_lane(s) and not queue.jobs_by_status(s).get(JobStatus.RUNNING)
 
-    # -- leases and liveness ---------------------------------------------------------------------------
+    # -- leases and liveness (what each write is: service/workers/leases.py) ---------------------------
     def _reap(self) -> None:
         """Requeue expired leases, at most once per heartbeat interval (it is a write transaction)."""
-        now = time.monotonic()
-        if now - self._last_reap < self.settings.heartbeat_s:
+        if not self.leases.reap_due():
             return
-        if not self._leases_fresh:  # after an outage our own leases may look expired: renew them first
+        if not self.leases.fresh:  # after an outage our own leases may look expired: renew them first
             self._renew()
-        self._last_reap = now
-        with transaction(self.sessions) as s:
-            expired = queue.reap_expired(s)
-            for job in expired:
-                if job.gave_up:
-                    grades.record_grade(s, submission_id=job.submission_id, result=None, fault=job.reason)
-        if expired:
-            log.warning("worker %s reaped %d job(s) whose lease expired", self.id, len(expired))
+        self.leases.reap()
 
     def _renew(self) -> None:
         with self._lock:
             held = [f.job for f in self._inflight.values()]
-        if held:
-            try:
-                with transaction(self.sessions) as s:
-                    lost = queue.renew(s, held=held, lease_s=self.settings.lease_s)
-            except Exception:
-                self._leases_fresh = False
-                raise
-            self._leases_fresh = True
-            with self._lock:  # a job stored meanwhile is not lost
-                lost = {job_id for job_id in lost if job_id in self._inflight}
-            for job_id in lost:
-                log.warning("worker %s lost the lease on job %s; its result will be discarded", self.id, job_id)
+        lost = self.leases.renew(held)
+        with self._lock:  # a job stored meanwhile is not lost
+            lost = {job_id for job_id in lost if job_id in self._inflight}
+        for job_id in lost:
+            log.warning("worker %s lost the lease on job %s; its result will be discarded", self.id, job_id)
 
     def _beat(self) -> None:
-        with transaction(self.sessions) as s:
-            queue.beat(
-                s,
-                worker_id=self.id,
-                host=socket.gethostname(),
-                pid=os.getpid(),
-                slots=self.settings.worker_slots,
-                devices=self.devices.count,
-                device_kind=self.devices.kind,
-                long_slots=self._long_cap(),
-            )
+        self.leases.beat(
+            slots=self.settings.worker_slots,
+            devices=self.devices.count,
+            device_kind=self.devices.kind,
+            long_slots=self._long_cap(),
+        )
 
     def _heartbeat_loop(self) -> None:
         while not self.stop.wait(self.settings.heartbeat_s):

@@ -85,7 +85,7 @@ def simulate(
     from service.courses.service import supersede_policy
     from service.db import make_engine, make_sessionmaker, transaction, upgrade
     from service.queue import service as queue
-    from service.submissions.batch import supersede_queued, supersedes
+    from service.submissions.supersede import supersede_queued, supersedes
     from service.submissions.models import Submission
 
     engine = make_engine(url)

@@ -28,6 +28,7 @@ RECEIVER = REPO / "tests" / "service" / "webhooks" / "receiver.py"
 def store_grades(sessions, n: int) -> None:
     from service.auth.service import get_or_create_identity, set_membership
     from service.db import transaction
+    from grading.result import GradeResult, Status
     from service.grades.service import record_grade
     from service.queue import service as queue
     from service.submissions.models import Submission
@@ -47,7 +48,7 @@ def store_grades(sessions, n: int) -> None:
             job = queue.claim(s, worker_id="bench", lanes=("short",), free_devices=0, max_world_size=1, lease_s=600)
             assert queue.complete(s, job=job)
             record_grade(s, submission_id=job.submission_id,
-                         result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+                         result=GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=3.0, max_score=3.0))
 
 
 def run(kind: str, n: int, concurrency: int, workdir: Path) -> float:

@@ -17,6 +17,7 @@ FEEDBACK = "got '\ud800' \x1b[2J\x1b]0;owned\x07\u202eevil\r\x00"
 def _grade_when_queued(state, *, feedback: str) -> threading.Thread:
     """A grader thread: claims the upload's job once it is queued and stores a result as a worker would."""
     from service.db import transaction
+    from grading.result import GradeResult
     from service.grades.service import record_grade
     from service.queue import service as queue
 
@@ -34,7 +35,7 @@ def _grade_when_queued(state, *, feedback: str) -> threading.Thread:
                   "message": "cell 1 raised ValueError: \x1b[31mred\u202e\r", "duration_s": 0.1}
         with transaction(state.sessions) as s:
             assert queue.complete(s, job=job)
-            record_grade(s, submission_id=job.submission_id, result=result)
+            record_grade(s, submission_id=job.submission_id, result=GradeResult.from_dict(result))
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()

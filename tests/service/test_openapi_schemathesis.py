@@ -21,6 +21,7 @@ ADMIN_TOKEN_ID = 982_451_653  # an id no fuzzer guesses, so DELETE /tokens/{id} 
 def _real_submissions(live, token: str, notebook: bytes) -> list[str]:
     """A graded and a queued submission, so path parameters can also name real ones."""
     from service.db import transaction
+    from grading.result import GradeResult, Status
     from service.grades.service import record_grade
     from service.queue import service as queue
 
@@ -35,7 +36,7 @@ def _real_submissions(live, token: str, notebook: bytes) -> list[str]:
     with transaction(live.app.state.sessions) as s:
         assert queue.complete(s, job=job)
         record_grade(s, submission_id=job.submission_id,
-                     result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+                     result=GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=3.0, max_score=3.0))
     return ids
 
 

@@ -70,13 +70,14 @@ def test_a_committed_event_is_published_after_commit_and_a_rolled_back_one_never
 def test_the_wake_up_of_an_event_written_in_a_savepoint_waits_for_the_outer_commit(sessions, add_submission, heard):
     """record_grade writes `done` in a savepoint; SQLAlchemy runs after_commit at its RELEASE. Published then, a
     stream woke, read before the outer COMMIT, saw nothing and slept a whole poll (the flaky test_wakeup)."""
+    from grading.result import GradeResult, Status
     from service.grades.service import record_grade
 
     with transaction(sessions) as s:
         sub, _ = add_submission(s)
     _drain(heard)
     with transaction(sessions) as s:
-        record_grade(s, submission_id=sub.id, result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+        record_grade(s, submission_id=sub.id, result=GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=3.0, max_score=3.0))
         assert _drain(heard) == set()  # the savepoint is released, the transaction is not committed
     assert _drain(heard) == {(signals.EVENTS, sub.id)}
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from grading.result import GradeResult, Status
 from service.db import transaction
 from service.grades.models import OutboxEvent
 from service.grades.service import record_grade
 from service.queue import service as queue
 from service.submissions.models import ProgressEvent, Submission
 
-RESULT = {"status": "graded", "score": 3.0, "max_score": 3.0, "checks": [], "message": "", "duration_s": 0.5}
+RESULT = GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=3.0, max_score=3.0, duration_s=0.5)
 
 
 def _claim(sessions):

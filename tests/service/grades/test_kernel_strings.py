@@ -5,6 +5,7 @@ fault."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import sqlite3
@@ -34,19 +35,17 @@ ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40
     st.sampled_from(PIECES), max_size=25).map("".join)
 
 
-def _result(s: str, **overrides) -> dict:
-    """A result dict as the engine's to_dict writes it, with `s` in every string a kernel can reach."""
-    result = {
-        "exercise_id": "ch05.svc_sum", "status": "error", "score": 1.0, "max_score": 3.0,
-        "checks": [{"name": "total_value", "score": 1.0, "max_score": 2.0, "passed": False, "feedback": f"got {s}",
-                    "title": s}],
-        "message": f"cell 1 raised ValueError: {s}",
-        "cells": [{"index": 0, "status": "error", "message": s, "duration_s": 0.1}],
-        "limits_hit": [s], "sandbox": "unsafe-local", "device": "cpu", "duration_s": 0.5, "engine_version": "1",
-        "trace": [{"step": 1, f"loss{s}": 0.5}], "profile": s,
-    }
-    result.update(overrides)
-    return result
+def _result(s: str, **overrides) -> GradeResult:
+    """A result as the engine makes it, with `s` (not normalised) in every string a kernel can reach."""
+    result = GradeResult(
+        exercise_id="ch05.svc_sum", status=Status.ERROR, score=1.0, max_score=3.0,
+        checks=[CheckResult(name="total_value", score=1.0, max_score=2.0, passed=False, feedback=f"got {s}", title=s)],
+        message=f"cell 1 raised ValueError: {s}",
+        cells=[CellReport(index=0, status="error", message=s, duration_s=0.1)],
+        limits_hit=[s], sandbox="unsafe-local", device="cpu", duration_s=0.5, engine_version="1",
+        trace=[{"step": 1, f"loss{s}": 0.5}], profile=s,
+    )
+    return dataclasses.replace(result, **overrides)
 
 
 
@@ -77,13 +76,13 @@ def test_nul_and_lone_surrogates_are_stored_and_read_back_readably(sessions, add
         assert "\\x00" in stored.message or "\ufffd" in stored.message  # the learner still sees where it was
 
 
-def _refuse_big_values(session, db_kind: str) -> dict:
+def _refuse_big_values(session, db_kind: str) -> GradeResult:
     """Make this database refuse the next result for a content reason and return that result: SQLite with a
     lowered length limit refuses a long value (string or blob too big); PostgreSQL's json type refuses NaN."""
     if db_kind == "sqlite":
         session.connection().connection.driver_connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 20_000)
-        return _result("x", checks=[{"name": "total_value", "score": 1.0, "max_score": 2.0, "passed": True,
-                                     "feedback": "y" * 50_000, "title": ""}])
+        return _result("x", checks=[CheckResult(name="total_value", score=1.0, max_score=2.0, passed=True,
+                                                feedback="y" * 50_000)])
     return _result("x", trace=[{"step": 1, "loss": math.nan}])
 
 
@@ -109,7 +108,7 @@ def test_a_fault_whose_partial_result_is_refused_stays_a_grader_fault(sessions, 
     with transaction(sessions) as s:
         sub, _ = add_submission(s)
     with transaction(sessions) as s:
-        partial = _refuse_big_values(s, db_kind) | {"status": "not_gradable"}
+        partial = dataclasses.replace(_refuse_big_values(s, db_kind), status=Status.NOT_GRADABLE)
         record_grade(s, submission_id=sub.id, result=partial, fault="kernel \x00 died")
     with sessions() as s:
         stored = s.get(Submission, sub.id)
@@ -138,8 +137,8 @@ def test_any_kernel_string_goes_through_store_api_cli_and_page_safely(api, svc, 
                           cells=[CellReport(index=0, status="error", message=s)], limits_hit=[s],
                           trace=[{"step": 1, f"loss{s}": 0.5}], profile=s)
         raw.normalise()
-        result = raw.to_dict()
-        assert all(FORBIDDEN.search(t) is None for t in strings_in(result))
+        result = raw
+        assert all(FORBIDDEN.search(t) is None for t in strings_in(result.to_dict()))
     else:
         result = _result(s)
     sessions = api.app_state.sessions
@@ -190,7 +189,7 @@ def test_a_real_kernel_raising_nul_and_a_lone_surrogate_ends_error_with_a_readab
     held = _claim(sessions)
     with transaction(sessions) as s:
         assert queue.complete(s, job=held)
-        record_grade(s, submission_id=held.submission_id, result=result.to_dict())
+        record_grade(s, submission_id=held.submission_id, result=result)
     with sessions() as s:
         stored = s.get(Submission, held.submission_id)
         assert stored.status == "error" and stored.score == 0.0
@@ -211,7 +210,7 @@ def test_a_row_stored_before_the_boundary_still_reads(api, svc, add_submission):
     with transaction(sessions) as session:
         row = session.get(Submission, sub.id)
         row.status, row.score, row.message = "error", 1.0, "cell 1 raised ValueError: \x1b[2Jgone"
-        row.result = _result("\udc80\u202e")  # as an old engine stored it: nothing cleaned
+        row.result = _result("\udc80\u202e").to_dict()  # as an old engine stored it: nothing cleaned
     learner, teacher = svc.auth(api.tokens["alice"]), svc.auth(api.tokens["teacher"])
     one = api.get(f"{URL}/{sub.id}", headers=learner)
     course = api.get(URL, params={"course": "c1"}, headers=teacher)

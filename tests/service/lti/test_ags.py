@@ -13,6 +13,7 @@ from lti_support import INSTRUCTOR, LEARNER
 def _grade(sessions, submission_id: str, *, score: float, checks: list[dict]) -> None:
     """As Worker._store does: claim, the fenced complete, then the grade and its outbox row in one transaction."""
     from service.db import transaction
+    from grading.result import CheckResult, GradeResult, Status
     from service.grades.service import record_grade
     from service.queue import service as queue
 
@@ -22,7 +23,7 @@ def _grade(sessions, submission_id: str, *, score: float, checks: list[dict]) ->
     with transaction(sessions) as s:
         assert queue.complete(s, job=job)
         record_grade(s, submission_id=submission_id,
-                     result={"status": "graded", "score": score, "max_score": 3.0, "checks": checks})
+                     result=GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=score, max_score=3.0, checks=[CheckResult(**c) for c in checks]))
 
 
 @pytest.fixture

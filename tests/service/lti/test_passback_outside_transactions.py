@@ -10,6 +10,7 @@ def test_ags_and_webhook_deliveries_hold_no_connection_while_they_send(db_url, d
     from lti_probe import CheckoutCounter, ProbeServer
 
     from service.db import transaction
+    from grading.result import GradeResult, Status
     from service.grades.service import record_grade
     from service.lti import service as lti_service
     from service.lti.models import LtiLineItem
@@ -36,8 +37,7 @@ def test_ags_and_webhook_deliveries_hold_no_connection_while_they_send(db_url, d
             job = queue.claim(s, worker_id="t", lanes=("short",), free_devices=0, max_world_size=1, lease_s=60)
         with transaction(sessions) as s:
             assert queue.complete(s, job=job)
-            record_grade(s, submission_id=sub.id, result={"status": "graded", "score": 3.0, "max_score": 3.0,
-                                                          "checks": []})
+            record_grade(s, submission_id=sub.id, result=GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=3.0, max_score=3.0))
         assert wait_until_idle(deliverer, 60)
         calls = {path: (out, free) for path, out, free in probe.seen}
         assert {"/token", "/lineitems/7/scores", "/hook"} <= set(calls), calls

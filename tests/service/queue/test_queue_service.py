@@ -6,6 +6,7 @@ import threading
 
 from sqlalchemy import func, select, update
 
+from grading.result import GradeResult, Status
 from service.db import transaction, utcnow
 from service.grades.models import OutboxEvent
 from service.grades.service import record_grade
@@ -13,7 +14,7 @@ from service.queue import service as queue
 from service.queue.models import Job
 from service.submissions.models import Submission
 
-RESULT = {"status": "graded", "score": 3.0, "max_score": 3.0, "checks": [], "message": "", "duration_s": 0.5}
+RESULT = GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=3.0, max_score=3.0, duration_s=0.5)
 
 
 def _claim(sessions, worker="w1", lanes=("short", "long"), free_devices=0, lease_s=30.0):

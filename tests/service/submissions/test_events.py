@@ -23,6 +23,7 @@ def _frames(api, svc, sid, token, **headers):
 
 def _grade(api, score: float) -> None:
     from service.db import transaction
+    from grading.result import GradeResult, Status
     from service.grades.service import record_grade
     from service.queue import service as queue
 
@@ -31,7 +32,7 @@ def _grade(api, score: float) -> None:
     with transaction(api.app_state.sessions) as s:
         assert queue.complete(s, job=job)
         record_grade(s, submission_id=job.submission_id,
-                     result={"status": "graded", "score": score, "max_score": 3.0, "checks": []})
+                     result=GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=score, max_score=3.0))
 
 
 def test_reconnect_after_done_gets_204_at_once(api, svc):

@@ -180,6 +180,7 @@ def test_health_metrics_and_openapi(api, svc):
 
 def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc):
     from service.db import transaction
+    from grading.result import GradeResult, Status
     from service.grades.service import record_grade
     from service.queue import service as queue
     from service.submissions import events
@@ -192,7 +193,7 @@ def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc)
         events.add(s, submission_id=sid, event={"event": "cell", "index": 0, "total": 2})
     with transaction(sessions) as s:
         assert queue.complete(s, job=job)
-        record_grade(s, submission_id=sid, result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+        record_grade(s, submission_id=sid, result=GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=3.0, max_score=3.0))
 
     def stream(**headers):
         frames = []

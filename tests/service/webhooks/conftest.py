@@ -76,6 +76,7 @@ def _store_grade(sessions, *, add, user: str = "alice", course: str = "c1", scor
     """Grade a submission the way a worker does (claim, the queue's fenced complete/fault, then record_grade), so the
     outbox row is exactly what real grading writes. A new submission unless `submission_id` (a regrade)."""
     from service.db import transaction
+    from grading.result import GradeResult, Status
     from service.grades.service import record_grade
     from service.queue import service as queue
     from service.submissions.models import Submission
@@ -98,7 +99,8 @@ def _store_grade(sessions, *, add, user: str = "alice", course: str = "c1", scor
         else:  # as Worker._store: the fenced complete, then the grade and its outbox row, one transaction
             assert queue.complete(s, job=job)
             record_grade(s, submission_id=submission_id,
-                         result={"status": status, "score": score, "max_score": 3.0, "checks": []})
+                         result=GradeResult(exercise_id="ch05.svc_sum", status=Status(status), score=score,
+                                              max_score=3.0))
     return submission_id
 
 

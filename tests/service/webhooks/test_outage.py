@@ -17,6 +17,7 @@ GRADES = 200
 def _store_many(sessions, add_submission, n: int) -> None:
     """n submissions graded through the queue's claim, fenced complete and record_grade (what grading writes)."""
     from service.db import transaction
+    from grading.result import GradeResult, Status
     from service.grades.service import record_grade
     from service.queue import service as queue
 
@@ -29,7 +30,7 @@ def _store_many(sessions, add_submission, n: int) -> None:
                               lease_s=60)
             assert queue.complete(s, job=job)
             record_grade(s, submission_id=job.submission_id,
-                         result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+                         result=GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=3.0, max_score=3.0))
 
 
 def _counts(sessions) -> dict[str, int]:

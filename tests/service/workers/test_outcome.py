@@ -3,9 +3,13 @@ and how the worker stores each (real database; no kernels needed)."""
 
 from __future__ import annotations
 
+import dataclasses
+from types import SimpleNamespace
+
 import pytest
 from sqlalchemy import select
 
+from grading.result import GradeResult, Status
 from service.db import transaction
 from service.queue import service as queue
 from service.queue.models import Job
@@ -14,21 +18,17 @@ from service.workers.executor import _CHILD, Executor, Faulted, Graded, GradingT
 from service.workers.worker import Worker
 
 
-def _result(status: str, score: float | None) -> dict:
-    return {
-        "exercise_id": "ch05.svc_sum",
-        "status": status,
-        "score": score,
-        "max_score": 3.0,
-        "checks": [],
-        "message": "kernel did not start" if status == "not_gradable" else "",
-        "cells": [],
-        "limits_hit": [],
-        "sandbox": "unsafe-local",
-        "device": "cpu",
-        "duration_s": 0.1,
-        "engine_version": "test",
-    }
+def _result(status: str, score: float) -> GradeResult:
+    return GradeResult(
+        exercise_id="ch05.svc_sum",
+        status=Status(status),
+        score=score,
+        max_score=3.0,
+        message="kernel did not start" if status == "not_gradable" else "",
+        sandbox="unsafe-local",
+        duration_s=0.1,
+        engine_version="test",
+    )
 
 
 def _claimed(sessions, add_submission, *, max_attempts=3):
@@ -61,7 +61,7 @@ def _state(sessions, sub_id):
     "outcome, expected",
     [
         (Graded(_result("graded", 3.0)), ("stored", ("graded", 3.0, "done"))),
-        (Graded(_result("not_gradable", None)), ("queued", ("queued", None, "queued"))),
+        (Graded(_result("not_gradable", 0.0)), ("queued", ("queued", None, "queued"))),
         (Faulted("sandbox failed", retryable=True), ("queued", ("queued", None, "queued"))),
         (Faulted("exercise removed", retryable=False), ("failed", ("not_gradable", None, "failed"))),
         (NotStarted("node gone"), ("handed back (not started)", ("queued", None, "queued"))),
@@ -174,7 +174,8 @@ def test_an_unexpected_error_in_one_job_is_a_grader_fault_and_the_loop_goes_on(d
     with transaction(sessions) as s:
         ids = [add_submission(s)[0].id for _ in range(3)]
     good = Graded(_result("graded", 3.0))
-    script = [RuntimeError("executor bug"), Graded({"status": "graded"}), good, good, good]
+    malformed = dataclasses.replace(good.result, checks=[None])  # record_grade raises on its to_dict()
+    script = [RuntimeError("executor bug"), Graded(malformed), good, good, good]
     executor = _ScriptedExecutor(script)
     worker = Worker(
         settings=svc.settings(db_url, worker_slots=1, short_reserved_slots=0),
@@ -190,3 +191,23 @@ def test_an_unexpected_error_in_one_job_is_a_grader_fault_and_the_loop_goes_on(d
     assert {status for status, _ in jobs.values()} == {"done"}
     assert sum(attempts for _, attempts in jobs.values()) == 5  # two faulted attempts, three graded ones
     assert worker.stored == 3 and not executor.script
+
+
+def test_the_engine_result_stays_typed_from_the_ticket_to_the_stored_grade(
+    db_url, sessions, svc, add_submission, monkeypatch
+):
+    """grade_ticket hands the worker the engine's GradeResult itself (no dict in between), and storing it
+    writes its dict: what the engine returned is what the submission row holds."""
+    import grading.pipeline
+
+    sub, job = _claimed(sessions, add_submission)
+    engine = _result("graded", 3.0)
+    monkeypatch.setattr(grading.pipeline, "grade_notebook", lambda *args, **kwargs: engine)
+    monkeypatch.setitem(_CHILD, "sessions", sessions)
+    monkeypatch.setitem(_CHILD, "sandbox", SimpleNamespace(mode="unsafe-local"))  # grade_notebook is replaced
+    monkeypatch.setitem(_CHILD, "catalogue", None)
+    outcome = grade_ticket(GradingTicket(job_id=job.job_id, submission_id=sub.id, lease_token=job.lease_token))
+    assert isinstance(outcome, Graded) and outcome.result is engine
+    assert _worker(sessions, svc, db_url)._store_in_transaction(job, outcome) == "stored"
+    with sessions() as s:
+        assert s.get(Submission, sub.id).result == engine.to_dict()

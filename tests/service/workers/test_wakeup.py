@@ -96,6 +96,7 @@ def test_an_event_stream_hears_a_grade_stored_in_its_process_at_once(live_api, s
 
 
 def _store_grade(sessions) -> None:
+    from grading.result import GradeResult, Status
     from service.grades.service import record_grade
     from service.queue import service as queue
 
@@ -104,7 +105,7 @@ def _store_grade(sessions) -> None:
     with transaction(sessions) as s:
         assert queue.complete(s, job=job)
         record_grade(s, submission_id=job.submission_id,
-                     result={"status": "graded", "score": 3.0, "max_score": 3.0, "checks": []})
+                     result=GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=3.0, max_score=3.0))
 
 
 

@@ -7,6 +7,8 @@ import datetime as dt
 import json
 import sys
 
+from service import bootstrap
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lti", help="LTI 1.3: platform registrations, the tool's keys and URLs")
@@ -40,9 +42,8 @@ def cmd_add(args) -> int:
     from service.db import transaction
     from service.errors import ServiceError
     from service.lti import service
-    from service.webhooks.commands import _sessions
 
-    _, sessions = _sessions()
+    _, sessions = bootstrap.command_sessions()
     try:
         with transaction(sessions) as s:
             row = service.create(
@@ -63,9 +64,8 @@ def cmd_add(args) -> int:
 
 def cmd_list(args) -> int:
     from service.lti import service
-    from service.webhooks.commands import _sessions
 
-    _, sessions = _sessions()
+    _, sessions = bootstrap.command_sessions()
     with sessions() as s:
         for row in service.list_all(s):
             print(
@@ -78,9 +78,8 @@ def cmd_list(args) -> int:
 def cmd_remove(args) -> int:
     from service.db import transaction
     from service.lti import service
-    from service.webhooks.commands import _sessions
 
-    _, sessions = _sessions()
+    _, sessions = bootstrap.command_sessions()
     with transaction(sessions) as s:
         if service.remove(s, platform_id=args.id) is None:
             sys.exit(f"titangrade: no LTI platform {args.id}")
@@ -89,10 +88,9 @@ def cmd_remove(args) -> int:
 
 
 def _keys():
-    from service.commands import _settings
     from service.lti.keys import key_store
 
-    return key_store(_settings())
+    return key_store(bootstrap.settings())
 
 
 def cmd_keys_list(args) -> int:
@@ -109,8 +107,7 @@ def cmd_keys_rotate(args) -> int:
 
 
 def cmd_config(args) -> int:
-    from service.commands import _settings
     from service.lti.routes import tool_urls
 
-    print(json.dumps(tool_urls(_settings()), indent=2))
+    print(json.dumps(tool_urls(bootstrap.settings()), indent=2))
     return 0

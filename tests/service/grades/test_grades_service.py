@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from service.db import transaction
-from service.grades.models import OutboxEvent
+from service.outbox.models import OutboxEvent
 from service.grades.service import record_grade
 from service.queue import service as queue
 from service.submissions.models import ProgressEvent, Submission

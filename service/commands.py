@@ -1,7 +1,8 @@
 """Service subcommands: serve, worker, db, tokens, submit, and the outbox's `webhooks deliver` loop.
 
 What they share (settings, logging, the engine, sessions) is service/bootstrap.py; what they run (executor,
-worker, delivery loop) is put together in service/wiring.py.
+worker, delivery loop) is put together in service/wiring.py. Each command imports what it uses when it
+runs: building the parser (`titangrade --help`, `titangrade submit`) loads neither SQLAlchemy nor FastAPI.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import os
 import signal
 import sys
 import threading
-
-from service import bootstrap, wiring
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -163,6 +162,7 @@ def _bootstrap_token(settings, sessions) -> None:
 
 
 def _build_worker(settings, sessions):
+    from service import wiring
     from service.workers.executor import ExecutorUnavailable
 
     try:
@@ -174,7 +174,7 @@ def _build_worker(settings, sessions):
 def cmd_serve(args) -> int:
     import uvicorn
 
-    from service import http_deadlines
+    from service import bootstrap, http_deadlines, wiring
     from service.app import create_app
 
     bootstrap.configure_logging()
@@ -242,6 +242,8 @@ def cmd_serve(args) -> int:
 
 
 def cmd_worker(args) -> int:
+    from service import bootstrap
+
     bootstrap.configure_logging()
     overrides = ({} if args.slots is None else {"worker_slots": args.slots}) | _executor_overrides(args)
     settings = _resolve_sandbox(bootstrap.settings(**overrides))
@@ -274,6 +276,8 @@ def cmd_worker(args) -> int:
 
 def cmd_deliver(args) -> int:
     """`titangrade webhooks deliver`: the outbox's delivery loop (every kind of target), in the foreground."""
+    from service import bootstrap, wiring
+
     bootstrap.configure_logging()
     settings, sessions = bootstrap.command_sessions()
     deliverer = wiring.build_deliverer(settings, sessions=sessions)
@@ -287,6 +291,7 @@ def cmd_deliver(args) -> int:
 
 
 def cmd_db(args) -> int:
+    from service import bootstrap
     from service.db import current_revision, head_revision, make_engine, upgrade
 
     settings = bootstrap.settings()
@@ -299,6 +304,8 @@ def cmd_db(args) -> int:
 
 
 def _token_sessions():
+    from service import bootstrap
+
     return bootstrap.command_sessions()[1]
 
 

@@ -1,11 +1,11 @@
-"""`titangrade intake add|confirm-issuer|list|rotate|remove`: integrations that POST signed submissions."""
+"""`titangrade intake add|confirm-issuer|list|rotate|remove`: integrations that POST signed submissions.
+
+Each command imports what it uses when it runs, so building the parser stays cheap (service/cli.py).
+"""
 
 from __future__ import annotations
 
 import argparse
-
-from service import bootstrap
-from service.intake import service
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_intake_add(args) -> int:
+    from service import bootstrap
+    from service.intake import service
+
     with bootstrap.writing() as (_, s):
         row = service.create(s, name=args.name, course=args.course, issuer=args.issuer, linked_by="cli", by="cli")
         print(f"integration {row.id}: POST {service.intake_url(row)} (course {row.course}, issuer {row.issuer})")
@@ -43,6 +46,9 @@ def cmd_intake_add(args) -> int:
 
 
 def cmd_intake_list(args) -> int:
+    from service import bootstrap
+    from service.intake import service
+
     _, sessions = bootstrap.command_sessions()
     with sessions() as s:
         rows = service.list_for(s, course=args.course)
@@ -53,6 +59,9 @@ def cmd_intake_list(args) -> int:
 
 
 def cmd_intake_rotate(args) -> int:
+    from service import bootstrap
+    from service.intake import service
+
     with bootstrap.writing() as (settings, s):
         secret = service.rotate(
             s,
@@ -64,6 +73,9 @@ def cmd_intake_rotate(args) -> int:
 
 
 def cmd_intake_confirm_issuer(args) -> int:
+    from service import bootstrap
+    from service.intake import service
+
     with bootstrap.writing() as (_, s):
         row = service.get(s, course=None, integration_id=args.id)
         service.confirm_issuer(s, integration=row, by="cli")
@@ -72,6 +84,9 @@ def cmd_intake_confirm_issuer(args) -> int:
 
 
 def cmd_intake_remove(args) -> int:
+    from service import bootstrap
+    from service.intake import service
+
     with bootstrap.writing() as (_, s):
         service.remove(s, integration=service.get(s, course=None, integration_id=args.id))
     print(f"titangrade: integration {args.id} removed")

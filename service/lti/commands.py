@@ -7,8 +7,6 @@ import datetime as dt
 import json
 import sys
 
-from service import bootstrap
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lti", help="LTI 1.3: platform registrations, the tool's keys and URLs")
@@ -39,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_add(args) -> int:
+    from service import bootstrap
     from service.db import transaction
     from service.errors import ServiceError
     from service.lti import service
@@ -63,6 +62,7 @@ def cmd_add(args) -> int:
 
 
 def cmd_list(args) -> int:
+    from service import bootstrap
     from service.lti import service
 
     _, sessions = bootstrap.command_sessions()
@@ -76,6 +76,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_remove(args) -> int:
+    from service import bootstrap
     from service.db import transaction
     from service.lti import service
 
@@ -88,6 +89,7 @@ def cmd_remove(args) -> int:
 
 
 def _keys():
+    from service import bootstrap
     from service.lti.keys import key_store
 
     return key_store(bootstrap.settings())
@@ -107,6 +109,7 @@ def cmd_keys_rotate(args) -> int:
 
 
 def cmd_config(args) -> int:
+    from service import bootstrap
     from service.lti.routes import tool_urls
 
     print(json.dumps(tool_urls(bootstrap.settings()), indent=2))

@@ -1,15 +1,12 @@
-"""`titangrade webhooks add|list|rotate|remove|enable|replay|deliver`: a course's webhook endpoints."""
+"""`titangrade webhooks add|list|rotate|remove|enable|replay|deliver`: a course's webhook endpoints.
+
+Each command imports what it uses when it runs, so building the parser stays cheap (service/cli.py).
+"""
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 from collections.abc import Callable
-
-from service import bootstrap
-from service.outbox.ssrf import AddressPolicy
-from service.timefmt import rfc3339
-from service.webhooks import service
 
 
 def register(sub: argparse._SubParsersAction, *, deliver: Callable[[argparse.Namespace], int]) -> None:
@@ -50,6 +47,10 @@ def register(sub: argparse._SubParsersAction, *, deliver: Callable[[argparse.Nam
 
 
 def cmd_add(args) -> int:
+    from service import bootstrap
+    from service.outbox.ssrf import AddressPolicy
+    from service.webhooks import service
+
     with bootstrap.writing() as (settings, s):
         row = service.create(
             s,
@@ -66,6 +67,10 @@ def cmd_add(args) -> int:
 
 
 def cmd_list(args) -> int:
+    from service import bootstrap
+    from service.timefmt import rfc3339
+    from service.webhooks import service
+
     _, sessions = bootstrap.command_sessions()
     with sessions() as s:
         rows = service.list_for(s, course=args.course)
@@ -82,6 +87,9 @@ def cmd_list(args) -> int:
 
 
 def cmd_enable(args) -> int:
+    from service import bootstrap
+    from service.webhooks import service
+
     with bootstrap.writing() as (_, s):
         resumed = service.enable(s, endpoint=service.get(s, course=None, endpoint_id=args.id))
     print(f"titangrade: endpoint {args.id} enabled; {resumed} held deliveries are sent now")
@@ -89,6 +97,9 @@ def cmd_enable(args) -> int:
 
 
 def cmd_rotate(args) -> int:
+    from service import bootstrap
+    from service.webhooks import service
+
     with bootstrap.writing() as (settings, s):
         row = service.get(s, course=None, endpoint_id=args.id)
         secret = service.rotate(s, endpoint=row, overlap_s=settings.webhook_rotation_overlap_s)
@@ -98,6 +109,9 @@ def cmd_rotate(args) -> int:
 
 
 def cmd_remove(args) -> int:
+    from service import bootstrap
+    from service.webhooks import service
+
     with bootstrap.writing() as (_, s):
         service.remove(s, endpoint=service.get(s, course=None, endpoint_id=args.id))
     print(f"titangrade: endpoint {args.id} removed")
@@ -105,6 +119,11 @@ def cmd_remove(args) -> int:
 
 
 def cmd_replay(args) -> int:
+    import datetime as dt
+
+    from service import bootstrap
+    from service.webhooks import service
+
     def when(text):
         if text is None:
             return None

@@ -9,14 +9,14 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI, Response
 
 from grading.exercise import Catalogue
-from service import http_deadlines, memory, signals
+from service import bootstrap, http_deadlines, memory, signals
 from service.auth import cache as credential_cache
 from service.auth.authenticators import Authenticator, default_authenticators
 from service.auth.routes import router as auth_router
 from service.catalogue.routes import router as catalogue_router
 from service.config import Settings
 from service.courses.routes import router as courses_router
-from service.db import make_engine, make_sessionmaker, read_sessions
+from service.db import make_engine, read_sessions
 from service.http_errors import install_error_handlers
 from service.intake.routes import INTAKE_PATH
 from service.intake.routes import router as intake_router
@@ -108,7 +108,7 @@ def create_app(
     memory.limit_arenas(settings.malloc_arena_max)  # before `serve` starts its threads
     app.state.settings = settings
     app.state.engine = engine if engine is not None else make_engine(settings.database_url)
-    app.state.sessions = make_sessionmaker(app.state.engine)
+    app.state.sessions = bootstrap.sessions(app.state.engine)  # with the commit hooks (wake-ups, credential cache)
     app.state.read_sessions = read_sessions(app.state.engine)  # credential checks: no SQLite writer lock
     app.state.intake = _intake_writer(app)  # uploads: group commit per process
     app.state.catalogue = catalogue or Catalogue(settings.exercises_root, settings.reference_root)

@@ -37,9 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     from service import commands
 
     commands.register(sub)
+    from service.intake import commands as intake_commands
     from service.webhooks import commands as webhook_commands
 
-    webhook_commands.register(sub)
+    webhook_commands.register(sub, deliver=commands.cmd_deliver)  # the outbox loop, wired in service/commands.py
+    intake_commands.register(sub)
     from service.lti import commands as lti_commands
 
     lti_commands.register(sub)

@@ -1,14 +1,18 @@
-"""Service subcommands: serve, worker, db, tokens, submit."""
+"""Service subcommands: serve, worker, db, tokens, submit, and the outbox's `webhooks deliver` loop.
+
+What they share (settings, logging, the engine, sessions) is service/bootstrap.py; what they run (executor,
+worker, delivery loop) is put together in service/wiring.py. Each command imports what it uses when it
+runs: building the parser (`titangrade --help`, `titangrade submit`) loads neither SQLAlchemy nor FastAPI.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
 import threading
-
-from service.telemetry import logs as telemetry_logs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -98,21 +102,6 @@ def _executor_overrides(args) -> dict:
     return out
 
 
-def _logging() -> None:
-    telemetry_logs.configure()  # JSON lines with request/job ids, or TITANGRADE_LOG_FORMAT=text
-
-
-def _settings(**overrides):
-    from pydantic import ValidationError
-
-    from service.config import load_settings
-
-    try:
-        return load_settings(**overrides)
-    except ValidationError as exc:
-        sys.exit(f"titangrade: invalid settings: {exc}")
-
-
 def _resolve_sandbox(settings):
     from service.config import UnsafeSettings
 
@@ -125,22 +114,9 @@ def _resolve_sandbox(settings):
     return settings
 
 
-def _engine(settings, *, migrate: bool):
-    from service.db import SchemaMismatch, check_schema, make_engine
-
-    engine = make_engine(settings.database_url)
-    try:
-        check_schema(engine, migrate=migrate)
-    except SchemaMismatch as exc:
-        sys.exit(f"titangrade: {exc}")
-    return engine
-
-
 def _engine_when_reachable(settings, stopping: threading.Event):
     """The worker's engine once the database answers: a worker started during an outage waits for it
     (capped exponential backoff, logged) instead of exiting; None when stopped meanwhile."""
-    import logging
-
     from service.db import SchemaMismatch, check_schema, make_engine
     from service.outage import Backoff, Outage, is_unavailable
 
@@ -186,11 +162,11 @@ def _bootstrap_token(settings, sessions) -> None:
 
 
 def _build_worker(settings, sessions):
+    from service import wiring
     from service.workers.executor import ExecutorUnavailable
-    from service.workers.worker import build_worker
 
     try:
-        return build_worker(settings, sessions=sessions)
+        return wiring.build_worker(settings, sessions=sessions)
     except ExecutorUnavailable as exc:
         sys.exit(f"titangrade: {exc}")
 
@@ -198,15 +174,14 @@ def _build_worker(settings, sessions):
 def cmd_serve(args) -> int:
     import uvicorn
 
-    from service import http_deadlines
+    from service import bootstrap, http_deadlines, wiring
     from service.app import create_app
-    from service.db import make_sessionmaker
 
-    _logging()
+    bootstrap.configure_logging()
     overrides = {} if args.workers is None else {"worker_slots": max(args.workers, 1)}
     if args.api_workers is not None:
         overrides["api_workers"] = args.api_workers
-    settings = _settings(**overrides, **_executor_overrides(args))
+    settings = bootstrap.settings(**overrides, **_executor_overrides(args))
     settings, generated = settings.with_dev_secret()
     if settings.mode == "dev":
         print(
@@ -218,20 +193,19 @@ def cmd_serve(args) -> int:
     if args.workers != 0:
         settings = _resolve_sandbox(settings)
     print(f"titangrade: database {settings.database_url.split('@')[-1]}, sandbox {settings.sandbox}")
-    engine = _engine(settings, migrate=settings.migrate_on_start)
+    engine = bootstrap.engine(settings, migrate=settings.migrate_on_start)
     app = create_app(settings, engine=engine)
-    _bootstrap_token(settings, app.state.sessions)
+    sessions = bootstrap.sessions(engine)
+    _bootstrap_token(settings, sessions)
     worker = thread = None
     if args.workers != 0:
-        worker = _build_worker(settings, make_sessionmaker(engine))
+        worker = _build_worker(settings, sessions)
         thread = threading.Thread(target=worker.run, name="tg-worker", daemon=True)
         thread.start()
         print(f"titangrade: {settings.executor} worker with {settings.worker_slots} slot(s)")
     deliverer = None
     if not args.no_deliver:
-        from service.webhooks.commands import start_delivery_loop
-
-        deliverer = start_delivery_loop(settings, engine)
+        deliverer = wiring.start_delivery_loop(settings, sessions=sessions)
     print(f"titangrade: API on http://{args.host}:{args.port}/api/v1 (docs at /api/v1/docs)", flush=True)
     try:
         if settings.api_workers > 1:  # uvicorn's supervisor here (with the worker pool), the API in N children
@@ -268,11 +242,11 @@ def cmd_serve(args) -> int:
 
 
 def cmd_worker(args) -> int:
-    from service.db import make_sessionmaker
+    from service import bootstrap
 
-    _logging()
+    bootstrap.configure_logging()
     overrides = ({} if args.slots is None else {"worker_slots": args.slots}) | _executor_overrides(args)
-    settings = _resolve_sandbox(_settings(**overrides))
+    settings = _resolve_sandbox(bootstrap.settings(**overrides))
     from service import memory
 
     memory.limit_arenas(settings.malloc_arena_max)  # as serve does, before the worker starts its threads
@@ -282,7 +256,7 @@ def cmd_worker(args) -> int:
     engine = _engine_when_reachable(settings, stopping)
     if engine is None:  # stopped while waiting for the database
         return 0
-    worker = _build_worker(settings, make_sessionmaker(engine))
+    worker = _build_worker(settings, bootstrap.sessions(engine))
     for signum in (signal.SIGTERM, signal.SIGINT):  # both drain; no KeyboardInterrupt lands mid-store
         signal.signal(signum, lambda *_: worker.request_stop())
     if stopping.is_set():
@@ -300,10 +274,27 @@ def cmd_worker(args) -> int:
     return 0
 
 
+def cmd_deliver(args) -> int:
+    """`titangrade webhooks deliver`: the outbox's delivery loop (every kind of target), in the foreground."""
+    from service import bootstrap, wiring
+
+    bootstrap.configure_logging()
+    settings, sessions = bootstrap.command_sessions()
+    deliverer = wiring.build_deliverer(settings, sessions=sessions)
+    signal.signal(signal.SIGTERM, lambda *_: deliverer.stop.set())
+    print(f"titangrade: delivery loop ({settings.webhook_concurrency} at once)", flush=True)
+    try:
+        deliverer.run(burst=args.burst)
+    except KeyboardInterrupt:
+        deliverer.stop.set()
+    return 0
+
+
 def cmd_db(args) -> int:
+    from service import bootstrap
     from service.db import current_revision, head_revision, make_engine, upgrade
 
-    settings = _settings()
+    settings = bootstrap.settings()
     engine = make_engine(settings.database_url)
     if args.action == "upgrade":
         print(f"titangrade: schema at {upgrade(engine)}")
@@ -313,9 +304,9 @@ def cmd_db(args) -> int:
 
 
 def _token_sessions():
-    from service.db import make_sessionmaker
+    from service import bootstrap
 
-    return make_sessionmaker(_engine(_settings(), migrate=False))
+    return bootstrap.command_sessions()[1]
 
 
 def cmd_tokens_create(args) -> int:

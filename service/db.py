@@ -71,13 +71,9 @@ def make_engine(url: str) -> Engine:
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    from service import signals
-    from service.auth import cache
-
-    factory = sessionmaker(engine, expire_on_commit=False)
-    signals.install(factory)  # committed progress events wake workers and event streams (service/signals.py)
-    cache.install(factory)  # a committed credential change empties this process's credential caches
-    return factory
+    """Plain sessions whose rows stay readable after commit. The service's commit hooks (wake-ups, credential
+    cache) are installed by service/bootstrap.sessions: this module imports no feature package."""
+    return sessionmaker(engine, expire_on_commit=False)
 
 
 def read_sessions(engine: Engine) -> sessionmaker[Session]:

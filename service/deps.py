@@ -30,9 +30,9 @@ from service.errors import Forbidden, NotAuthenticated, preferred_lang
 from service.lti.keys import KeyStore, key_store
 from service.lti.limits import LtiLimits
 from service.lti.tokens import JwksCache
+from service.outbox.ssrf import AddressPolicy, make_client
 from service.submissions.stream_slots import StreamSlots
 from service.submissions.writer import IntakeWriter
-from service.webhooks.ssrf import AddressPolicy, make_client
 
 T = TypeVar("T")
 SessionFactory = sessionmaker[Session]

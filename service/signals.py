@@ -22,6 +22,7 @@ from sqlalchemy import event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.outage import Retrier
+from service.submissions.models import ProgressEvent
 
 log = logging.getLogger("titangrade.signals")
 
@@ -64,8 +65,6 @@ def install(factory: sessionmaker[Session]) -> None:
 
 
 def _after_flush(session: Session, _context) -> None:
-    from service.submissions.models import ProgressEvent
-
     found: set[tuple[str, str]] = set()
     for obj in session.new:
         if isinstance(obj, ProgressEvent):

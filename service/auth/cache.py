@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.auth.models import Identity, Membership, Token
 from service.auth.principal import Principal
 from service.db import utcnow
 
@@ -135,8 +136,6 @@ def install(factory: sessionmaker[Session]) -> None:
 
 
 def _after_flush(session: Session, _context) -> None:
-    from service.auth.models import Identity, Membership, Token
-
     # A new token or identity changes no cached answer (only good credentials are kept); a new membership,
     # or any change to an existing row, may.
     changed = (Token, Identity, Membership)

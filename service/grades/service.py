@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from grading.result import GradeResult
 from grading.text import clean_text, clean_value
 from service.db import utcnow
-from service.grades.models import OutboxEvent
+from service.outbox.models import OutboxEvent
 from service.states import SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
 from service.timefmt import rfc3339

@@ -1,8 +1,8 @@
-"""Grade passback with LTI Assignment and Grade Services, as one more kind of outbox target ("lti").
+"""Grade passback with LTI Assignment and Grade Services: the outbox's second kind of target ("lti").
 
 A line item (service/lti/models.LtiLineItem) is the target: every grade event of its course and exercise
 for a learner of its platform becomes an `outbox_deliveries` row whose body is the AGS score. The shared
-delivery loop (service/webhooks/delivery.py) claims it, retries it on the same schedule, logs each attempt
+delivery loop (service/outbox/delivery.py) claims it, retries it on the same schedule, logs each attempt
 and dead-letters it; `AgsSender` gets an OAuth2 token (client-credentials grant with a JWT client
 assertion signed by the tool's key, cached until shortly before it expires) and POSTs the score to
 `{lineitem}/scores`. A regrade or an override is a new event, so the new score is sent again; its later
@@ -21,16 +21,15 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.grades.models import OutboxEvent
 from service.lti import tokens
 from service.lti.keys import KeyStore, key_store
 from service.lti.models import LtiLineItem, LtiPlatform
+from service.outbox.models import OutboxDelivery, OutboxEvent
+from service.outbox.protocol import DeliveryResult
+from service.outbox.ssrf import AddressPolicy, make_client
 from service.states import SubmissionStatus
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
-from service.webhooks.delivery import Outcome
-from service.webhooks.models import OutboxDelivery
-from service.webhooks.ssrf import AddressPolicy, make_client
 
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
@@ -182,7 +181,7 @@ class AgsSender:
             self._tokens[key] = (token, time.monotonic() + max(lifetime - TOKEN_MARGIN_S, 0))
         return token
 
-    def send(self, work: AgsWork) -> Outcome:
+    def send(self, work: AgsWork) -> DeliveryResult:
         start = time.perf_counter()
         try:
             token = self.access_token(work)
@@ -192,7 +191,7 @@ class AgsSender:
                 headers={"content-type": SCORE_TYPE, "authorization": f"Bearer {token}"},
             )
         except (httpx.HTTPError, TokenRefused, ValueError) as exc:
-            return Outcome(
+            return DeliveryResult(
                 ok=False,
                 status_code=None,
                 latency_ms=(time.perf_counter() - start) * 1000,
@@ -204,8 +203,8 @@ class AgsSender:
             with self._lock:
                 self._tokens.pop((work.token_url, work.client_id), None)
         if 200 <= resp.status_code < 300:
-            return Outcome(ok=True, status_code=resp.status_code, latency_ms=latency, excerpt=excerpt)
-        return Outcome(
+            return DeliveryResult(ok=True, status_code=resp.status_code, latency_ms=latency, excerpt=excerpt)
+        return DeliveryResult(
             ok=False,
             status_code=resp.status_code,
             latency_ms=latency,

@@ -37,12 +37,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_add(args) -> int:
+    from service import bootstrap
     from service.db import transaction
     from service.errors import ServiceError
     from service.lti import service
-    from service.webhooks.commands import _sessions
 
-    _, sessions = _sessions()
+    _, sessions = bootstrap.command_sessions()
     try:
         with transaction(sessions) as s:
             row = service.create(
@@ -62,10 +62,10 @@ def cmd_add(args) -> int:
 
 
 def cmd_list(args) -> int:
+    from service import bootstrap
     from service.lti import service
-    from service.webhooks.commands import _sessions
 
-    _, sessions = _sessions()
+    _, sessions = bootstrap.command_sessions()
     with sessions() as s:
         for row in service.list_all(s):
             print(
@@ -76,11 +76,11 @@ def cmd_list(args) -> int:
 
 
 def cmd_remove(args) -> int:
+    from service import bootstrap
     from service.db import transaction
     from service.lti import service
-    from service.webhooks.commands import _sessions
 
-    _, sessions = _sessions()
+    _, sessions = bootstrap.command_sessions()
     with transaction(sessions) as s:
         if service.remove(s, platform_id=args.id) is None:
             sys.exit(f"titangrade: no LTI platform {args.id}")
@@ -89,10 +89,10 @@ def cmd_remove(args) -> int:
 
 
 def _keys():
-    from service.commands import _settings
+    from service import bootstrap
     from service.lti.keys import key_store
 
-    return key_store(_settings())
+    return key_store(bootstrap.settings())
 
 
 def cmd_keys_list(args) -> int:
@@ -109,8 +109,8 @@ def cmd_keys_rotate(args) -> int:
 
 
 def cmd_config(args) -> int:
-    from service.commands import _settings
+    from service import bootstrap
     from service.lti.routes import tool_urls
 
-    print(json.dumps(tool_urls(_settings()), indent=2))
+    print(json.dumps(tool_urls(bootstrap.settings()), indent=2))
     return 0

@@ -20,7 +20,8 @@ from service.auth.principal import Principal
 from service.config import Settings
 from service.db import utcnow
 from service.errors import Forbidden, NotFound, ServiceError, Unsatisfiable, clip
-from service.grades.models import OutboxEvent, ScoreOverride
+from service.grades.models import ScoreOverride
+from service.outbox.models import OutboxEvent
 from service.queue import estimates
 from service.queue import service as queue
 from service.queue.models import Job

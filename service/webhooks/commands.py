@@ -1,15 +1,16 @@
-"""`titangrade webhooks add|list|rotate|remove|enable|replay|deliver` and `titangrade intake add|list|...`."""
+"""`titangrade webhooks add|list|rotate|remove|enable|replay|deliver`: a course's webhook endpoints.
+
+Each command imports what it uses when it runs, so building the parser stays cheap (service/cli.py).
+"""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
-import sys
-import threading
+from collections.abc import Callable
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction, *, deliver: Callable[[argparse.Namespace], int]) -> None:
+    """`deliver` runs the outbox's delivery loop: the composition root supplies it (service/commands.py)."""
     p = sub.add_parser("webhooks", help="grade-event webhooks (Standard Webhooks) of a course")
     w = p.add_subparsers(dest="webhooks_command", required=True)
     c = w.add_parser("add", help="register an endpoint; prints its id and signing secret (shown once)")
@@ -42,65 +43,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=cmd_replay)
     c = w.add_parser("deliver", help="run the delivery loop (serve runs one too; several may share a database)")
     c.add_argument("--burst", action="store_true", help="exit once nothing is due")
-    c.set_defaults(func=cmd_deliver)
-
-    p = sub.add_parser("intake", help="integrations that may POST signed submissions into a course")
-    i = p.add_subparsers(dest="intake_command", required=True)
-    c = i.add_parser("add", help="prints the integration's intake URL and secret (shown once)")
-    c.add_argument("--course", required=True)
-    c.add_argument("--name", required=True)
-    c.add_argument(
-        "--issuer",
-        default=None,
-        help="leave out: its own issuer intake:COURSE:NAME; else link it (as an admin) to this issuer's identities",
-    )
-    c.set_defaults(func=cmd_intake_add)
-    c = i.add_parser("confirm-issuer", help="vouch for the issuer of an integration made before 0008")
-    c.add_argument("id", type=int)
-    c.set_defaults(func=cmd_intake_confirm_issuer)
-    c = i.add_parser("list")
-    c.add_argument("--course", default=None)
-    c.set_defaults(func=cmd_intake_list)
-    c = i.add_parser("rotate")
-    c.add_argument("id", type=int)
-    c.set_defaults(func=cmd_intake_rotate)
-    c = i.add_parser("remove")
-    c.add_argument("id", type=int)
-    c.set_defaults(func=cmd_intake_remove)
-
-
-def _sessions():
-    from service.commands import _engine, _settings
-    from service.db import make_sessionmaker
-
-    settings = _settings()
-    return settings, make_sessionmaker(_engine(settings, migrate=False))
-
-
-def _fail(exc) -> None:
-    sys.exit(f"titangrade: {getattr(exc, 'message', exc)}")
-
-
-@contextlib.contextmanager
-def _writing(*errors: type[Exception]):
-    """One transaction for a command; a ServiceError (or one of `errors`) ends the CLI with its message."""
-    from service.db import transaction
-    from service.errors import ServiceError
-
-    caught: tuple[type[Exception], ...] = (ServiceError, *errors)
-    settings, sessions = _sessions()
-    try:
-        with transaction(sessions) as s:
-            yield settings, s
-    except caught as exc:
-        _fail(exc)
+    c.set_defaults(func=deliver)
 
 
 def cmd_add(args) -> int:
+    from service import bootstrap
+    from service.outbox.ssrf import AddressPolicy
     from service.webhooks import service
-    from service.webhooks.ssrf import AddressPolicy
 
-    with _writing() as (settings, s):
+    with bootstrap.writing() as (settings, s):
         row = service.create(
             s,
             course=args.course,
@@ -116,10 +67,11 @@ def cmd_add(args) -> int:
 
 
 def cmd_list(args) -> int:
+    from service import bootstrap
     from service.timefmt import rfc3339
     from service.webhooks import service
 
-    _, sessions = _sessions()
+    _, sessions = bootstrap.command_sessions()
     with sessions() as s:
         rows = service.list_for(s, course=args.course)
         off = service.disabled(s, endpoint_ids=[r.id for r in rows])
@@ -135,18 +87,20 @@ def cmd_list(args) -> int:
 
 
 def cmd_enable(args) -> int:
+    from service import bootstrap
     from service.webhooks import service
 
-    with _writing() as (_, s):
+    with bootstrap.writing() as (_, s):
         resumed = service.enable(s, endpoint=service.get(s, course=None, endpoint_id=args.id))
     print(f"titangrade: endpoint {args.id} enabled; {resumed} held deliveries are sent now")
     return 0
 
 
 def cmd_rotate(args) -> int:
+    from service import bootstrap
     from service.webhooks import service
 
-    with _writing() as (settings, s):
+    with bootstrap.writing() as (settings, s):
         row = service.get(s, course=None, endpoint_id=args.id)
         secret = service.rotate(s, endpoint=row, overlap_s=settings.webhook_rotation_overlap_s)
     print(f"new secret for endpoint {args.id} (shown once): {secret}")
@@ -155,9 +109,10 @@ def cmd_rotate(args) -> int:
 
 
 def cmd_remove(args) -> int:
+    from service import bootstrap
     from service.webhooks import service
 
-    with _writing() as (_, s):
+    with bootstrap.writing() as (_, s):
         service.remove(s, endpoint=service.get(s, course=None, endpoint_id=args.id))
     print(f"titangrade: endpoint {args.id} removed")
     return 0
@@ -166,6 +121,7 @@ def cmd_remove(args) -> int:
 def cmd_replay(args) -> int:
     import datetime as dt
 
+    from service import bootstrap
     from service.webhooks import service
 
     def when(text):
@@ -174,7 +130,7 @@ def cmd_replay(args) -> int:
         value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         return value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo else value
 
-    with _writing(ValueError) as (_, s):
+    with bootstrap.writing(ValueError) as (_, s):
         ids = service.replay(
             s,
             endpoint=service.get(s, course=None, endpoint_id=args.id),
@@ -183,85 +139,4 @@ def cmd_replay(args) -> int:
             until=when(args.until),
         )
     print(f"titangrade: {len(ids)} deliveries queued again")
-    return 0
-
-
-def start_delivery_loop(settings, engine):
-    """The delivery loop of `serve`, in a daemon thread; returns it (set `.stop` to end it)."""
-    from service.db import make_sessionmaker
-    from service.webhooks.delivery import build_deliverer
-
-    deliverer = build_deliverer(settings, sessions=make_sessionmaker(engine))
-    threading.Thread(target=deliverer.run, name="tg-deliver-loop", daemon=True).start()
-    return deliverer
-
-
-def cmd_deliver(args) -> int:
-    from service.commands import _engine, _logging, _settings
-    from service.db import make_sessionmaker
-    from service.webhooks.delivery import build_deliverer
-
-    _logging()
-    settings = _settings()
-    deliverer = build_deliverer(settings, sessions=make_sessionmaker(_engine(settings, migrate=False)))
-    signal.signal(signal.SIGTERM, lambda *_: deliverer.stop.set())
-    print(f"titangrade: delivery loop ({settings.webhook_concurrency} at once)", flush=True)
-    try:
-        deliverer.run(burst=args.burst)
-    except KeyboardInterrupt:
-        deliverer.stop.set()
-    return 0
-
-
-def cmd_intake_add(args) -> int:
-    from service.intake import service
-
-    with _writing() as (_, s):
-        row = service.create(s, name=args.name, course=args.course, issuer=args.issuer, linked_by="cli", by="cli")
-        print(f"integration {row.id}: POST {service.intake_url(row)} (course {row.course}, issuer {row.issuer})")
-        print(f"secret (shown once): {row.secret}")
-    return 0
-
-
-def cmd_intake_list(args) -> int:
-    from service.intake import service
-
-    _, sessions = _sessions()
-    with sessions() as s:
-        rows = service.list_for(s, course=args.course)
-        s.commit()
-    for r in rows:
-        print(f"{r.id:>5}  {r.name:24} {r.course:16} {r.issuer} ({r.issuer_kind})")
-    return 0
-
-
-def cmd_intake_rotate(args) -> int:
-    from service.intake import service
-
-    with _writing() as (settings, s):
-        secret = service.rotate(
-            s,
-            integration=service.get(s, course=None, integration_id=args.id),
-            overlap_s=settings.webhook_rotation_overlap_s,
-        )
-    print(f"new secret for integration {args.id} (shown once): {secret}")
-    return 0
-
-
-def cmd_intake_confirm_issuer(args) -> int:
-    from service.intake import service
-
-    with _writing() as (_, s):
-        row = service.get(s, course=None, integration_id=args.id)
-        service.confirm_issuer(s, integration=row, by="cli")
-        print(f"titangrade: integration {row.id} acts for identities of {row.issuer} ({row.issuer_kind})")
-    return 0
-
-
-def cmd_intake_remove(args) -> int:
-    from service.intake import service
-
-    with _writing() as (_, s):
-        service.remove(s, integration=service.get(s, course=None, integration_id=args.id))
-    print(f"titangrade: integration {args.id} removed")
     return 0

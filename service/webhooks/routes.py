@@ -12,8 +12,10 @@ from service.db import utcnow
 from service.deps import SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden, clip
 from service.openapi import errors
+from service.outbox.models import OutboxDelivery
+from service.outbox.ssrf import AddressPolicy
 from service.webhooks import service, signing
-from service.webhooks.models import OutboxDelivery, WebhookEndpoint
+from service.webhooks.models import WebhookEndpoint
 from service.webhooks.schemas import (
     AttemptPublic,
     DeliveryList,
@@ -26,7 +28,6 @@ from service.webhooks.schemas import (
     ReplayRequest,
     RotateRequest,
 )
-from service.webhooks.ssrf import AddressPolicy
 
 RowId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the row id")]
 router = APIRouter(prefix="/courses/{course}/webhooks", tags=["webhooks"])

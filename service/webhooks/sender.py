@@ -1,9 +1,9 @@
-"""The webhook sender: POST the stored body to the endpoint, signed with every live secret.
+"""The webhook sender (an outbox `Sender`): POST the stored body to the endpoint, signed with every live secret.
 
 Each attempt gets a fresh webhook-timestamp (receivers reject stale ones) over the same webhook-id and
-body. A 410 Gone disables the endpoint (delivery.hold_target). Redirects are not followed (a 3xx is a
+body. A 410 Gone disables the endpoint (service/outbox/delivery.hold_target). Redirects are not followed (a 3xx is a
 failed attempt), the response body is read only up to
-`EXCERPT_BYTES`, and the client checks every address it connects to (service/webhooks/ssrf.py).
+`EXCERPT_BYTES`, and the client checks every address it connects to (service/outbox/ssrf.py).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import httpx
 from sqlalchemy.orm import Session
 
 from service.db import utcnow
+from service.outbox.models import OutboxDelivery
+from service.outbox.protocol import DeliveryResult
+from service.outbox.ssrf import AddressPolicy, make_client
 from service.webhooks import signing
-from service.webhooks.delivery import Outcome
-from service.webhooks.models import OutboxDelivery, WebhookEndpoint
-from service.webhooks.ssrf import AddressPolicy, make_client
+from service.webhooks.models import WebhookEndpoint
 
 EXCERPT_BYTES = 1024
 
@@ -55,7 +56,7 @@ class WebhookSender:
         live = signing.live_secrets(endpoint.secret, endpoint.previous_secret, endpoint.previous_expires_at, utcnow())
         return WebhookWork(url=endpoint.url, message_id=delivery.message_id, body=delivery.body, secrets=tuple(live))
 
-    def send(self, work: WebhookWork) -> Outcome:
+    def send(self, work: WebhookWork) -> DeliveryResult:
         headers = signing.headers(
             message_id=work.message_id, body=work.body, secrets_=work.secrets, at=dt.datetime.now(dt.UTC)
         )
@@ -65,7 +66,7 @@ class WebhookSender:
                 excerpt = _read_bounded(resp)
                 status = resp.status_code
         except httpx.HTTPError as exc:
-            return Outcome(
+            return DeliveryResult(
                 ok=False,
                 status_code=None,
                 latency_ms=(time.perf_counter() - start) * 1000,
@@ -73,17 +74,19 @@ class WebhookSender:
             )
         latency = (time.perf_counter() - start) * 1000
         if 200 <= status < 300:
-            return Outcome(ok=True, status_code=status, latency_ms=latency, excerpt=excerpt)
+            return DeliveryResult(ok=True, status_code=status, latency_ms=latency, excerpt=excerpt)
         if status == 410:  # Standard Webhooks: 410 Gone means "stop sending", so retrying would be wrong
             error = (
                 "HTTP 410 Gone: the receiver no longer accepts deliveries, so the endpoint was disabled; "
                 "fix the receiver, then re-enable it (POST .../webhooks/{id}/enable or `titangrade webhooks enable`)"
             )
-            return Outcome(ok=False, status_code=status, latency_ms=latency, error=error, excerpt=excerpt, gone=True)
+            return DeliveryResult(
+                ok=False, status_code=status, latency_ms=latency, error=error, excerpt=excerpt, gone=True
+            )
         error = f"HTTP {status}" + (
             " (redirects are not followed; register the final URL)" if 300 <= status < 400 else ""
         )
-        return Outcome(ok=False, status_code=status, latency_ms=latency, error=error, excerpt=excerpt)
+        return DeliveryResult(ok=False, status_code=status, latency_ms=latency, error=error, excerpt=excerpt)
 
 
 def _read_bounded(resp: httpx.Response) -> str:

@@ -11,11 +11,13 @@ from sqlalchemy.orm import Session
 
 from service.db import utcnow
 from service.errors import Conflict, NotFound, ServiceError, clip
-from service.grades.models import OutboxEvent
+from service.outbox.models import DeliveryAttempt, DeliveryStatus, OutboxDelivery, OutboxEvent
+from service.outbox.protocol import TargetSource
+from service.outbox.ssrf import AddressPolicy, EndpointRefused, check_url
+from service.outbox.targets import EVENT_TYPES, deliveries_for
 from service.webhooks import signing
-from service.webhooks.models import DeliveryAttempt, DeliveryStatus, OutboxDelivery, WebhookEndpoint
-from service.webhooks.ssrf import AddressPolicy, EndpointRefused, check_url
-from service.webhooks.targets import EVENT_TYPES, TargetSource, WebhookTargets, deliveries_for
+from service.webhooks.models import WebhookEndpoint
+from service.webhooks.targets import WebhookTargets
 
 
 def _check_types(event_types: Sequence[str]) -> list[str]:

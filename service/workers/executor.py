@@ -1,8 +1,10 @@
-"""Where grading runs: one `Executor` interface, chosen once at start-up (a local process pool, or Ray).
+"""Where grading runs: one `Executor` interface, chosen once at start-up (service/wiring.py): a local
+process pool (here), or Ray (service/workers/ray_executor.py).
 
 An executor receives a `GradingTicket` (ids only), opens its own DB session to read the notebook, streams
-progress events into the database, and returns one typed outcome: `Graded(result)` or
-`Faulted(reason, retryable)`. It never stores the grade: the worker does that, fenced by the lease token.
+progress events into the database, and returns one `ExecutionResult`: `Graded(result)`,
+`Faulted(reason, retryable)` or `NotStarted(reason)`. It never stores the grade: the worker does that,
+fenced by the lease token.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class NotStarted:
     reason: str
 
 
-Outcome = Graded | Faulted | NotStarted
+ExecutionResult = Graded | Faulted | NotStarted  # what an executor's future yields
 
 
 class ExecutorUnavailable(RuntimeError):
@@ -86,7 +88,7 @@ class Executor(abc.ABC):
 
     @abc.abstractmethod
     def submit(self, ticket: GradingTicket) -> cf.Future:
-        """Start grading; the future yields an `Outcome` (Graded, Faulted or NotStarted)."""
+        """Start grading; the future yields an `ExecutionResult` (Graded, Faulted or NotStarted)."""
 
     @abc.abstractmethod
     def shutdown(self) -> None:
@@ -129,8 +131,8 @@ def _init_child(
     logs.configure(level=logging.WARNING)  # a spawned process starts unconfigured; warnings carry the job's ids
     from grading.exercise import Catalogue
     from grading.sandbox import make_sandbox
-    from service import signals
-    from service.db import make_engine, make_sessionmaker
+    from service import bootstrap, signals
+    from service.db import make_engine
 
     if events_relay is not None:  # progress committed here wakes the worker process's event streams (serve)
         signals.forward_to_relay(events_relay, signals.EVENTS)
@@ -139,7 +141,7 @@ def _init_child(
         from service.workers.not_started import PoolLedger
 
         _CHILD["ledger"] = PoolLedger(ledger_dir)
-    _CHILD["sessions"] = make_sessionmaker(make_engine(database_url))
+    _CHILD["sessions"] = bootstrap.sessions(make_engine(database_url))
     _CHILD["catalogue"] = Catalogue(Path(exercises_root), Path(reference_root))
     _CHILD["sandbox"] = make_sandbox(
         sandbox_mode, prewarm=prewarm or None, prewarm_keys=prewarm_keys, **(sandbox_options or {})
@@ -179,7 +181,7 @@ def _ready() -> int:
     return os.getpid()
 
 
-def grade_ticket(ticket: GradingTicket) -> Outcome:
+def grade_ticket(ticket: GradingTicket) -> ExecutionResult:
     """Load the submission by id, grade it with progress written to the DB, return the result or a fault."""
     ledger = _CHILD.get("ledger")
     recorder = PhaseRecorder()  # the phases travel back with the outcome: the worker makes the spans
@@ -193,7 +195,7 @@ def grade_ticket(ticket: GradingTicket) -> Outcome:
 
 
 @logs.job_scoped(lambda ticket, **_: ticket)
-def _grade_ticket(ticket: GradingTicket, *, observer: GradingObserver = NO_OBSERVER) -> Outcome:
+def _grade_ticket(ticket: GradingTicket, *, observer: GradingObserver = NO_OBSERVER) -> ExecutionResult:
     from grading.errors import GraderFault, HostBusy, InvalidSubmission
     from grading.pipeline import grade_notebook
     from grading.sandbox import DeviceGrant
@@ -316,12 +318,12 @@ class LocalExecutor(Executor):
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._new_pool()
             inner = self._pool.submit(grade_ticket, ticket)
-        pool, outer = self._pool, cf.Future[Outcome]()
+        pool, outer = self._pool, cf.Future[ExecutionResult]()
         # runs on the pool's manager thread; for a broken pool, before it terminates the surviving processes
         inner.add_done_callback(lambda done: _settle(outer, self._outcome(ticket, done, pool)))
         return outer
 
-    def _outcome(self, ticket: GradingTicket, done: cf.Future, pool: cf.ProcessPoolExecutor) -> Outcome:
+    def _outcome(self, ticket: GradingTicket, done: cf.Future, pool: cf.ProcessPoolExecutor) -> ExecutionResult:
         """The job's outcome; a pool that broke under it costs an attempt only if its own process died."""
         from service.workers.not_started import dead_pool_pids
 
@@ -358,22 +360,9 @@ class LocalExecutor(Executor):
         self.ledger.close()
 
 
-def _settle(future: cf.Future, outcome: Outcome) -> None:
+def _settle(future: cf.Future, outcome: ExecutionResult) -> None:
     if future.set_running_or_notify_cancel():
         future.set_result(outcome)
-
-
-def make_executor(settings: Settings, *, processes: int) -> Executor:
-    """Choose the backend once: a local process pool, or Ray tasks on a cluster (`TITANGRADE_EXECUTOR=ray`)."""
-    if settings.sandbox == "auto":
-        raise ValueError("resolve the sandbox first (Settings.resolve_sandbox) so every process uses the same one")
-    if settings.executor == "local":
-        return LocalExecutor(settings=settings, processes=processes)
-    if settings.executor == "ray":
-        from service.workers.ray_executor import RayExecutor
-
-        return RayExecutor(settings=settings)
-    raise ValueError(f"unknown executor {settings.executor!r}; this version provides: local, ray")
 
 
 def pid_alive(pid: int) -> bool:

@@ -22,7 +22,7 @@ from service.outage import Backoff, is_unavailable
 from service.queue import service as queue
 from service.queue.service import ClaimedJob
 from service.states import JobStatus
-from service.workers.executor import Faulted, Graded, NotStarted, Outcome
+from service.workers.executor import ExecutionResult, Faulted, Graded, NotStarted
 
 log = logging.getLogger("titangrade.worker")
 
@@ -35,7 +35,7 @@ class Stored:
 
 
 def store(
-    s: Session, *, job: ClaimedJob, outcome: Outcome, retry_backoff_s: float, shortage: Backoff | None = None
+    s: Session, *, job: ClaimedJob, outcome: ExecutionResult, retry_backoff_s: float, shortage: Backoff | None = None
 ) -> Stored:
     """Store a grade or apply the retry policy, fenced by the lease. `shortage`: the worker's delays for
     jobs handed back because the host ran short (growing while hand-backs follow each other, reset by a
@@ -65,10 +65,10 @@ class Held(Protocol):
     """A finished job whose outcome waits to be stored (the worker's flight)."""
 
     job: ClaimedJob
-    outcome: Outcome | None
+    outcome: ExecutionResult | None
 
 
-def store_or_fault(held: Held, *, store: Callable[[ClaimedJob, Outcome], str], who: str) -> str:
+def store_or_fault(held: Held, *, store: Callable[[ClaimedJob, ExecutionResult], str], who: str) -> str:
     """Store `held.outcome` with `store` (one transaction; returns the state for the log). The database
     unreachable: raise (the caller keeps it held and retries). Any other error: the job ends as a retryable
     grader fault, never a worker crash; `held.outcome` becomes that fault first, so a retry after an outage

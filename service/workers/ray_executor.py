@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from service.config import Settings
-from service.workers.executor import Executor, ExecutorUnavailable, Faulted, GradingTicket, NotStarted, Outcome
+from service.workers.executor import ExecutionResult, Executor, ExecutorUnavailable, Faulted, GradingTicket, NotStarted
 from service.workers.placement import (
     RAY_RESOURCE,
     Demand,
@@ -54,7 +54,7 @@ class NodeConfig:
 # ---- executing side (runs in a Ray worker process on the chosen node) ------------------------------
 
 
-def grade_on_node(ticket: GradingTicket, config: NodeConfig) -> Outcome:
+def grade_on_node(ticket: GradingTicket, config: NodeConfig) -> ExecutionResult:
     """Grade one ticket on this node with the devices Ray assigned to this task."""
     import ray
 
@@ -92,7 +92,8 @@ def _init_node(config: NodeConfig) -> None:
         return
     from grading.exercise import Catalogue
     from grading.sandbox import make_sandbox
-    from service.db import make_engine, make_sessionmaker
+    from service import bootstrap
+    from service.db import make_engine
 
     if "sessions" in executor._CHILD:  # another service (database) used this process before
         executor._CHILD["sessions"].kw["bind"].dispose()
@@ -100,7 +101,7 @@ def _init_node(config: NodeConfig) -> None:
         if close is not None:  # its warm kernels were built for the old settings
             close()
     executor._CHILD.update(
-        sessions=make_sessionmaker(make_engine(config.database_url)),
+        sessions=bootstrap.sessions(make_engine(config.database_url)),
         catalogue=Catalogue(Path(config.exercises_root), Path(config.reference_root)),
         sandbox=make_sandbox(
             config.sandbox,
@@ -306,7 +307,7 @@ class RayExecutor(Executor):
             log.exception("ray.shutdown failed")
 
 
-def _task_failure(exc: BaseException, errors) -> Outcome:
+def _task_failure(exc: BaseException, errors) -> ExecutionResult:
     """What a failed Ray task means for the job. Unschedulable: the task never started, typically because
     the node it was pinned to died and the cluster still listed it as alive when we chose it (Ray notices
     a killed node only after its health checks fail, seconds later). That is not an attempt. Anything else
@@ -317,7 +318,7 @@ def _task_failure(exc: BaseException, errors) -> Outcome:
     return Faulted(f"Ray task failed: {text}", retryable=True)
 
 
-def _done(outcome: Outcome) -> cf.Future:
+def _done(outcome: ExecutionResult) -> cf.Future:
     future: cf.Future = cf.Future()
     future.set_result(outcome)
     return future

@@ -37,7 +37,7 @@ from service.states import JobStatus
 from service.telemetry import logs
 from service.telemetry.spans import GradingTelemetry
 from service.workers import outcomes
-from service.workers.executor import Executor, Faulted, GradingTicket, NotStarted, Outcome
+from service.workers.executor import ExecutionResult, Executor, Faulted, GradingTicket, NotStarted
 from service.workers.leases import Leases
 
 log = logging.getLogger("titangrade.worker")
@@ -51,7 +51,7 @@ class _InFlight:
     grant: DeviceGrant
     future: Future
     started: float = field(default_factory=time.monotonic)
-    outcome: Outcome | None = None  # set when grading ended; the flight stays until the outcome is stored
+    outcome: ExecutionResult | None = None  # set when grading ended; the flight stays until the outcome is stored
 
 
 class Worker:
@@ -270,7 +270,7 @@ class Worker:
             "worker %s claimed job %s (submission %s, attempt %s)", self.id, job.job_id, job.submission_id, job.attempt
         )
 
-    def _finished(self, job_id: int, _future: Future[Outcome]) -> None:
+    def _finished(self, job_id: int, _future: Future[ExecutionResult]) -> None:
         self._done.put(job_id)  # runs on the executor's thread; the worker loop collects it
 
     def _collect(self, *, timeout: float) -> None:
@@ -328,7 +328,7 @@ class Worker:
             self._inflight.pop(flight.job.job_id, None)
         log.info("worker %s job %s: %s", self.id, flight.job.job_id, state)
 
-    def _store_in_transaction(self, job: ClaimedJob, outcome: Outcome) -> str:
+    def _store_in_transaction(self, job: ClaimedJob, outcome: ExecutionResult) -> str:
         with transaction(self.sessions) as s:
             done = outcomes.store(
                 s, job=job, outcome=outcome, retry_backoff_s=self.settings.retry_backoff_s, shortage=self._shortage
@@ -386,15 +386,3 @@ class Worker:
                     log.exception("worker %s: heartbeat failed", self.id)
                 elif not self.outage.down:
                     self.outage.failed(exc, doing="renewing leases", retry_in_s=None, held=self._held_text())
-
-
-def build_worker(
-    settings: Settings, *, sessions: sessionmaker[Session], executor: Executor | None = None, devices=None
-) -> Worker:
-    """Wire a worker from settings: the executor and inventory are chosen here, once."""
-    from service.workers.devices import WorkerDevices
-    from service.workers.executor import make_executor
-
-    executor = executor or make_executor(settings, processes=settings.worker_slots)
-    devices = devices or WorkerDevices.from_setting(settings.worker_devices)
-    return Worker(settings=settings, sessions=sessions, executor=executor, devices=devices)

@@ -83,14 +83,15 @@ def simulate(
     arrivals: list[Arrival], *, slots: int, policy: str, supersede: bool, url: str, catalogue, seed: int
 ) -> dict:
     from service.courses.service import supersede_policy
-    from service.db import make_engine, make_sessionmaker, transaction, upgrade
+    from service import bootstrap
+    from service.db import make_engine, transaction, upgrade
     from service.queue import service as queue
     from service.submissions.supersede import supersede_queued, supersedes
     from service.submissions.models import Submission
 
     engine = make_engine(url)
     upgrade(engine)
-    sessions = make_sessionmaker(engine)
+    sessions = bootstrap.sessions(engine)
     rng = random.Random(seed + 1)
     long_cap = slots - 1 if slots > 1 else 1
     submitted, started, ended, lane_of, learner_of, exercise_of = {}, {}, {}, {}, {}, {}

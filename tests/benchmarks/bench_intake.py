@@ -68,9 +68,10 @@ class Database(FreshDatabase):
     def add_tokens(self) -> None:
         """Learner tokens, once `serve` has migrated the schema (each tree migrates its own)."""
         from service.auth.service import create_token
-        from service.db import make_sessionmaker, transaction
+        from service import bootstrap
+        from service.db import transaction
 
-        with transaction(make_sessionmaker(self.engine)) as s:
+        with transaction(bootstrap.sessions(self.engine)) as s:
             self.tokens = [create_token(s, user=f"l{i:03d}", role="learner", course=COURSE) for i in range(LEARNERS)]
 
     def count(self, sql: str, **params) -> int:

@@ -47,10 +47,10 @@ class Database(FreshDatabase):
         """(event, seconds after the submission row was written) for every progress event of its run."""
         from sqlalchemy import select
 
-        from service.db import make_sessionmaker
+        from service import bootstrap
         from service.submissions.models import ProgressEvent, Submission
 
-        with make_sessionmaker(self.engine)() as s:
+        with bootstrap.sessions(self.engine)() as s:
             created = s.get(Submission, submission_id).created_at
             rows = s.execute(
                 select(ProgressEvent.event, ProgressEvent.created_at)

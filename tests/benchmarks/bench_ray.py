@@ -116,7 +116,7 @@ def dispatch_s(sessions, ids: list[str]) -> list[float]:
 def run(settings, sessions, ids: list[str]) -> tuple[float, list[float], int]:
     """Burst-grade the queue; returns (wall s, per-job claim->stored s in queue order, graded count)."""
     from service.submissions.models import Submission
-    from service.workers.worker import build_worker
+    from service.wiring import build_worker
 
     t0 = time.perf_counter()
     build_worker(settings, sessions=sessions).run(burst=True)
@@ -136,7 +136,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from service.config import Settings
-    from service.db import make_engine, make_sessionmaker
+    from service import bootstrap
+    from service.db import make_engine
 
     notebook, exercise_id, env, note = pick_exercise()
     if note:
@@ -161,7 +162,7 @@ def main() -> int:
         for label, nodes in (("local", 0), ("ray-1", 1), ("ray-2", 2)):
             db = Database(args.db, workdir)
             engine = make_engine(db.url)
-            sessions = make_sessionmaker(engine)
+            sessions = bootstrap.sessions(engine)
             extra = {}
             if nodes:
                 cluster = start_cluster(nodes)

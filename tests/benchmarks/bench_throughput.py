@@ -91,7 +91,7 @@ def verify(sessions, ids: list[str]) -> dict:
     """Exactly once: one job each, claimed once and done; graded full marks; one done event, one outbox row."""
     from sqlalchemy import func, select
 
-    from service.grades.models import OutboxEvent
+    from service.outbox.models import OutboxEvent
     from service.queue.models import Job
     from service.submissions.models import ProgressEvent, Submission
 
@@ -175,8 +175,9 @@ def child(args: argparse.Namespace) -> None:
 
     from grading.exercise import Catalogue
     from service.config import Settings
-    from service.db import make_engine, make_sessionmaker
-    from service.workers.worker import build_worker
+    from service import bootstrap
+    from service.db import make_engine
+    from service.wiring import build_worker
 
     if args.pg:
         os.environ["TITANGRADE_TEST_PG_URL"] = args.pg
@@ -186,7 +187,7 @@ def child(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="tgbench-tp-"))
     db = Database("postgres" if args.pg else "sqlite", workdir)
     engine = make_engine(db.url)
-    sessions = make_sessionmaker(engine)
+    sessions = bootstrap.sessions(engine)
     try:
         exercises = workload(Catalogue(), args.n)
         ids = enqueue(sessions, exercises)

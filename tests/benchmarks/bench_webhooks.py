@@ -3,7 +3,7 @@
     .venv/bin/python tests/benchmarks/bench_webhooks.py [--events 1000] [--concurrency 1,8]
 
 For SQLite and PostgreSQL: N grades are stored through the queue's claim/complete and record_grade (the rows real
-grading writes), then one in-process delivery loop (service.webhooks.delivery.Deliverer) fans them out,
+grading writes), then one in-process delivery loop (service.outbox.delivery.Deliverer) fans them out,
 signs and POSTs each to tests/service/webhooks/receiver.py (its own process; it verifies every signature
 with the standardwebhooks library) until all are delivered. The figure is events/s over that drain, at
 each concurrency (deliveries in flight), and the ratio of the highest to concurrency 1.
@@ -55,15 +55,16 @@ def run(kind: str, n: int, concurrency: int, workdir: Path) -> float:
     from bench_service import Database
 
     from service.config import Settings
-    from service.db import make_engine, make_sessionmaker, transaction
+    from service import bootstrap
+    from service.db import make_engine, transaction
     from service.webhooks import service
-    from service.webhooks.delivery import build_deliverer
-    from service.webhooks.models import OutboxDelivery
-    from service.webhooks.ssrf import AddressPolicy
+    from service.wiring import build_deliverer
+    from service.outbox.models import OutboxDelivery
+    from service.outbox.ssrf import AddressPolicy
 
     db = Database(kind, workdir)
     engine = make_engine(db.url)
-    sessions = make_sessionmaker(engine)
+    sessions = bootstrap.sessions(engine)
     import socket
 
     with socket.socket() as sock:

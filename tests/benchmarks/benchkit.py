@@ -65,9 +65,10 @@ class FreshDatabase:
     def token(self, *, user: str = "bench", role: str = "instructor", course: str = "bench") -> str:
         """A bearer token (the default is staff: no submission rate limit)."""
         from service.auth.service import create_token
-        from service.db import make_sessionmaker, transaction
+        from service import bootstrap
+        from service.db import transaction
 
-        with transaction(make_sessionmaker(self.engine)) as s:
+        with transaction(bootstrap.sessions(self.engine)) as s:
             return create_token(s, user=user, role=role, course=course)
 
     def drop(self) -> None:

@@ -31,9 +31,9 @@ def service_settings(db_url: str, **overrides):
 
 @pytest.fixture
 def sessions(db_engine):
-    from service.db import make_sessionmaker
+    from service import bootstrap
 
-    return make_sessionmaker(db_engine)
+    return bootstrap.sessions(db_engine)
 
 
 @pytest.fixture

@@ -97,9 +97,10 @@ def final(url: str, token: str, sid: str, timeout_s: float = 90, proc: Proc | No
 
 
 def sessions_for(db_url: str):
-    from service.db import make_engine, make_sessionmaker
+    from service import bootstrap
+    from service.db import make_engine
 
-    return make_sessionmaker(make_engine(db_url))
+    return bootstrap.sessions(make_engine(db_url))
 
 
 def processes_using(db_url: str) -> list[int]:

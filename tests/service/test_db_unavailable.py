@@ -8,7 +8,8 @@ import socket
 import pytest
 from sqlalchemy import text
 
-from service.db import make_engine, make_sessionmaker, read_sessions
+from service import bootstrap
+from service.db import make_engine, read_sessions
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
@@ -19,7 +20,7 @@ def _unreachable(state) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     engine = make_engine(f"postgresql+psycopg://postgres@127.0.0.1:{port}/gone")
-    state.sessions, state.read_sessions = make_sessionmaker(engine), read_sessions(engine)
+    state.sessions, state.read_sessions = bootstrap.sessions(engine), read_sessions(engine)
 
 
 def _assert_unavailable(resp, retry_after: str = "5") -> None:

@@ -109,7 +109,7 @@ def test_control_characters_and_huge_ids_are_client_errors(api, svc, path):
 def test_timestamps_are_rfc3339_with_offset(api, svc):
     from sqlalchemy import select
 
-    from service.grades.models import OutboxEvent
+    from service.outbox.models import OutboxEvent
 
     sid = _submit(api, svc)
     teacher = svc.auth(api.tokens["teacher"])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import socket
 
-from service.db import make_engine, make_sessionmaker, read_sessions
+from service import bootstrap
+from service.db import make_engine, read_sessions
 
 
 def _operations(doc: dict):
@@ -38,7 +39,7 @@ def test_a_real_outage_answers_as_declared(api, svc):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     engine = make_engine(f"postgresql+psycopg://postgres@127.0.0.1:{port}/gone")
-    api.app_state.sessions, api.app_state.read_sessions = make_sessionmaker(engine), read_sessions(engine)
+    api.app_state.sessions, api.app_state.read_sessions = bootstrap.sessions(engine), read_sessions(engine)
     api.app_state.credential_cache.clear()
     resp = api.get("/api/v1/submissions", headers=svc.auth(token))
     assert resp.status_code == 503 and resp.json()["error"]["code"] == "database_unavailable"

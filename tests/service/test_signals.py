@@ -20,9 +20,10 @@ from service.submissions import events
 REPO = Path(__file__).resolve().parents[2]
 _WRITER = textwrap.dedent("""
     import sys
-    from service.db import make_engine, make_sessionmaker, transaction
+    from service import bootstrap
+    from service.db import make_engine, transaction
     from service.submissions import events
-    sessions = make_sessionmaker(make_engine(sys.argv[1]))
+    sessions = bootstrap.sessions(make_engine(sys.argv[1]))
     with sessions() as s, s.begin():
         events.add(s, submission_id=sys.argv[2], event={"event": "cell", "index": 0})
         s.flush()

@@ -6,7 +6,7 @@ from sqlalchemy import select
 
 from grading.result import GradeResult, Status
 from service.db import transaction
-from service.grades.models import OutboxEvent
+from service.outbox.models import OutboxEvent
 from service.grades.service import record_grade
 from service.queue import service as queue
 from service.submissions.models import ProgressEvent, Submission

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from grading.result import CellReport, CheckResult, GradeResult, Status
 from grading.text import clean_text
 from service.db import transaction
-from service.grades.models import OutboxEvent
+from service.outbox.models import OutboxEvent
 from service.grades.service import record_grade
 from service.queue import service as queue
 from service.queue.models import Job

@@ -28,7 +28,7 @@ def _grade(sessions, submission_id: str, *, score: float, checks: list[dict]) ->
 
 @pytest.fixture
 def deliverer(lti):
-    from service.webhooks.delivery import build_deliverer
+    from service.wiring import build_deliverer
 
     d = build_deliverer(lti.app.state.settings, sessions=lti.app.state.sessions)
     yield d
@@ -36,7 +36,7 @@ def deliverer(lti):
 
 
 def test_a_grade_and_its_override_reach_the_line_item(lti, svc, deliverer):
-    from service.webhooks.delivery import wait_until_idle
+    from service.outbox.delivery import wait_until_idle
 
     learner = lti.browser.launch(sub="s-ags", roles=[LEARNER], context="course-G", exercise_id="ch05.svc_sum",
                                  lineitem="li-ags").json()
@@ -70,7 +70,7 @@ def test_a_grade_and_its_override_reach_the_line_item(lti, svc, deliverer):
 
     from sqlalchemy import select
 
-    from service.webhooks.models import DeliveryAttempt, OutboxDelivery
+    from service.outbox.models import DeliveryAttempt, OutboxDelivery
     with lti.app.state.sessions() as s:
         rows = list(s.scalars(select(OutboxDelivery).where(OutboxDelivery.target_kind == "lti")))
         assert [r.status for r in rows] == ["delivered", "delivered"]
@@ -84,8 +84,8 @@ def test_a_refused_token_is_a_logged_failed_attempt_retried_later(lti, svc, deli
 
     from service.db import transaction
     from service.lti.models import LtiPlatform
-    from service.webhooks.delivery import wait_until_idle
-    from service.webhooks.models import DeliveryAttempt, OutboxDelivery
+    from service.outbox.delivery import wait_until_idle
+    from service.outbox.models import DeliveryAttempt, OutboxDelivery
 
     learner = lti.browser.launch(sub="s-refused", context="course-R", exercise_id="ch05.svc_sum",
                                  lineitem="li-refused").json()

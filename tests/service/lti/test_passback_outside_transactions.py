@@ -16,8 +16,9 @@ def test_ags_and_webhook_deliveries_hold_no_connection_while_they_send(db_url, d
     from service.lti.models import LtiLineItem
     from service.queue import service as queue
     from service.webhooks import service as webhooks
-    from service.webhooks.delivery import build_deliverer, wait_until_idle
-    from service.webhooks.ssrf import AddressPolicy
+    from service.outbox.delivery import wait_until_idle
+    from service.wiring import build_deliverer
+    from service.outbox.ssrf import AddressPolicy
 
     settings = svc.settings(db_url, lti_key_dir=tmp_path / "keys")
     counter = CheckoutCounter(db_engine)

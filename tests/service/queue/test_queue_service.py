@@ -8,7 +8,7 @@ from sqlalchemy import func, select, update
 
 from grading.result import GradeResult, Status
 from service.db import transaction, utcnow
-from service.grades.models import OutboxEvent
+from service.outbox.models import OutboxEvent
 from service.grades.service import record_grade
 from service.queue import service as queue
 from service.queue.models import Job

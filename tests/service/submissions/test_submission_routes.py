@@ -149,7 +149,7 @@ def test_rate_and_attempt_limits(api, svc):
 def test_override_keeps_an_audit_trail_and_an_outbox_row(api, svc):
     from sqlalchemy import select
 
-    from service.grades.models import OutboxEvent
+    from service.outbox.models import OutboxEvent
 
     sid = _post(api, svc, api.tokens["alice"], svc.notebook()).json()["id"]
     teacher = svc.auth(api.tokens["teacher"])

@@ -1,39 +1,13 @@
-"""`titangrade webhooks ...` and `titangrade intake ...` against a real database, and migration 0004."""
+"""`titangrade webhooks ...` against a real database, and migration 0004."""
 from __future__ import annotations
-
-import contextlib
-import io
-import os
-import subprocess
 
 from alembic import command
 from sqlalchemy import select, text
 
-
-def _cli(*args: str, db_url: str) -> subprocess.CompletedProcess:
-    """The command in this process (each subprocess would spend seconds importing): exit code, stdout, stderr."""
-    from service.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    old = os.environ.get("TITANGRADE_DATABASE_URL")
-    os.environ["TITANGRADE_DATABASE_URL"] = db_url
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(list(args))
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-                if isinstance(exc.code, str):
-                    err.write(exc.code)
-    finally:
-        if old is None:
-            del os.environ["TITANGRADE_DATABASE_URL"]
-        else:
-            os.environ["TITANGRADE_DATABASE_URL"] = old
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+from cli_support import cli
 
 
-def test_webhooks_and_intake_commands(sqlite_template, tmp_path):
+def test_webhooks_commands(sqlite_template, tmp_path):
     import shutil
 
     from service.db import make_engine, make_sessionmaker
@@ -42,39 +16,28 @@ def test_webhooks_and_intake_commands(sqlite_template, tmp_path):
     db = tmp_path / "cli.db"
     shutil.copyfile(sqlite_template, db)
     url = f"sqlite:///{db}"
-    added = _cli("webhooks", "add", "--course", "c1", "--url", "https://lms.example.edu/h", "--events",
+    added = cli("webhooks", "add", "--course", "c1", "--url", "https://lms.example.edu/h", "--events",
                  "grade.stored", db_url=url)
     assert added.returncode == 0, added.stderr
     secret = added.stdout.split("secret (shown once): ")[1].strip()
     assert secret.startswith("whsec_")
-    listed = _cli("webhooks", "list", db_url=url)
+    listed = cli("webhooks", "list", db_url=url)
     assert "https://lms.example.edu/h" in listed.stdout and secret not in listed.stdout
-    bad = _cli("webhooks", "add", "--course", "c1", "--url", "https://x.example/h", "--events", "nope", db_url=url)
+    bad = cli("webhooks", "add", "--course", "c1", "--url", "https://x.example/h", "--events", "nope", db_url=url)
     assert bad.returncode != 0 and "event types must be some of" in bad.stderr
-    rotated = _cli("webhooks", "rotate", "1", db_url=url)
+    rotated = cli("webhooks", "rotate", "1", db_url=url)
     assert rotated.returncode == 0 and secret not in rotated.stdout and "whsec_" in rotated.stdout
-    assert "old secret until" in _cli("webhooks", "list", db_url=url).stdout
-    assert _cli("webhooks", "replay", "1", "--since", "2000-01-01T00:00:00Z", db_url=url).returncode == 0
-    assert _cli("webhooks", "deliver", "--burst", db_url=url).returncode == 0
-    assert _cli("webhooks", "remove", "1", db_url=url).returncode == 0
-    missing = _cli("webhooks", "remove", "1", db_url=url)
+    assert "old secret until" in cli("webhooks", "list", db_url=url).stdout
+    assert cli("webhooks", "replay", "1", "--since", "2000-01-01T00:00:00Z", db_url=url).returncode == 0
+    assert cli("webhooks", "deliver", "--burst", db_url=url).returncode == 0
+    assert cli("webhooks", "remove", "1", db_url=url).returncode == 0
+    missing = cli("webhooks", "remove", "1", db_url=url)
     assert missing.returncode != 0 and "does not exist" in missing.stderr
     engine = make_engine(url)
     with make_sessionmaker(engine)() as s:
         row = s.scalar(select(WebhookEndpoint))
         assert row.removed_at is not None and row.previous_secret == secret
     engine.dispose()
-    intake = _cli("intake", "add", "--course", "c1", "--name", "gitea", "--issuer", "https://git.example", db_url=url)
-    assert intake.returncode == 0 and "integration=gitea" in intake.stdout and "whsec_" in intake.stdout
-    assert "gitea" in _cli("intake", "list", db_url=url).stdout
-    again = _cli("intake", "add", "--course", "c1", "--name", "gitea", "--issuer", "x", db_url=url)
-    assert again.returncode != 0 and "already has an intake integration" in again.stderr
-    own = _cli("intake", "add", "--course", "c1", "--name", "forge", db_url=url)  # no --issuer: its own namespace
-    assert own.returncode == 0 and "issuer intake:c1:forge" in own.stdout
-    assert _cli("intake", "confirm-issuer", "1", db_url=url).returncode == 0
-    assert _cli("intake", "rotate", "1", db_url=url).returncode == 0
-    assert _cli("intake", "remove", "1", db_url=url).returncode == 0
-    assert "gitea" not in _cli("intake", "list", db_url=url).stdout
 
 
 def test_0004_marks_existing_outbox_rows_dispatched_and_downgrades(db_engine):

@@ -21,7 +21,7 @@ def test_signed_intake_is_graded_and_the_grade_events_reach_the_lms(module_db_ur
     from service.db import transaction
     from service.intake import service as intake
     from service.webhooks import service as webhooks
-    from service.webhooks.ssrf import AddressPolicy
+    from service.outbox.ssrf import AddressPolicy
 
     sessions = e2e.sessions_for(module_db_url)
     course = f"lms-{uuid.uuid4().hex[:6]}"

@@ -22,7 +22,7 @@ def _endpoint(api, teacher, recv, secret):
 
 def test_a_410_disables_the_endpoint_holds_what_follows_and_enable_sends_it(api, svc, receivers, store_grade,
                                                                             wait_for):
-    from service.webhooks.delivery import build_deliverer
+    from service.wiring import build_deliverer
 
     teacher = svc.auth(api.tokens["teacher"])
     sessions = api.app_state.sessions
@@ -65,7 +65,7 @@ def test_a_410_disables_the_endpoint_holds_what_follows_and_enable_sends_it(api,
 
 
 def test_an_ordinary_failure_does_not_disable(api, svc, receivers, store_grade, wait_for):
-    from service.webhooks.delivery import build_deliverer
+    from service.wiring import build_deliverer
 
     teacher = svc.auth(api.tokens["teacher"])
     sessions = api.app_state.sessions
@@ -84,7 +84,7 @@ def test_an_ordinary_failure_does_not_disable(api, svc, receivers, store_grade, 
 def test_grade_events_carry_the_effective_score_and_the_automatic_one(api, svc, receivers, store_grade, wait_for):
     from service.db import transaction
     from service.submissions.models import Submission
-    from service.webhooks.delivery import build_deliverer
+    from service.wiring import build_deliverer
 
     teacher = svc.auth(api.tokens["teacher"])
     sessions = api.app_state.sessions
@@ -126,7 +126,7 @@ def test_the_cli_shows_a_disabled_endpoint_and_enables_it(db_url, sessions, svc,
     from service.cli import main
     from service.db import transaction
     from service.webhooks import service
-    from service.webhooks.ssrf import AddressPolicy
+    from service.outbox.ssrf import AddressPolicy
 
     gone = receivers(["whsec_" + "C" * 43 + "="], status=410).start()
     with transaction(sessions) as s:

@@ -42,7 +42,7 @@ def test_bad_registrations_are_422_naming_the_problem(api, svc, payload, code):
 
 
 def test_delivery_log_and_replay_over_http(api, svc, receivers, store_grade, wait_for):
-    from service.webhooks.delivery import build_deliverer
+    from service.wiring import build_deliverer
 
     teacher = svc.auth(api.tokens["teacher"])
     sessions = api.app_state.sessions

@@ -19,7 +19,7 @@ def _tokens(sessions):
 
 
 def _outbox_counts(sessions) -> dict[str, int]:
-    from service.grades.models import OutboxEvent
+    from service.outbox.models import OutboxEvent
 
     with sessions() as s:
         return dict(s.execute(select(OutboxEvent.submission_id, func.count()).group_by(OutboxEvent.submission_id)).all())

@@ -36,7 +36,7 @@ def test_wait_ready_returns_once_every_pool_process_has_initialized(tmp_path, sv
 def test_a_worker_claims_its_first_job_after_the_pool_is_up(sessions, svc, add_submission):
     from service.db import transaction
     from service.submissions.models import Submission
-    from service.workers.worker import build_worker
+    from service.wiring import build_worker
 
     with transaction(sessions) as s:
         sub, _ = add_submission(s, notebook=svc.notebook())

@@ -74,7 +74,7 @@ def _token(e2e, db_url: str) -> str:
 
 def _once_each(e2e, db_url: str, ids: list[str]) -> dict[str, tuple]:
     """Per submission: (status, score, grade events in the outbox, `done` events of its run, attempts)."""
-    from service.grades.models import OutboxEvent
+    from service.outbox.models import OutboxEvent
     from service.queue.models import Job
     from service.submissions.models import ProgressEvent, Submission
 

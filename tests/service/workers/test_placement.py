@@ -96,7 +96,8 @@ def test_a_missing_ray_is_refused_with_the_fix(monkeypatch, tmp_path):
     import sys
 
     from service.config import Settings
-    from service.workers.executor import ExecutorUnavailable, make_executor
+    from service.wiring import make_executor
+    from service.workers.executor import ExecutorUnavailable
 
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     settings = Settings(executor="ray", sandbox="unsafe-local", database_url=f"sqlite:///{tmp_path}/x.db")

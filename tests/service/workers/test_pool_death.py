@@ -14,7 +14,7 @@ from sqlalchemy import select
 from service.db import transaction
 from service.queue.models import Job
 from service.submissions.models import ProgressEvent, Submission
-from service.workers.worker import build_worker
+from service.wiring import build_worker
 
 pytestmark = pytest.mark.slow
 

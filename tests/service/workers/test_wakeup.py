@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from service.db import transaction
-from service.workers.worker import build_worker
+from service.wiring import build_worker
 
 pytestmark = pytest.mark.slow
 POLL_S = 60.0  # also the heartbeat (an idle worker waits at most one heartbeat, to keep reaping on time)

@@ -7,10 +7,10 @@ import pytest
 from sqlalchemy import func, select
 
 from service.db import transaction
-from service.grades.models import OutboxEvent
+from service.outbox.models import OutboxEvent
 from service.queue.models import Job
 from service.submissions.models import ProgressEvent, Submission
-from service.workers.worker import build_worker
+from service.wiring import build_worker
 
 pytestmark = pytest.mark.slow
 

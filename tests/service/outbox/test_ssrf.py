@@ -9,7 +9,7 @@ import pytest
 
 
 def _policy(svc, db="sqlite:////nonexistent.db", **kw):
-    from service.webhooks.ssrf import AddressPolicy
+    from service.outbox.ssrf import AddressPolicy
 
     return AddressPolicy.from_settings(svc.settings(db, mode="prod", sandbox="bwrap", **kw))
 
@@ -19,14 +19,14 @@ def _policy(svc, db="sqlite:////nonexistent.db", **kw):
                                  "http://[::1]/h", "http://[fe80::1]/h", "http://0.0.0.0/h", "http://172.16.3.4/h",
                                  "http://[::ffff:127.0.0.1]/h"])
 def test_prod_refuses_non_public_addresses_at_registration(svc, url):
-    from service.webhooks.ssrf import EndpointRefused, check_url
+    from service.outbox.ssrf import EndpointRefused, check_url
 
     with pytest.raises(EndpointRefused, match="TITANGRADE_WEBHOOK_ALLOWED_HOSTS"):
         check_url(url, _policy(svc))
 
 
 def test_allow_list_by_host_or_network_and_dev_mode_allow_private(svc):
-    from service.webhooks.ssrf import AddressPolicy, EndpointRefused, check_url
+    from service.outbox.ssrf import AddressPolicy, EndpointRefused, check_url
 
     allowed = _policy(svc, webhook_allowed_hosts="localhost, 10.0.0.0/8")
     assert check_url("http://localhost:9/h", allowed) and check_url("http://10.2.3.4/h", allowed)
@@ -59,9 +59,9 @@ def test_delivery_time_check_refuses_an_address_that_became_private(db_url, sess
     endpoint is refused when the prod-mode delivery loop connects: the receiver never hears from it."""
     from service.db import transaction
     from service.webhooks import service
-    from service.webhooks.delivery import build_deliverer
-    from service.webhooks.models import DeliveryAttempt
-    from service.webhooks.ssrf import AddressPolicy
+    from service.wiring import build_deliverer
+    from service.outbox.models import DeliveryAttempt
+    from service.outbox.ssrf import AddressPolicy
 
     with transaction(sessions) as s:
         row = service.create(s, course="c1", url="http://placeholder.invalid/h", event_types=["grade.stored"],
@@ -85,10 +85,11 @@ def test_delivery_time_check_refuses_an_address_that_became_private(db_url, sess
 def test_redirects_are_not_followed_and_bodies_are_bounded(db_url, sessions, svc, receivers, store_grade):
     from service.db import transaction
     from service.webhooks import service
-    from service.webhooks.delivery import build_deliverer
-    from service.webhooks.models import DeliveryAttempt, WebhookEndpoint
+    from service.wiring import build_deliverer
+    from service.outbox.models import DeliveryAttempt
+    from service.webhooks.models import WebhookEndpoint
     from service.webhooks.sender import EXCERPT_BYTES
-    from service.webhooks.ssrf import AddressPolicy
+    from service.outbox.ssrf import AddressPolicy
 
     with transaction(sessions) as s:
         row = service.create(s, course="c1", url="http://placeholder.invalid/h", event_types=["grade.stored"],

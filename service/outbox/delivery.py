@@ -5,7 +5,8 @@ pending and another loop (or the restarted one) sends it again after the lease, 
 Failures retry on an exponential schedule with jitter until `webhook_retry_window_s` has passed since
 the first try, then the delivery is dead-lettered (replay revives it). An answer that says the target is
 gone for good (410 Gone, as Standard Webhooks advises) disables the target instead: its deliveries are held
-until an instructor re-enables it. Senders are chosen by `target_kind`, so LTI passback reuses all of this.
+until an instructor re-enables it. Senders are chosen by `target_kind` (service/outbox/protocol.py); which
+senders and sources a loop has is decided in service/wiring.py.
 """
 
 from __future__ import annotations
@@ -19,31 +20,19 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import transaction, utcnow
 from service.outage import Retrier
-from service.webhooks.models import DeliveryAttempt, DeliveryStatus, OutboxDelivery
-from service.webhooks.targets import TargetSource, default_sources, fan_out
+from service.outbox.models import DeliveryAttempt, DeliveryStatus, OutboxDelivery
+from service.outbox.protocol import DeliveryResult, Sender, TargetSource
+from service.outbox.targets import fan_out
 
 log = logging.getLogger("titangrade.webhooks")
 ERROR_CHARS = 1000
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Outcome:
-    """What one attempt came to; `ok` only for a 2xx. `gone`: the receiver said the target no longer exists
-    (HTTP 410), so retrying is pointless: the target is disabled and its deliveries are held."""
-
-    ok: bool
-    status_code: int | None
-    latency_ms: float
-    error: str = ""
-    excerpt: str = ""
-    gone: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,14 +42,6 @@ class Claimed:
     attempt: int
     target_kind: str
     work: Any  # what the sender prepared (e.g. URL, secrets, body); None = the target is gone
-
-
-class Sender(Protocol):
-    kind: str
-
-    def prepare(self, session: Session, delivery: OutboxDelivery) -> Any | None: ...
-
-    def send(self, work: Any) -> Outcome: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,7 +103,7 @@ def record(
     session: Session,
     *,
     job: Claimed,
-    outcome: Outcome,
+    result: DeliveryResult,
     policy: RetryPolicy,
     started_at: dt.datetime,
     rng: Callable[[float, float], float] = random.uniform,
@@ -137,20 +118,20 @@ def record(
             delivery_id=row.id,
             attempt=job.attempt,
             started_at=started_at,
-            status_code=outcome.status_code,
-            latency_ms=round(outcome.latency_ms, 2),
-            ok=outcome.ok,
-            error=outcome.error[:ERROR_CHARS],
-            response_excerpt=outcome.excerpt,
+            status_code=result.status_code,
+            latency_ms=round(result.latency_ms, 2),
+            ok=result.ok,
+            error=result.error[:ERROR_CHARS],
+            response_excerpt=result.excerpt,
         )
     )
     row.attempts = job.attempt
     row.lease_token, row.lease_expires_at = None, None
-    if outcome.ok:
+    if result.ok:
         row.status, row.delivered_at, row.last_error = "delivered", now, ""
         return row.status
-    row.last_error = (outcome.error or f"HTTP {outcome.status_code}")[:ERROR_CHARS]
-    if outcome.gone and job.work is not None:
+    row.last_error = (result.error or f"HTTP {result.status_code}")[:ERROR_CHARS]
+    if result.gone and job.work is not None:
         hold_target(session, kind=row.target_kind, target_id=row.target_id, reason=row.last_error)
         row.status = DeliveryStatus.DISABLED.value
         log.warning("%s target %s answered gone; disabled: %s", row.target_kind, row.target_id, row.last_error)
@@ -188,12 +169,12 @@ class Deliverer:
         sessions: sessionmaker[Session],
         settings,
         senders: Sequence[Sender],
-        sources: Sequence[TargetSource] | None = None,
+        sources: Sequence[TargetSource],
     ) -> None:
         self.sessions = sessions
         self.settings = settings
         self.senders = {s.kind: s for s in senders}
-        self.sources = list(sources) if sources is not None else default_sources()
+        self.sources = list(sources)
         self.policy = RetryPolicy.from_settings(settings)
         self.stop = threading.Event()
         self.pool = ThreadPoolExecutor(max_workers=settings.webhook_concurrency, thread_name_prefix="tg-deliver")
@@ -209,22 +190,24 @@ class Deliverer:
         if not jobs:
             return 0
         started = utcnow()
-        outcomes = list(self.pool.map(self._send, jobs))
+        results = list(self.pool.map(self._send, jobs))
         with transaction(self.sessions) as s:
             # one SELECT for the batch; record()'s session.get then finds each row in the identity map
             s.scalars(select(OutboxDelivery).where(OutboxDelivery.id.in_([j.delivery_id for j in jobs]))).all()
-            for job, outcome in zip(jobs, outcomes, strict=True):
-                record(s, job=job, outcome=outcome, policy=self.policy, started_at=started)
+            for job, result in zip(jobs, results, strict=True):
+                record(s, job=job, result=result, policy=self.policy, started_at=started)
         return len(jobs)
 
-    def _send(self, job: Claimed) -> Outcome:
+    def _send(self, job: Claimed) -> DeliveryResult:
         if job.work is None:
-            return Outcome(ok=False, status_code=None, latency_ms=0.0, error="the target was removed")
+            return DeliveryResult(ok=False, status_code=None, latency_ms=0.0, error="the target was removed")
         try:
             return self.senders[job.target_kind].send(job.work)
         except Exception as exc:  # a sender bug must not stop the loop; it is logged as a failed attempt
             log.exception("delivery %s: sender failed", job.delivery_id)
-            return Outcome(ok=False, status_code=None, latency_ms=0.0, error=f"sender error: {type(exc).__name__}")
+            return DeliveryResult(
+                ok=False, status_code=None, latency_ms=0.0, error=f"sender error: {type(exc).__name__}"
+            )
 
     def run(self, *, burst: bool = False) -> None:
         """Loop until stopped; with `burst`, return once nothing is due."""
@@ -245,17 +228,6 @@ class Deliverer:
                     break
                 self.stop.wait(self.settings.webhook_poll_s)
         self.pool.shutdown(wait=True)
-
-
-def build_deliverer(settings, *, sessions: sessionmaker[Session]) -> Deliverer:
-    from service.lti.ags import AgsSender
-    from service.webhooks.sender import WebhookSender
-
-    return Deliverer(
-        sessions=sessions,
-        settings=settings,
-        senders=[WebhookSender.from_settings(settings), AgsSender.from_settings(settings)],
-    )
 
 
 def wait_until_idle(deliverer: Deliverer, timeout_s: float) -> bool:

@@ -1,14 +1,12 @@
-"""The retry schedule (exponential, jittered, at least 24 h by default) and the signature headers."""
+"""The outbox's retry schedule (exponential, jittered, at least 24 h by default) and how an attempt is recorded."""
 from __future__ import annotations
 
 import datetime as dt
 
-from standardwebhooks import Webhook
-
 
 def _policy(**kw):
     from service.config import Settings
-    from service.webhooks.delivery import RetryPolicy
+    from service.outbox.delivery import RetryPolicy
 
     return RetryPolicy.from_settings(Settings(**kw))
 
@@ -36,11 +34,13 @@ def test_record_dead_letters_only_after_the_window(db_url, sessions, store_grade
     from service.config import Settings
     from service.db import transaction, utcnow
     from service.webhooks import service
-    from service.webhooks.delivery import Claimed, Outcome, RetryPolicy, claim, record
-    from service.webhooks.models import OutboxDelivery
+    from service.outbox.delivery import Claimed, RetryPolicy, claim, record
+    from service.outbox.protocol import DeliveryResult
+    from service.outbox.models import OutboxDelivery
     from service.webhooks.sender import WebhookSender
-    from service.webhooks.ssrf import AddressPolicy
-    from service.webhooks.targets import default_sources, fan_out
+    from service.outbox.ssrf import AddressPolicy
+    from service.outbox.targets import fan_out
+    from service.wiring import outbox_sources
 
     with transaction(sessions) as s:
         service.create(s, course="c1", url="http://127.0.0.1:9/h", event_types=["grade.stored"],
@@ -48,12 +48,12 @@ def test_record_dead_letters_only_after_the_window(db_url, sessions, store_grade
     store_grade(sessions)
     sender = WebhookSender.from_settings(Settings())
     policy = RetryPolicy(base_s=1.0, max_delay_s=4.0, window_s=3600.0)
-    fail = Outcome(ok=False, status_code=500, latency_ms=3.0, error="HTTP 500")
+    fail = DeliveryResult(ok=False, status_code=500, latency_ms=3.0, error="HTTP 500")
     with transaction(sessions) as s:
-        fan_out(s, sources=default_sources())
+        fan_out(s, sources=outbox_sources())
         (job,) = claim(s, limit=10, lease_s=30, senders={"webhook": sender})
     with transaction(sessions) as s:  # inside the window: retried later
-        assert record(s, job=job, outcome=fail, policy=policy, started_at=utcnow()) == "pending"
+        assert record(s, job=job, result=fail, policy=policy, started_at=utcnow()) == "pending"
         row = s.get(OutboxDelivery, job.delivery_id)
         assert 0.4 <= (row.next_attempt_at - utcnow()).total_seconds() <= 1.0 and row.attempts == 1
         row.window_started_at = utcnow() - dt.timedelta(hours=2)
@@ -63,23 +63,8 @@ def test_record_dead_letters_only_after_the_window(db_url, sessions, store_grade
         assert claim(s, limit=10, lease_s=30, senders={"webhook": sender}) == []
     stale = Claimed(delivery_id=job.delivery_id, lease_token="not-mine", attempt=2, target_kind="webhook", work=None)
     with transaction(sessions) as s:  # a loop whose lease was lost records nothing
-        assert record(s, job=stale, outcome=fail, policy=policy, started_at=utcnow()) is None
+        assert record(s, job=stale, result=fail, policy=policy, started_at=utcnow()) is None
     with transaction(sessions) as s:
         s.get(OutboxDelivery, job.delivery_id).window_started_at = utcnow() - dt.timedelta(hours=2)
-        assert record(s, job=job2, outcome=fail, policy=policy, started_at=utcnow()) == "dead"
+        assert record(s, job=job2, result=fail, policy=policy, started_at=utcnow()) == "dead"
         assert s.get(OutboxDelivery, job.delivery_id).attempts == 2
-
-
-def test_headers_carry_one_signature_per_live_secret_and_each_verifies():
-    from service.webhooks import signing
-
-    old, new = signing.new_secret(), signing.new_secret()
-    now = dt.datetime(2026, 11, 30, 12)
-    assert signing.live_secrets(new, old, now + dt.timedelta(hours=1), now) == [new, old]
-    assert signing.live_secrets(new, old, now - dt.timedelta(seconds=1), now) == [new]
-    at = dt.datetime.now(dt.UTC)
-    headers = signing.headers(message_id="msg_1", body='{"a":1}', secrets_=[new, old], at=at)
-    assert len(headers["webhook-signature"].split()) == 2 and headers["webhook-timestamp"] == str(int(at.timestamp()))
-    for secret in (old, new):
-        assert Webhook(secret).verify('{"a":1}', headers) == {"a": 1}
-    assert signing.valid_secret(new) and not signing.valid_secret("whsec_c2hvcnQ=") and not signing.valid_secret("x")

@@ -22,7 +22,7 @@ def _endpoint(sessions, url, *, course="c1", types=("grade.stored", "grade.chang
               settings=None):
     from service.db import transaction
     from service.webhooks import service
-    from service.webhooks.ssrf import AddressPolicy
+    from service.outbox.ssrf import AddressPolicy
 
     with transaction(sessions) as s:
         row = service.create(s, course=course, url=url, event_types=list(types),
@@ -31,7 +31,7 @@ def _endpoint(sessions, url, *, course="c1", types=("grade.stored", "grade.chang
 
 
 def _deliverer(settings, sessions):
-    from service.webhooks.delivery import build_deliverer
+    from service.wiring import build_deliverer
 
     return build_deliverer(settings, sessions=sessions)
 
@@ -45,7 +45,7 @@ def _drain(deliverer, wait_for, until):
 
 
 def _rows(sessions):
-    from service.webhooks.models import OutboxDelivery
+    from service.outbox.models import OutboxDelivery
 
     with sessions() as s:
         rows = list(s.scalars(select(OutboxDelivery).order_by(OutboxDelivery.id)))
@@ -92,7 +92,8 @@ def test_failures_retry_on_a_growing_schedule_then_dead_letter_then_replay(db_ur
                                                                            store_grade, wait_for):
     from service.db import transaction
     from service.webhooks import service
-    from service.webhooks.models import DeliveryAttempt, WebhookEndpoint
+    from service.outbox.models import DeliveryAttempt
+    from service.webhooks.models import WebhookEndpoint
 
     settings = _settings(db_url, svc, webhook_retry_window_s=1.0)
     failing = receivers(["whsec_" + "A" * 43 + "="], status=503)
@@ -188,7 +189,7 @@ def test_a_removed_endpoint_gets_nothing_and_its_pending_deliveries_die(db_url, 
     recv = receivers([secret]).start()
     store_grade(sessions)
     deliverer = _deliverer(settings, sessions)
-    from service.webhooks.targets import fan_out
+    from service.outbox.targets import fan_out
     with transaction(sessions) as s:
         fan_out(s, sources=deliverer.sources)
         row = s.get(WebhookEndpoint, endpoint_id)

@@ -34,7 +34,7 @@ def _store_many(sessions, add_submission, n: int) -> None:
 
 
 def _counts(sessions) -> dict[str, int]:
-    from service.webhooks.models import DeliveryAttempt, OutboxDelivery
+    from service.outbox.models import DeliveryAttempt, OutboxDelivery
 
     with sessions() as s:
         by_status = dict(s.execute(select(OutboxDelivery.status, func.count()).group_by(OutboxDelivery.status)).all())
@@ -48,9 +48,9 @@ def _counts(sessions) -> dict[str, int]:
 def test_receiver_outage_with_a_service_restart_loses_nothing(db_url, sessions, add_submission, receivers, e2e,
                                                               tmp_path, wait_for):
     from service.db import transaction
-    from service.grades.models import OutboxEvent
+    from service.outbox.models import OutboxEvent
     from service.webhooks import service
-    from service.webhooks.ssrf import AddressPolicy
+    from service.outbox.ssrf import AddressPolicy
 
     recv = receivers(["whsec_placeholder0000000000000000000000000000000000="])
     with transaction(sessions) as s:

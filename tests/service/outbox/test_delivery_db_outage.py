@@ -16,18 +16,19 @@ pytestmark = pytest.mark.timeout(120)
 def test_delivery_loop_waits_out_an_unreachable_database_and_delivers_after(
     sqlite_template, tmp_path, svc, receivers, store_grade, wait_for, caplog
 ):
-    from service.db import make_engine, make_sessionmaker, transaction
+    from service import bootstrap
+    from service.db import make_engine, transaction
     from service.webhooks import service
-    from service.webhooks.delivery import build_deliverer
+    from service.wiring import build_deliverer
     from service.webhooks.models import WebhookEndpoint
-    from service.webhooks.ssrf import AddressPolicy
+    from service.outbox.ssrf import AddressPolicy
 
     home, away = tmp_path / "db", tmp_path / "db-away"
     home.mkdir()
     shutil.copyfile(sqlite_template, home / "tg.db")
     url = f"sqlite:///{home / 'tg.db'}"
     engine = make_engine(url)
-    sessions = make_sessionmaker(engine)
+    sessions = bootstrap.sessions(engine)
     with transaction(sessions) as s:
         row = service.create(
             s,

@@ -22,16 +22,20 @@ from service.telemetry import spans
 from service.telemetry.phases import PhaseRecorder
 from service.workers.executor import Faulted, NotStarted
 
-JOB = ClaimedJob(
-    job_id=5,
-    submission_id="sub-5",
-    lease_token="t",
-    attempt=2,
-    lane="short",
-    devices=0,
-    world_size=1,
-    queued_at=dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=3),
-)
+
+def _job() -> ClaimedJob:
+    """A job that became claimable 3 s ago: made at the test's own time (a module-level one would age with
+    every test collected before it runs, and the queued span would outgrow its bound)."""
+    return ClaimedJob(
+        job_id=5,
+        submission_id="sub-5",
+        lease_token="t",
+        attempt=2,
+        lane="short",
+        devices=0,
+        world_size=1,
+        queued_at=dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=3),
+    )
 
 
 def _recorded_fault() -> Faulted:
@@ -51,8 +55,9 @@ def test_recorded_phases_become_child_spans_of_claimed_and_an_error_is_marked():
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     telemetry = spans.GradingTelemetry(tracer=provider.get_tracer("t"))
-    telemetry.claimed(JOB, worker_id="w1")
-    telemetry.storing(job=JOB, outcome=_recorded_fault()).done(state="queued")
+    job = _job()
+    telemetry.claimed(job, worker_id="w1")
+    telemetry.storing(job=job, outcome=_recorded_fault()).done(state="queued")
     by_name = {}
     for span in exporter.get_finished_spans():
         by_name.setdefault(span.name, []).append(span)
@@ -101,8 +106,9 @@ def test_a_configured_endpoint_receives_the_spans_over_otlp_http(svc):
         url = f"http://127.0.0.1:{server.server_address[1]}"
         settings = svc.settings("sqlite://", otlp_endpoint=url, otel_service_name="tg-test")
         telemetry = spans.GradingTelemetry.from_settings(settings)
-        telemetry.claimed(JOB, worker_id="w1")
-        telemetry.storing(job=JOB, outcome=_recorded_fault()).done(state="queued")
+        job = _job()
+        telemetry.claimed(job, worker_id="w1")
+        telemetry.storing(job=job, outcome=_recorded_fault()).done(state="queued")
         spans._exporting_provider(url + "/v1/traces", "tg-test").force_flush()
         deadline = time.monotonic() + 10
         while not _Collector.received and time.monotonic() < deadline:

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from service.telemetry.logs import JsonFormatter
 from service.telemetry.spans import GradingTelemetry
-from service.workers.worker import build_worker
+from service.wiring import build_worker
 
 pytestmark = pytest.mark.slow
 PHASES = ("queued", "claimed", "sandbox_start", "cell", "checks", "store")

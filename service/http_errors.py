@@ -20,6 +20,7 @@ from starlette.routing import Match
 from grading.errors import InvalidSubmission
 from service.deps import settings_of
 from service.errors import DatabaseUnavailable, ServiceError, clip, from_engine, preferred_lang
+from service.messages import error
 from service.outage import describe, is_unavailable
 
 log = logging.getLogger("titangrade.api")
@@ -144,12 +145,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RecursionError)
     async def _too_deep(request: Request, exc: RecursionError):
-        err = ServiceError(
-            "the JSON nests too deeply to read; send the notebook as Jupyter saved it",
-            code="nesting_too_deep",
-            status_code=422,
-            zh="JSON 嵌套层数过深；请提交从 Jupyter 保存的笔记本",
-        )
+        err = ServiceError(error("nesting_too_deep"), code="nesting_too_deep", status_code=422)
         return error_response(422, err.code, err.text(lang_of(request)))
 
     @app.exception_handler(StarletteHTTPException)

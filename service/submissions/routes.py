@@ -26,6 +26,7 @@ from service.deps import (
     StreamSlotsDep,
 )
 from service.errors import ServiceError
+from service.messages import error
 from service.openapi import errors
 from service.patterns import PRINTABLE
 from service.queue.service import SINGLE_REGRADE_PRIORITY
@@ -99,10 +100,9 @@ async def submit(
     """
     if notebook is None:
         raise ServiceError(
-            "the multipart field `notebook` (the .ipynb file) is missing; send it with -F notebook=@file.ipynb",
+            error("notebook_missing"),
             code="missing_notebook",
             status_code=422,
-            zh="缺少 multipart 字段 `notebook`（.ipynb 文件）；请用 -F notebook=@file.ipynb 发送",
         )
     raw = await notebook.read(settings.max_upload_bytes + 1)
     fingerprint = service.request_hash(notebook=raw, exercise_id=exercise_id, course=course)

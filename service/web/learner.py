@@ -24,6 +24,7 @@ from service.deps import (
     WebSecretDep,
 )
 from service.errors import ServiceError, TooMany, from_engine
+from service.messages import error
 from service.submissions import batch, events, stream_slots
 from service.submissions import service as submissions
 from service.web import charts, sessions
@@ -193,7 +194,7 @@ def upload(
     user = viewer.principal
     try:
         if notebook is None or not notebook.filename:
-            raise ServiceError("choose a .ipynb file to upload", zh="请选择要上传的 .ipynb 文件", status_code=422)
+            raise ServiceError(error("choose_file"), status_code=422)
         raw = notebook.file.read(settings.max_upload_bytes + 1)
         try:
             _, exercise = load_submission(

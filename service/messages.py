@@ -189,6 +189,42 @@ ERRORS = Catalogue(
             zh="练习 {exercise} 需要 {world_size} 个进程，超过评分节点的上限（{max_world_size} 个）；"
             "请联系管理员在更大的主机上调高 TITANGRADE_WORKER_MAX_WORLD_SIZE",
         ),
+        # requests the API cannot read (service/http_errors.py, service/middleware.py)
+        "send_bearer_token": Message(
+            en="send `Authorization: Bearer <token>`; your instructor or an administrator gives you a token",
+            zh="请发送 `Authorization: Bearer <令牌>`；令牌由教师或管理员发放",
+        ),
+        "body_too_large": Message(
+            en="the request body is larger than the {limit}-byte limit; for a notebook, clear its outputs "
+            "(Kernel > Restart & Clear Output) and submit again",
+            zh="请求体超过 {limit} 字节的上限；笔记本请先清除输出（Kernel > Restart & Clear Output）再提交",
+        ),
+        "request_invalid": Message(
+            en="the request is invalid: {problems}; the API is described at {docs}",
+            zh="请求无效：{problems}；接口说明见 {docs}",
+        ),
+        "field_required": Message(en="is required", zh="为必填项"),
+        "field_not_a_file": Message(
+            en="must be an uploaded file (multipart/form-data: -F notebook=@file.ipynb)",
+            zh="必须是上传的文件（multipart/form-data：-F notebook=@file.ipynb）",
+        ),
+        "field_invalid": Message(en="is not valid", zh="无效"),
+        "malformed_multipart": Message(
+            en="the request body is not valid multipart/form-data; send the notebook as a file field: "
+            "curl -F notebook=@mine.ipynb -F exercise_id=ch07.wordle_reward ...",
+            zh="请求体不是有效的 multipart/form-data；请以文件字段发送笔记本：curl -F notebook=@mine.ipynb ...",
+        ),
+        "malformed_body": Message(
+            en="the request body could not be read; send JSON with Content-Type: application/json",
+            zh="无法读取请求体；请以 Content-Type: application/json 发送 JSON",
+        ),
+        "method_not_allowed": Message(
+            en="{where}: this path does not take {method}; it takes {allowed}",
+            zh="{where}：该路径不支持 {method}，支持 {allowed}",
+        ),
+        "no_such_endpoint": Message(
+            en="{where}: no such endpoint; the API is listed at {docs}", zh="{where}：没有这个接口；接口列表见 {docs}"
+        ),
         # our side, for now
         "database_unavailable": Message(
             en="the grading service cannot reach its database right now, so nothing was read or changed; "

@@ -18,6 +18,7 @@ from grading import provenance
 from grading.errors import GraderFault, InvalidSubmission
 from grading.exercise import Catalogue, Exercise
 from grading.i18n import t
+from grading.progress import Cell, Checks, Done, Event, Started
 from grading.result import GradeResult, Status
 from grading.sandbox import CPU_ONLY, DeviceGrant, KernelRequest, Sandbox, make_sandbox
 from grading.scoring import decide_status, score_checks, total
@@ -107,20 +108,21 @@ def _quick_check(raw: bytes, *, exercise_id: str | None, catalogue: Catalogue, m
 
 
 def _emitter(
-    progress: Callable[[dict], None] | None,
+    progress: Callable[[Event], None] | None,
     *,
     clock: Callable[[], float] = time.monotonic,
     burst: int = PROGRESS_BURST,
     per_s: float = PROGRESS_PER_S,
-) -> Callable[[dict], None]:
-    """Forward events to `progress`; `cell` events pass a token bucket (`burst`, then `per_s` a second)
-    so a notebook of many tiny cells cannot write a progress row per cell. Other events always pass."""
+) -> Callable[[Event], None]:
+    """Forward typed events (grading/progress.py) to `progress`; `Cell` events pass a token bucket (`burst`,
+    then `per_s` a second) so a notebook of many tiny cells cannot write a progress row per cell. Other
+    events always pass."""
     tokens, last = [float(burst)], [clock()]
 
-    def emit(event: dict) -> None:
+    def emit(event: Event) -> None:
         if progress is None:
             return
-        if event.get("event") == "cell":
+        if isinstance(event, Cell):
             now = clock()
             tokens[0] = min(float(burst), tokens[0] + (now - last[0]) * per_s)
             last[0] = now
@@ -130,7 +132,7 @@ def _emitter(
         try:
             progress(event)
         except Exception:  # a broken listener must never change a grade
-            log.warning("progress callback failed for %s", event.get("event"), exc_info=True)
+            log.warning("progress callback failed for %s", event.kind, exc_info=True)
 
     return emit
 
@@ -143,7 +145,7 @@ def grade_notebook(
     lang: str = "en",
     sandbox: Sandbox | None = None,
     devices: DeviceGrant = CPU_ONLY,
-    progress: Callable[[dict], None] | None = None,
+    progress: Callable[[Event], None] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> GradeResult:
     """Grade one notebook. Raises InvalidSubmission for bad input; learner faults give status error,
@@ -153,7 +155,7 @@ def grade_notebook(
         source, exercise_id=exercise_id, catalogue=catalogue or default_catalogue(), max_bytes=max_bytes
     )
     emit = _emitter(progress)
-    emit({"event": "started", "exercise_id": exercise.id})
+    emit(Started(exercise_id=exercise.id))
     scrub: dict[str, Any] = {}  # filled by _grade: grader cell name and nonce, hidden strings
     try:
         result = _grade(nb, exercise, lang=lang, sandbox=sandbox, devices=devices, emit=emit, scrub=scrub)
@@ -170,7 +172,7 @@ def grade_notebook(
     result.normalise()
     result.scrub(scrub.get("needles", ()), t("redacted", lang), public=scrub.get("public", ""))
     result.duration_s = round(time.monotonic() - started, 3)
-    emit({"event": "done", "status": result.status.value, "score": result.score, "max_score": result.max_score})
+    emit(Done(status=result.status.value, score=result.score, max_score=result.max_score))
     return result
 
 
@@ -186,7 +188,7 @@ def _grade(
     lang: str,
     sandbox: Sandbox | None,
     devices: DeviceGrant,
-    emit: Callable[[dict], Any],
+    emit: Callable[[Event], Any],
     scrub: dict[str, Any],
 ) -> GradeResult:
     manifest = exercise.manifest
@@ -198,7 +200,7 @@ def _grade(
     execution = run_notebook(clear_outputs(nb), plan=plan, sandbox=sandbox, request=request, lang=lang, progress=emit)
     if execution.fault is not None:
         raise GraderFault(execution.fault)
-    emit({"event": "checks"})
+    emit(Checks())
     checks = score_checks(exercise, execution, lang=lang, reference=reference, plan=plan)
     if manifest.own or manifest.policy.forbid:  # the work must be the learner's own (grading/provenance.py)
         sources = [c.source for c in nb.cells if c.cell_type == "code"]

@@ -8,6 +8,7 @@ from typing import Annotated
 import orjson
 from fastapi import APIRouter, File, Form, Header, Query, UploadFile
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from grading.exercise import Exercise
@@ -186,6 +187,8 @@ def get_submission(
 
 @router.get(
     "/{submission_id}/events",
+    # not response_class=EventSourceResponse: FastAPI then treats the route as a generator path operation and
+    # iterates what it returns; the route returns its EventSourceResponse itself (service/submissions/events.py)
     response_class=StreamingResponse,
     responses={
         200: {
@@ -225,9 +228,8 @@ def submission_events(
         max_s=settings.events_max_s,
         estimate=estimate,
     )
-    return StreamingResponse(
-        stream_slots.Held(frames, release),
-        media_type="text/event-stream",
+    return EventSourceResponse(
+        stream_slots.Held(events.encoded(frames), release),
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 

@@ -55,13 +55,13 @@ class StreamSlots:
 class Held:
     """`frames` that give their slot back when exhausted, failed, cancelled, closed or dropped unstarted."""
 
-    def __init__(self, frames: AsyncIterator[str], release: Callable[[], None]) -> None:
+    def __init__(self, frames: AsyncIterator[bytes], release: Callable[[], None]) -> None:
         self._frames, self._release = frames, release
 
     def __aiter__(self) -> Held:
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> bytes:
         try:
             return await self._frames.__anext__()
         except BaseException:  # StopAsyncIteration, the client going away (cancelled), an error

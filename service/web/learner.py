@@ -6,7 +6,8 @@ import secrets
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Header, Request, UploadFile
-from fastapi.responses import FileResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, RedirectResponse, Response
+from fastapi.sse import EventSourceResponse
 
 from grading.errors import InvalidSubmission
 from grading.exercise import Catalogue
@@ -301,8 +302,6 @@ def submission_events(
         poll_s=settings.events_poll_s,
         max_s=settings.events_max_s,
     )
-    return StreamingResponse(
-        stream_slots.Held(frames, release),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-store"},
+    return EventSourceResponse(
+        stream_slots.Held(events.encoded(frames), release), headers={"Cache-Control": "no-store"}
     )

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grading.progress import Done, Event
 from service.config import Settings
 
 log = logging.getLogger("titangrade.executor")
@@ -206,8 +207,8 @@ def _grade_ticket(ticket: GradingTicket) -> Outcome:
         sessions, submission_id=ticket.submission_id, job_id=ticket.job_id, lease_token=ticket.lease_token
     )
 
-    def progress(event: dict) -> None:
-        if event.get("event") != "done":  # the worker writes 'done' with the stored grade, in the same transaction
+    def progress(event: Event) -> None:
+        if not isinstance(event, Done):  # the worker writes 'done' with the stored grade, in the same transaction
             writer(event)
 
     sandbox = FirstStartWatch(_CHILD["sandbox"])

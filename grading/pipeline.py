@@ -19,6 +19,7 @@ from grading.errors import GraderFault, InvalidSubmission
 from grading.exercise import Catalogue, Exercise
 from grading.i18n import t
 from grading.observer import CHECKS, NO_OBSERVER, GradingObserver
+from grading.progress import Cell, Checks, Done, Event, Started
 from grading.result import GradeResult, Status
 from grading.sandbox import CPU_ONLY, DeviceGrant, KernelRequest, Sandbox, make_sandbox
 from grading.scoring import decide_status, score_checks, total
@@ -109,20 +110,21 @@ def _quick_check(raw: bytes, *, exercise_id: str | None, catalogue: Catalogue, m
 
 
 def _emitter(
-    progress: Callable[[dict], None] | None,
+    progress: Callable[[Event], None] | None,
     *,
     clock: Callable[[], float] = time.monotonic,
     burst: int = PROGRESS_BURST,
     per_s: float = PROGRESS_PER_S,
-) -> Callable[[dict], None]:
-    """Forward events to `progress`; `cell` events pass a token bucket (`burst`, then `per_s` a second)
-    so a notebook of many tiny cells cannot write a progress row per cell. Other events always pass."""
+) -> Callable[[Event], None]:
+    """Forward typed events (grading/progress.py) to `progress`; `Cell` events pass a token bucket (`burst`,
+    then `per_s` a second) so a notebook of many tiny cells cannot write a progress row per cell. Other
+    events always pass."""
     tokens, last = [float(burst)], [clock()]
 
-    def emit(event: dict) -> None:
+    def emit(event: Event) -> None:
         if progress is None:
             return
-        if event.get("event") == "cell":
+        if isinstance(event, Cell):
             now = clock()
             tokens[0] = min(float(burst), tokens[0] + (now - last[0]) * per_s)
             last[0] = now
@@ -132,7 +134,7 @@ def _emitter(
         try:
             progress(event)
         except Exception:  # a broken listener must never change a grade
-            log.warning("progress callback failed for %s", event.get("event"), exc_info=True)
+            log.warning("progress callback failed for %s", event.kind, exc_info=True)
 
     return emit
 
@@ -145,7 +147,7 @@ def grade_notebook(
     lang: str = "en",
     sandbox: Sandbox | None = None,
     devices: DeviceGrant = CPU_ONLY,
-    progress: Callable[[dict], None] | None = None,
+    progress: Callable[[Event], None] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     observer: GradingObserver = NO_OBSERVER,
 ) -> GradeResult:
@@ -157,7 +159,7 @@ def grade_notebook(
         source, exercise_id=exercise_id, catalogue=catalogue or default_catalogue(), max_bytes=max_bytes
     )
     emit = _emitter(progress)
-    emit({"event": "started", "exercise_id": exercise.id})
+    emit(Started(exercise_id=exercise.id))
     plan: GraderPlan | None = None  # once made, it names what no string of the result may show, fault or not
     try:
         reference = exercise.reference()  # loaded once per grade: the plan and the checks share it
@@ -187,7 +189,7 @@ def grade_notebook(
     needles, public = (plan.scrub, plan.public_text) if plan is not None else ((), "")
     result.scrub(needles, t("redacted", lang), public=public)
     result.duration_s = round(time.monotonic() - started, 3)
-    emit({"event": "done", "status": result.status.value, "score": result.score, "max_score": result.max_score})
+    emit(Done(status=result.status.value, score=result.score, max_score=result.max_score))
     return result
 
 
@@ -205,7 +207,7 @@ def _grade(
     lang: str,
     sandbox: Sandbox | None,
     devices: DeviceGrant,
-    emit: Callable[[dict], Any],
+    emit: Callable[[Event], Any],
     observer: GradingObserver = NO_OBSERVER,
 ) -> GradeResult:
     manifest = exercise.manifest
@@ -216,7 +218,7 @@ def _grade(
     )
     if execution.fault is not None:
         raise GraderFault(execution.fault)
-    emit({"event": "checks"})
+    emit(Checks())
     with observer.phase(CHECKS):
         checks = score_checks(exercise, execution, lang=lang, reference=reference, plan=plan)
     if manifest.own or manifest.policy.forbid:  # the work must be the learner's own (grading/provenance.py)

@@ -30,6 +30,7 @@ from service.errors import Forbidden, NotAuthenticated, preferred_lang
 from service.lti.keys import KeyStore, key_store
 from service.lti.limits import LtiLimits
 from service.lti.tokens import JwksCache
+from service.messages import error
 from service.outbox.ssrf import AddressPolicy, make_client
 from service.submissions.stream_slots import StreamSlots
 from service.submissions.writer import IntakeWriter
@@ -160,7 +161,7 @@ async def get_principal(
     """The caller that RequestGuard authenticated (it answers 401 itself before a route runs)."""
     principal = getattr(request.state, "principal", None)
     if principal is None:
-        raise NotAuthenticated("send `Authorization: Bearer <token>`", zh="请发送 `Authorization: Bearer <令牌>`")
+        raise NotAuthenticated(error("send_bearer"))
     return principal
 
 
@@ -169,16 +170,13 @@ CurrentUser = Annotated[Principal, Depends(get_principal)]
 
 async def require_staff(user: CurrentUser) -> Principal:
     if not user.is_staff:
-        raise Forbidden(
-            "this endpoint is for instructors and admins; learners can only read their own submissions",
-            zh="该接口仅供教师和管理员使用；学员只能查看自己的提交",
-        )
+        raise Forbidden(error("staff_only"))
     return user
 
 
 async def require_admin(user: CurrentUser) -> Principal:
     if not user.is_admin:
-        raise Forbidden("this endpoint is for administrators (global role admin)", zh="该接口仅供管理员使用")
+        raise Forbidden(error("admin_only"))
     return user
 
 

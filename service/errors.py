@@ -4,6 +4,8 @@ Chinese. HTTP statuses live here, not in the engine: `from_engine` maps the engi
 from __future__ import annotations
 
 from grading.errors import InvalidSubmission, UnknownExercise
+from grading.messages import Message
+from service.messages import error
 
 ECHO_CHARS = 80  # longest piece of client input repeated in a message
 
@@ -32,23 +34,24 @@ def preferred_lang(accept_language: str | None) -> str:
 
 
 class ServiceError(Exception):
-    """A 4xx: `message` (English) and `zh` (Chinese, falls back to English) both name the fix."""
+    """A 4xx naming the fix: a catalogue message (service/messages.py's `error(key, ...)`) in English and
+    Chinese, or a plain English text. `message` is the English, `zh` the Chinese (None: English only)."""
 
     status_code = 400
     code = "bad_request"
 
     def __init__(
         self,
-        message: str,
+        message: Message | str,
         *,
         code: str | None = None,
         status_code: int | None = None,
-        zh: str | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.zh = zh
+        english, chinese = (message.en, message.zh or None) if isinstance(message, Message) else (message, None)
+        super().__init__(english)
+        self.message = english
+        self.zh = chinese
         self.headers = headers or {}
         if code:
             self.code = code
@@ -82,7 +85,7 @@ class TooLarge(ServiceError):
 class TooMany(ServiceError):
     status_code, code = 429, "rate_limited"
 
-    def __init__(self, message: str, *, retry_after_s: int, **kw) -> None:
+    def __init__(self, message: Message | str, *, retry_after_s: int, **kw) -> None:
         super().__init__(message, headers={"Retry-After": str(max(1, int(retry_after_s)))}, **kw)
 
 
@@ -97,13 +100,7 @@ class DatabaseUnavailable(ServiceError):
 
     def __init__(self, *, retry_after_s: int) -> None:
         wait = max(1, int(retry_after_s))
-        super().__init__(
-            f"the grading service cannot reach its database right now, so nothing was read or changed; "
-            f"retry in {wait} s (see Retry-After), and tell an administrator if this persists",
-            zh=f"评分服务暂时无法连接数据库，本次请求未读取或修改任何内容；"
-            f"请在 {wait} 秒后重试，如持续出现请联系管理员",
-            headers={"Retry-After": str(wait)},
-        )
+        super().__init__(error("database_unavailable", wait_s=wait), headers={"Retry-After": str(wait)})
 
 
 # ---- the engine's InvalidSubmission codes -> HTTP ------------------------------------------------------
@@ -138,7 +135,6 @@ def from_engine(exc: InvalidSubmission) -> ServiceError:
         message = f"exercise {params['exercise_id']!r} does not exist; list the exercises with GET /api/v1/exercises"
     elif exc.code in ENGINE_HTTP_MESSAGES:  # the engine's text names CLI flags; over HTTP name the field
         message = ENGINE_HTTP_MESSAGES[exc.code]
-    zh = ENGINE_ZH.get(exc.code)
-    return ServiceError(
-        message, code=exc.code, status_code=ENGINE_STATUS.get(exc.code, 422), zh=zh.format(**params) if zh else None
-    )
+    zh = ENGINE_ZH.get(exc.code)  # the English is the engine's own text, so only the Chinese is kept here
+    texts = Message(en=message, zh=zh.format(**params) if zh else "")
+    return ServiceError(texts, code=exc.code, status_code=ENGINE_STATUS.get(exc.code, 422))

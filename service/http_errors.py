@@ -20,6 +20,7 @@ from starlette.routing import Match
 from grading.errors import InvalidSubmission
 from service.deps import settings_of
 from service.errors import DatabaseUnavailable, ServiceError, clip, from_engine, preferred_lang
+from service.messages import ERRORS, error
 from service.outage import describe, is_unavailable
 
 log = logging.getLogger("titangrade.api")
@@ -48,12 +49,7 @@ class BodyTooLarge(StarletteHTTPException):
 
 
 def too_large_text(limit: int, lang: str) -> str:
-    if lang == "zh":
-        return f"请求体超过 {limit} 字节的上限；笔记本请先清除输出（Kernel > Restart & Clear Output）再提交"
-    return (
-        f"the request body is larger than the {limit}-byte limit; for a notebook, clear its outputs "
-        "(Kernel > Restart & Clear Output) and submit again"
-    )
+    return ERRORS.text("body_too_large", lang, limit=limit)
 
 
 # Validation error types whose pydantic message is written for people; any other type gets a plain
@@ -92,24 +88,17 @@ def validation_text(errors: list[dict], lang: str) -> str:
         loc = ".".join(clip(p, 40) for p in err.get("loc", ()) if p not in ("body",)) or "body"
         kind = str(err.get("type", ""))
         if kind == "missing":
-            what = "is required" if lang == "en" else "为必填项"
+            what = ERRORS.text("field_required", lang)
         elif loc.endswith("notebook"):
-            what = (
-                "must be an uploaded file (multipart/form-data: -F notebook=@file.ipynb)"
-                if lang == "en"
-                else "必须是上传的文件（multipart/form-data：-F notebook=@file.ipynb）"
-            )
+            what = ERRORS.text("field_not_a_file", lang)
         elif kind in _READABLE:
             what = clip(err.get("msg", "is not valid"), 200)
         else:
-            what = "is not valid" if lang == "en" else "无效"
+            what = ERRORS.text("field_invalid", lang)
         parts.append(f"{loc}: {what}")
     if len(errors) > 5:
         parts.append(f"... and {len(errors) - 5} more")
-    joined = "; ".join(parts)
-    if lang == "zh":
-        return f"请求无效：{joined}；接口说明见 {API_DOCS}"
-    return f"the request is invalid: {joined}; the API is described at {API_DOCS}"
+    return ERRORS.text("request_invalid", lang, problems="; ".join(parts), docs=API_DOCS)
 
 
 def allowed_methods(request: Request) -> list[str]:
@@ -144,12 +133,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RecursionError)
     async def _too_deep(request: Request, exc: RecursionError):
-        err = ServiceError(
-            "the JSON nests too deeply to read; send the notebook as Jupyter saved it",
-            code="nesting_too_deep",
-            status_code=422,
-            zh="JSON 嵌套层数过深；请提交从 Jupyter 保存的笔记本",
-        )
+        err = ServiceError(error("nesting_too_deep"), code="nesting_too_deep", status_code=422)
         return error_response(422, err.code, err.text(lang_of(request)))
 
     @app.exception_handler(StarletteHTTPException)
@@ -163,36 +147,18 @@ def install_error_handlers(app: FastAPI) -> None:
             if isinstance(exc.__cause__, RecursionError):
                 return await _too_deep(request, exc.__cause__)
             if "multipart" in request.headers.get("content-type", ""):
-                message = (
-                    "the request body is not valid multipart/form-data; send the notebook as a file field: "
-                    "curl -F notebook=@mine.ipynb -F exercise_id=ch07.wordle_reward ..."
-                    if lang == "en"
-                    else "请求体不是有效的 multipart/form-data；请以文件字段发送笔记本："
-                    "curl -F notebook=@mine.ipynb ..."
-                )
-                return error_response(400, "malformed_multipart", message)
-            message = (
-                "the request body could not be read; send JSON with Content-Type: application/json"
-                if lang == "en"
-                else "无法读取请求体；请以 Content-Type: application/json 发送 JSON"
-            )
-            return error_response(400, "malformed_body", message)
+                return error_response(400, "malformed_multipart", ERRORS.text("malformed_multipart", lang))
+            return error_response(400, "malformed_body", ERRORS.text("malformed_body", lang))
         if exc.status_code == 408:  # service/http_deadlines.py: the body came too slowly
             return error_response(408, "request_timeout", clip(exc.detail, 300), headers)
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(allowed_methods(request))
-            message = (
-                f"{where}: this path does not take {request.method}; it takes {headers['Allow']}"
-                if lang == "en"
-                else f"{where}：该路径不支持 {request.method}，支持 {headers['Allow']}"
+            message = ERRORS.text(
+                "method_not_allowed", lang, where=where, method=request.method, allowed=headers["Allow"]
             )
             return error_response(405, "method_not_allowed", message, headers)
         if exc.status_code == 404:
-            message = (
-                f"{where}: no such endpoint; the API is listed at {API_DOCS}"
-                if lang == "en"
-                else f"{where}：没有这个接口；接口列表见 {API_DOCS}"
-            )
+            message = ERRORS.text("no_such_endpoint", lang, where=where, docs=API_DOCS)
             return error_response(404, "not_found", message, headers)
         return error_response(exc.status_code, "http_error", clip(exc.detail, 300), headers)
 

@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.auth.authenticators import Authenticator, CredentialRejected, authenticate
 from service.errors import DatabaseUnavailable, preferred_lang
 from service.http_errors import BodyTooLarge, error_response, too_large_text
+from service.messages import ERRORS
 from service.outage import is_unavailable
 from service.telemetry import logs
 
@@ -85,11 +86,7 @@ class RequestGuard:
                 await response(scope, receive, send)
                 return
             if principal is None:
-                message = (
-                    "send `Authorization: Bearer <token>`; your instructor or an administrator gives you a token"
-                    if lang == "en"
-                    else "请发送 `Authorization: Bearer <令牌>`；令牌由教师或管理员发放"
-                )
+                message = ERRORS.text("send_bearer_token", lang)
                 await self._reject(scope, receive, send, message, self.authenticators[0].challenge)
                 return
             scope.setdefault("state", {})["principal"] = principal

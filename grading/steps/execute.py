@@ -19,6 +19,7 @@ from grading.errors import GraderFault
 from grading.exercise import Limits
 from grading.i18n import t
 from grading.observer import CELL, NO_OBSERVER, SANDBOX_START, GradingObserver
+from grading.progress import Cell, Event, Restart
 from grading.result import CellReport
 from grading.sandbox import KernelRequest, KernelSession, Sandbox
 from grading.steps.call_results import call_results
@@ -73,7 +74,7 @@ def run_notebook(
     sandbox: Sandbox,
     request: KernelRequest,
     lang: str = "en",
-    progress: Callable[[dict], None] = lambda e: None,
+    progress: Callable[[Event], None] = lambda e: None,
     observer: GradingObserver = NO_OBSERVER,
 ) -> Execution:
     """Execute `nb` (already sanitized) with the grader cells of `plan`; never raises for learner faults.
@@ -123,7 +124,7 @@ def run_notebook(
         result.payloads.clear()
         result.extract_failures.clear()
         result.limits_hit = [limit for limit in result.limits_hit if limit != "answer limit"]
-        progress({"event": "restart", "skipped": done.restart_for})
+        progress(Restart(skipped=done.restart_for))
     result.cells = [done.reports[i] for i in range(len(learner))]
     result.outputs = [done.outputs.get(i, []) for i in range(len(learner))]
     for report in result.cells:
@@ -142,7 +143,7 @@ class _Run:
     lang: str
     plan: GraderPlan
     result: Execution
-    progress: Callable[[dict], None]
+    progress: Callable[[Event], None]
     observer: GradingObserver = NO_OBSERVER  # sees each learner cell's run, unthrottled (grading/observer.py)
     kept_bytes: int = 0  # learner output kept so far, all cells
     unsure_death: bool = False  # the kernel died in a cell of several checks' calls, which one unknown
@@ -295,7 +296,7 @@ def _run_learner_cell(io: KernelIO, i: int, source: str, *, run: _Run, attempt: 
         result.hit(OUTPUT)
         attempt.reports[i] = CellReport(index=i, status="skipped", message=t("run_output", lang, index=i))
         return False
-    run.progress({"event": "cell", "index": i, "total": total})
+    run.progress(Cell(index=i, total=total))
     room = min(limits.max_output_kb * 1024, max(RUN_KEPT_BYTES - run.kept_bytes, 0))
     marker = t("output_truncated_marker", lang, limit_kb=limits.max_output_kb)
     collector = OutputCollector(max_bytes=room, marker=marker)

@@ -13,8 +13,10 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session
 
+from grading.messages import Message
 from service.auth.principal import Principal
 from service.auth.service import principal_for_token
+from service.messages import error
 
 REALM = "titangrade"
 
@@ -22,9 +24,9 @@ REALM = "titangrade"
 class CredentialRejected(Exception):
     """A credential was sent but is unknown, revoked or expired; `challenge` becomes WWW-Authenticate."""
 
-    def __init__(self, message: str, *, zh: str, challenge: str) -> None:
-        super().__init__(message)
-        self.message, self.zh, self.challenge = message, zh, challenge
+    def __init__(self, message: Message, *, challenge: str) -> None:
+        super().__init__(message.en)
+        self.message, self.zh, self.challenge = message.en, message.zh, challenge
 
 
 class Authenticator(Protocol):
@@ -53,9 +55,7 @@ class BearerTokenAuthenticator:
         principal = principal_for_token(session, token=token) if 0 < len(token) <= 200 else None
         if principal is None:
             raise CredentialRejected(
-                "the bearer token is unknown, revoked or expired; ask your instructor or an administrator "
-                "for a new one (admins: POST /api/v1/tokens)",
-                zh="令牌无效、已被吊销或已过期；请向教师或管理员申请新的令牌",
+                error("token_rejected"),
                 challenge=f'{self.challenge}, error="invalid_token"',
             )
         return principal

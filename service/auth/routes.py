@@ -11,6 +11,7 @@ from service.auth.models import Identity, Token
 from service.auth.schemas import IdentityPublic, Me, TokenCreate, TokenCreated, TokenList, TokenPublic
 from service.deps import AdminUser, CurrentUser, SessionDep
 from service.errors import NotFound, ServiceError, clip
+from service.messages import error
 from service.openapi import errors
 
 router = APIRouter(tags=["identity"])
@@ -83,8 +84,7 @@ def revoke_token(
     token = session.get(Token, token_id)
     if token is None or not (user.is_admin or token.identity_id == user.identity_id):
         raise NotFound(
-            f"token {clip(token_id)} does not exist or is not yours; list yours with GET /api/v1/tokens",
-            zh=f"令牌 {clip(token_id)} 不存在或不属于你；可用 GET /api/v1/tokens 查看",
+            error("token_not_found", token=clip(token_id)),
         )
     service.revoke_token(session, token_id=token_id)
     session.commit()

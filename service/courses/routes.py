@@ -11,6 +11,7 @@ from service.courses import service
 from service.courses.schemas import CourseSettingsPublic, CourseSettingsUpdate
 from service.deps import SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden, clip
+from service.messages import error
 from service.openapi import errors
 from service.patterns import PRINTABLE_NAME
 
@@ -20,9 +21,7 @@ COURSE = Annotated[str, Path(max_length=200, pattern=PRINTABLE_NAME)]
 
 def _require_teacher(user, course: str) -> None:
     if not user.can_teach(course):
-        raise Forbidden(
-            f"you are not an instructor of course {clip(course)!r}", zh=f"你不是课程 {clip(course)!r} 的教师"
-        )
+        raise Forbidden(error("not_instructor", course=clip(course)))
 
 
 @router.get(

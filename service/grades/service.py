@@ -14,6 +14,7 @@ import math
 from sqlalchemy.exc import DataError, StatementError
 from sqlalchemy.orm import Session
 
+from grading.progress import Done
 from grading.result import GradeResult
 from grading.text import clean_text, clean_value
 from service.db import utcnow
@@ -162,11 +163,7 @@ def _write(session: Session, *, submission_id: str, result: dict | None, fault: 
         sub.graded_at, sub.grading_s = now, grading_s
     sub.status = status
     session.add(
-        ProgressEvent(
-            submission_id=submission_id,
-            event="done",
-            data={"status": status, "score": score, "max_score": sub.max_score},
-        )
+        ProgressEvent.of(submission_id=submission_id, event=Done(status=status, score=score, max_score=sub.max_score))
     )
     session.add(
         OutboxEvent(

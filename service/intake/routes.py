@@ -15,6 +15,7 @@ from service.deps import AdminUser, CatalogueDep, MaxDevicesDep, SessionDep, Set
 from service.errors import Forbidden, clip
 from service.intake import service
 from service.intake.models import IntakeIntegration, IssuerKind
+from service.messages import error
 from service.openapi import errors
 from service.patterns import PRINTABLE
 from service.submissions import service as submissions
@@ -162,9 +163,7 @@ def _public(row: IntakeIntegration) -> IntegrationPublic:
 
 def _teacher(user, course: str) -> None:
     if not user.can_teach(course):
-        raise Forbidden(
-            f"you are not an instructor of course {clip(course)!r}", zh=f"你不是课程 {clip(course)!r} 的教师"
-        )
+        raise Forbidden(error("not_instructor", course=clip(course)))
 
 
 @router.post(

@@ -21,6 +21,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Update, func, select, update
 from sqlalchemy.orm import Session
 
+from grading.progress import Claimed, Queued, Requeued
 from grading.text import clean_text
 from service.db import utcnow
 from service.queue import fair_share
@@ -81,7 +82,7 @@ def enqueue(
         )
     )
     session.add(job)
-    session.add(ProgressEvent(submission_id=submission_id, event="queued", data={"priority": priority}))
+    session.add(ProgressEvent.of(submission_id=submission_id, event=Queued(priority=priority)))
     return job
 
 
@@ -155,9 +156,7 @@ def claim(
         .execution_options(synchronize_session=False)
     )
     session.add(
-        ProgressEvent(
-            submission_id=row.submission_id, event="claimed", data={"worker": worker_id, "attempt": row.attempts}
-        )
+        ProgressEvent.of(submission_id=row.submission_id, event=Claimed(worker=worker_id, attempt=row.attempts))
     )
     return ClaimedJob(
         job_id=row.id,
@@ -284,7 +283,7 @@ def _requeued(session: Session, submission_id: str, reason: str) -> None:
         .values(status=SubmissionStatus.QUEUED)
         .execution_options(synchronize_session=False)
     )
-    session.add(ProgressEvent(submission_id=submission_id, event="requeued", data={"reason": clean_text(reason)[:500]}))
+    session.add(ProgressEvent.of(submission_id=submission_id, event=Requeued(reason=clean_text(reason)[:500])))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

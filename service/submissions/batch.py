@@ -32,6 +32,7 @@ from service.config import Settings
 from service.courses import service as courses
 from service.db import utcnow
 from service.errors import Forbidden, ServiceError, TooMany, clip
+from service.messages import error
 from service.queue import service as queue
 from service.queue.models import Job, job_row, learner_key
 from service.states import SubmissionStatus
@@ -69,11 +70,9 @@ Admission = Accepted | ServiceError  # an upload's answer: stored (or replayed),
 
 def key_reused(key: str, submission_id: str) -> ServiceError:
     return ServiceError(
-        f"Idempotency-Key {clip(key)!r} was already used for a different request (submission {submission_id}); "
-        "send a new key for a new submission, or repeat the original request exactly",
+        error("idempotency_key_reused", key=clip(key), submission_id=submission_id),
         code="idempotency_key_reused",
         status_code=422,
-        zh=f"Idempotency-Key {clip(key)!r} 已用于另一个不同的请求（提交 {submission_id}）；新的提交请使用新的键",
     )
 
 
@@ -220,18 +219,19 @@ def _admit(item: Intake, counts: _Counts, *, now: dt.datetime, settings: Setting
         oldest = counts.oldest.get(key)
         wait_s = 60 - (now - oldest).total_seconds() if oldest else 60
         raise TooMany(
-            f"more than {settings.submissions_per_minute} submissions of {item.exercise.id} in the last minute; "
-            f"wait {max(1, round(wait_s))} s (see Retry-After) and submit again",
+            error(
+                "rate_limited",
+                per_minute=settings.submissions_per_minute,
+                exercise=item.exercise.id,
+                wait_s=max(1, round(wait_s)),
+            ),
             retry_after_s=int(wait_s) + 1,
-            zh=f"一分钟内 {item.exercise.id} 的提交超过 {settings.submissions_per_minute} 次；"
-            f"请等待 {max(1, round(wait_s))} 秒后再提交",
         )
     limit = settings.max_attempts_per_exercise
     if attempts_left(counts, user=item.user, course=item.course, exercise_id=item.exercise.id, limit=limit) == 0:
         raise Forbidden(
-            f"you have used all {limit} attempts for {item.exercise.id}; ask an instructor if you need more",
+            error("attempt_limit", limit=limit, exercise=item.exercise.id),
             code="attempt_limit",
-            zh=f"{item.exercise.id} 的 {limit} 次提交机会已用完；如需更多请联系教师",
         )
     counts.recent[key] += 1
     counts.oldest.setdefault(key, now)

@@ -8,6 +8,12 @@ with the `done` event's id (as a browser's EventSource does after every normal c
 Content, which tells EventSource to stop. A stream also ends after `max_s`; the client resumes with
 Last-Event-ID. While the database cannot be reached an open stream stays open (keep-alives) and resumes
 when it answers; a new one is refused with 503 like any route.
+
+Rows are typed events (grading/progress.py) and the stream is FastAPI's: `stream` yields
+`fastapi.sse.ServerSentEvent`s and `encoded` frames them with `fastapi.sse.format_sse_event` for an
+`EventSourceResponse`. The routes return that response themselves rather than being generator path
+operations, because they answer 204 (run done) or 429 (no stream slot) before anything streams, and a
+stream must not hold a request's database session for its whole life; so the keep-alive is ours too.
 """
 
 from __future__ import annotations
@@ -17,13 +23,15 @@ import contextlib
 import datetime as dt
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
+from fastapi.sse import ServerSentEvent, format_sse_event
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+from grading.progress import Done, Estimate, Event, from_row, kind_of
 from service import signals
 from service.outage import is_unavailable
 from service.queue.models import Job
@@ -35,13 +43,12 @@ RETRY_MS = 3000  # how long EventSource waits before reconnecting after a timeou
 ESTIMATE_S = 3.0  # how often a queued submission's waiting-time estimate is recomputed on the stream
 
 
-def add(session: Session, *, submission_id: str, event: dict) -> None:
-    """Persist one engine progress event (so any API process can stream it); it joins the current run."""
-    data = {k: v for k, v in event.items() if k != "event"}
-    session.add(ProgressEvent(submission_id=submission_id, event=str(event.get("event", "progress"))[:20], data=data))
+def add(session: Session, *, submission_id: str, event: Event) -> None:
+    """Persist one progress event (so any API process can stream it); it joins the current run."""
+    session.add(ProgressEvent.of(submission_id=submission_id, event=event))
 
 
-def add_fenced(session: Session, *, submission_id: str, job_id: int, lease_token: str, batch: Sequence[dict]) -> bool:
+def add_fenced(session: Session, *, submission_id: str, job_id: int, lease_token: str, batch: Sequence[Event]) -> bool:
     """Persist a grading run's events only while its lease is still held; False (nothing written) once the
     lease was lost, so a run that was reclaimed never writes into the new attempt's stream. The job row is
     locked (FOR SHARE) so a reclaim cannot commit between the check and the insert."""
@@ -86,16 +93,12 @@ def plan(session: Session, *, sub: Submission, last_event_id: int | None) -> Str
     return StreamPlan(sub.run, min(last_event_id, newest))  # an id from the future cannot hide new events
 
 
-def _fetch(factory: sessionmaker[Session], submission_id: str, run: int, after_id: int) -> list[tuple[int, str, dict]]:
+def _fetch(factory: sessionmaker[Session], submission_id: str, run: int, after_id: int) -> list[tuple[int, Event]]:
     with factory() as session:
         rows = since(session, submission_id=submission_id, after_id=after_id, run=run)
-        out = [(r.id, r.event, r.data) for r in rows]
+        out = [(r.id, from_row(r.event, r.data)) for r in rows]
         session.commit()
         return out
-
-
-def format_sse(event_id: int, event: str, data: dict) -> str:
-    return f"id: {event_id}\nevent: {event}\ndata: {json.dumps({'event': event, **data})}\n\n"
 
 
 def estimator(factory: sessionmaker[Session], *, submission_id: str, settings) -> Callable[[], dict | None]:
@@ -134,9 +137,10 @@ async def stream(
     poll_s: float,
     max_s: float,
     estimate: Callable[[], dict | None] | None = None,
-) -> AsyncIterator[str]:
-    """Yield the run's SSE frames until its `done` (or `max_s`); comment lines keep idle connections open.
-    With `estimate`, an `estimate` frame (no id: it is not replayed) reports the waiting time while queued.
+) -> AsyncGenerator[ServerSentEvent]:
+    """Yield the run's events until its `done` (or `max_s`), each with its row id for Last-Event-ID, after a
+    `retry` (EventSource's reconnect delay); comments keep idle connections open. With `estimate`, an
+    `estimate` event (no id: it is not replayed) reports the waiting time while queued.
 
     A committed event of this submission wakes the stream at once (written in this process, or NOTIFY on
     PostgreSQL: service/signals.py); `poll_s` is the fallback, e.g. for events another process wrote to SQLite.
@@ -152,7 +156,7 @@ async def stream(
 
     unsubscribe = signals.subscribe(signals.EVENTS, wake)
     try:
-        yield f"retry: {RETRY_MS}\n\n"
+        yield ServerSentEvent(retry=RETRY_MS)
         while True:
             new_event.clear()  # before the fetch: an event committed after it sets this again
             try:
@@ -161,10 +165,11 @@ async def stream(
                 if not is_unavailable(exc):
                     raise
                 rows = []
-            for event_id, event, data in rows:
+            for event_id, event in rows:
                 after_id = event_id
-                yield format_sse(event_id, event, {**data, "run": start.run})
-                if event == "done":
+                kind = kind_of(event)
+                yield ServerSentEvent(id=str(event_id), event=kind, data={**event.to_json(), "run": start.run})
+                if kind == Done.kind:
                     return
             now = time.monotonic()
             if estimate is not None and now - estimated_at >= ESTIMATE_S:
@@ -177,16 +182,25 @@ async def stream(
                     found = None
                 if found is not None and _worth_sending(found, last_estimate):
                     last_estimate, quiet_since = found, now
-                    yield f"event: estimate\ndata: {json.dumps({'event': 'estimate', **found})}\n\n"
+                    yield ServerSentEvent(event=Estimate.kind, data=Estimate(estimate=found).to_json())
             if rows:
                 quiet_since = now
             elif now - quiet_since >= KEEPALIVE_S:
                 quiet_since = now
-                yield ": keep-alive\n\n"
+                yield ServerSentEvent(comment="keep-alive")
             if now >= deadline:
-                yield ": stream time limit reached; reconnect with Last-Event-ID\n\n"
+                yield ServerSentEvent(comment="stream time limit reached; reconnect with Last-Event-ID")
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(new_event.wait(), poll_s)
     finally:
         unsubscribe()
+
+
+async def encoded(events: AsyncGenerator[ServerSentEvent]) -> AsyncIterator[bytes]:
+    """The events in the text/event-stream wire format, for an EventSourceResponse (`data` as JSON); closing
+    this closes `events` (its wake-up subscription ends with it)."""
+    async with contextlib.aclosing(events):
+        async for sse in events:
+            data = None if sse.data is None else json.dumps(sse.data)
+            yield format_sse_event(data_str=data, event=sse.event, id=sse.id, retry=sse.retry, comment=sse.comment)

@@ -20,6 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from grading.progress import Event, kind_of
 from service.auth.models import LOCAL_ISSUER, Identity  # registers the FK target wherever submissions are used
 from service.db import Base, utcnow
 from service.states import SubmissionStatus
@@ -94,3 +95,8 @@ class ProgressEvent(Base):
     event: Mapped[str] = mapped_column(String(20))
     data: Mapped[dict] = mapped_column(JSON, default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+    @classmethod
+    def of(cls, *, submission_id: str, event: Event) -> ProgressEvent:
+        """The row of one typed event (grading/progress.py): every writer stores its events this way."""
+        return cls(submission_id=submission_id, event=kind_of(event)[:20], data=event.data())

@@ -8,6 +8,7 @@ from typing import Annotated
 import orjson
 from fastapi import APIRouter, File, Form, Header, Query, UploadFile
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from grading.exercise import Exercise
@@ -26,6 +27,7 @@ from service.deps import (
     StreamSlotsDep,
 )
 from service.errors import ServiceError
+from service.messages import error
 from service.openapi import errors
 from service.patterns import PRINTABLE
 from service.queue.service import SINGLE_REGRADE_PRIORITY
@@ -99,10 +101,9 @@ async def submit(
     """
     if notebook is None:
         raise ServiceError(
-            "the multipart field `notebook` (the .ipynb file) is missing; send it with -F notebook=@file.ipynb",
+            error("notebook_missing"),
             code="missing_notebook",
             status_code=422,
-            zh="缺少 multipart 字段 `notebook`（.ipynb 文件）；请用 -F notebook=@file.ipynb 发送",
         )
     raw = await notebook.read(settings.max_upload_bytes + 1)
     fingerprint = service.request_hash(notebook=raw, exercise_id=exercise_id, course=course)
@@ -186,6 +187,8 @@ def get_submission(
 
 @router.get(
     "/{submission_id}/events",
+    # not response_class=EventSourceResponse: FastAPI then treats the route as a generator path operation and
+    # iterates what it returns; the route returns its EventSourceResponse itself (service/submissions/events.py)
     response_class=StreamingResponse,
     responses={
         200: {
@@ -225,9 +228,8 @@ def submission_events(
         max_s=settings.events_max_s,
         estimate=estimate,
     )
-    return StreamingResponse(
-        stream_slots.Held(frames, release),
-        media_type="text/event-stream",
+    return EventSourceResponse(
+        stream_slots.Held(events.encoded(frames), release),
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 

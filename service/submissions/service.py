@@ -21,6 +21,7 @@ from service.config import Settings
 from service.db import utcnow
 from service.errors import Forbidden, NotFound, ServiceError, Unsatisfiable, clip
 from service.grades.models import ScoreOverride
+from service.messages import error
 from service.outbox.models import OutboxEvent
 from service.queue import estimates
 from service.queue import service as queue
@@ -90,21 +91,17 @@ def choose_course(user: Principal, requested: str | None) -> str:
         if user.in_scope(requested) and user.role_in(requested) is not None:
             return requested
         raise Forbidden(
-            f"you are not enrolled in course {clip(requested)!r}; your courses: "
-            f"{', '.join(sorted(user.memberships)) or 'none'}",
+            error("not_enrolled", course=clip(requested), courses=", ".join(sorted(user.memberships)) or "none"),
             code="not_enrolled",
-            zh=f"你没有加入课程 {clip(requested)!r}",
         )
     if user.scope:
         return user.scope
     if len(user.memberships) == 1:
         return next(iter(user.memberships))
     raise ServiceError(
-        "say which course this submission is for: send the form field `course` (one of "
-        f"{', '.join(sorted(user.memberships)) or 'your courses'})",
+        error("course_required", courses=", ".join(sorted(user.memberships)) or "your courses"),
         code="course_required",
         status_code=422,
-        zh="请用表单字段 `course` 指明提交所属的课程",
     )
 
 
@@ -113,16 +110,22 @@ def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_wo
     res = exercise.manifest.resources
     if res.devices and res.devices > (offered := max_devices()):
         raise Unsatisfiable(
-            f"exercise {exercise.id} needs {res.devices} accelerator(s) but the largest worker "
-            f"offers {offered}; ask an administrator to start a worker whose "
-            f"TITANGRADE_WORKER_DEVICES lists at least {res.devices} (e.g. npu:0-{res.devices - 1})",
-            zh=f"练习 {exercise.id} 需要 {res.devices} 个加速卡，但目前最大的评分节点只有 {offered} 个；请联系管理员",
+            error(
+                "devices_unavailable",
+                exercise=exercise.id,
+                devices=res.devices,
+                offered=offered,
+                last_device=res.devices - 1,
+            )
         )
     if res.world_size > max_world_size:
         raise Unsatisfiable(
-            f"exercise {exercise.id} launches {res.world_size} ranks but workers run at most "
-            f"{max_world_size}; raise TITANGRADE_WORKER_MAX_WORLD_SIZE on a larger host",
-            zh=f"练习 {exercise.id} 需要 {res.world_size} 个进程，超过评分节点的上限；请联系管理员",
+            error(
+                "world_size_unavailable",
+                exercise=exercise.id,
+                world_size=res.world_size,
+                max_world_size=max_world_size,
+            )
         )
 
 
@@ -164,10 +167,7 @@ def create(
 
 
 def _not_found(submission_id: str) -> NotFound:
-    return NotFound(
-        f"submission {clip(submission_id)} does not exist or is not yours; list yours with GET /api/v1/submissions",
-        zh=f"提交 {clip(submission_id)} 不存在或不属于你；可用 GET /api/v1/submissions 查看自己的提交",
-    )
+    return NotFound(error("submission_not_found", submission=clip(submission_id)))
 
 
 def wait_estimate(session: Session, *, sub: Submission, settings: Settings) -> dict | None:
@@ -199,10 +199,7 @@ def get_for_staff(session: Session, *, user: Principal, submission_id: str) -> S
     """A submission the caller teaches (admins: any); a learner's own gets 403, anything else 404."""
     sub = get(session, user=user, submission_id=submission_id)
     if not user.can_teach(sub.course):
-        raise Forbidden(
-            f"only instructors of course {clip(sub.course)} can do this",
-            zh=f"只有课程 {clip(sub.course)} 的教师可以执行此操作",
-        )
+        raise Forbidden(error("instructors_only", course=clip(sub.course)))
     return sub
 
 

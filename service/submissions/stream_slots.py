@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 
 from service.errors import TooMany
+from service.messages import error
 
 RETRY_AFTER_S = 5  # a slot frees when one of the caller's streams ends; EventSource then reconnects
 
@@ -34,12 +35,7 @@ class StreamSlots:
         """A slot for one more stream of `identity_id` and its (idempotent) release; 429 when all are in use."""
         with self._lock:
             if self.per_identity and self._open[identity_id] >= self.per_identity:
-                raise TooMany(
-                    f"you have {self.per_identity} event streams open already, the most one user may; close "
-                    "a page or a client that follows a submission, or wait for one to finish, then retry",
-                    retry_after_s=RETRY_AFTER_S,
-                    zh=f"你已打开 {self.per_identity} 个事件流，已达上限；请关闭一个页面或等待其结束后重试",
-                )
+                raise TooMany(error("streams_full", per_identity=self.per_identity), retry_after_s=RETRY_AFTER_S)
             self._open[identity_id] += 1
         released = False
 
@@ -59,13 +55,13 @@ class StreamSlots:
 class Held:
     """`frames` that give their slot back when exhausted, failed, cancelled, closed or dropped unstarted."""
 
-    def __init__(self, frames: AsyncIterator[str], release: Callable[[], None]) -> None:
+    def __init__(self, frames: AsyncIterator[bytes], release: Callable[[], None]) -> None:
         self._frames, self._release = frames, release
 
     def __aiter__(self) -> Held:
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> bytes:
         try:
             return await self._frames.__anext__()
         except BaseException:  # StopAsyncIteration, the client going away (cancelled), an error

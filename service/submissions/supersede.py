@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from grading.exercise import Exercise
+from grading.progress import Done
 from service.queue import service as queue
 from service.states import SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
@@ -50,10 +51,8 @@ def supersede_queued(
         old.status, old.superseded_by = SubmissionStatus.SUPERSEDED, by_id
         old.message = superseded_message(attempt=attempt, by_id=by_id)
         session.add(
-            ProgressEvent(
-                submission_id=old.id,
-                event="done",
-                data={"status": SubmissionStatus.SUPERSEDED, "score": None, "superseded_by": by_id},
+            ProgressEvent.of(
+                submission_id=old.id, event=Done(status=SubmissionStatus.SUPERSEDED, score=None, superseded_by=by_id)
             )
         )
     return cancelled

@@ -32,8 +32,10 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from grading.messages import Message
 from service.config import Settings
 from service.errors import ServiceError
+from service.messages import error
 from service.submissions import batch
 
 log = logging.getLogger("titangrade.intake")
@@ -47,23 +49,16 @@ class IntakeUnavailable(ServiceError):
 
     status_code, code = 503, "intake_unavailable"
 
-    def __init__(self, message: str, *, zh: str) -> None:
-        super().__init__(message, zh=zh, headers={"Retry-After": str(RETRY_AFTER_S)})
+    def __init__(self, message: Message) -> None:
+        super().__init__(message, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 def _db_failed(exc: Exception) -> IntakeUnavailable:
-    return IntakeUnavailable(
-        f"the submission could not be stored ({type(exc).__name__} from the database) and nothing was kept; "
-        f"submit again in {RETRY_AFTER_S} s, and if this persists tell an administrator",
-        zh=f"数据库出错，提交未被保存；请在 {RETRY_AFTER_S} 秒后重新提交，如仍失败请联系管理员",
-    )
+    return IntakeUnavailable(error("intake_db_failed", error=type(exc).__name__, retry_after_s=RETRY_AFTER_S))
 
 
 def _stopping() -> IntakeUnavailable:
-    return IntakeUnavailable(
-        f"the service is shutting down and takes no new submissions; submit again in {RETRY_AFTER_S} s",
-        zh=f"服务正在停止，暂不接收提交；请在 {RETRY_AFTER_S} 秒后重新提交",
-    )
+    return IntakeUnavailable(error("intake_stopping", retry_after_s=RETRY_AFTER_S))
 
 
 @dataclass(slots=True)

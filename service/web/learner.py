@@ -6,7 +6,8 @@ import secrets
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Header, Request, UploadFile
-from fastapi.responses import FileResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, RedirectResponse, Response
+from fastapi.sse import EventSourceResponse
 
 from grading.errors import InvalidSubmission
 from grading.exercise import Catalogue
@@ -24,6 +25,7 @@ from service.deps import (
     WebSecretDep,
 )
 from service.errors import ServiceError, TooMany, from_engine
+from service.messages import error
 from service.states import SubmissionStatus
 from service.submissions import batch, events, stream_slots
 from service.submissions import service as submissions
@@ -194,7 +196,7 @@ def upload(
     user = viewer.principal
     try:
         if notebook is None or not notebook.filename:
-            raise ServiceError("choose a .ipynb file to upload", zh="请选择要上传的 .ipynb 文件", status_code=422)
+            raise ServiceError(error("choose_file"), status_code=422)
         raw = notebook.file.read(settings.max_upload_bytes + 1)
         try:
             _, exercise = load_submission(
@@ -301,8 +303,6 @@ def submission_events(
         poll_s=settings.events_poll_s,
         max_s=settings.events_max_s,
     )
-    return StreamingResponse(
-        stream_slots.Held(frames, release),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-store"},
+    return EventSourceResponse(
+        stream_slots.Held(events.encoded(frames), release), headers={"Cache-Control": "no-store"}
     )

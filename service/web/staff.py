@@ -13,6 +13,7 @@ from service.catalogue import service as catalogue_service
 from service.courses import service as courses
 from service.deps import CatalogueDep, SessionFactoryDep, SettingsDep
 from service.errors import Forbidden, ServiceError, clip
+from service.messages import error
 from service.queue import service as queue
 from service.queue.service import BULK_REGRADE_PRIORITY, SINGLE_REGRADE_PRIORITY
 from service.states import SubmissionStatus
@@ -33,14 +34,12 @@ SORTS = {
 
 def _staff(viewer) -> None:
     if not viewer.principal.is_staff:
-        raise Forbidden("these pages are for instructors", zh="这些页面仅供教师使用")
+        raise Forbidden(error("staff_pages"))
 
 
 def _teaches(viewer, course: str) -> None:
     if not viewer.principal.can_teach(course):
-        raise Forbidden(
-            f"you are not an instructor of course {clip(course)!r}", zh=f"你不是课程 {clip(course)!r} 的教师"
-        )
+        raise Forbidden(error("not_instructor", course=clip(course)))
 
 
 @router.get("")
@@ -175,13 +174,13 @@ def override(
         sub = submissions.get_for_staff(session, user=viewer.principal, submission_id=submission_id)
         try:
             if len(reason.strip()) < 3:
-                raise ServiceError("give a reason (at least 3 characters)", zh="请填写原因（至少 3 个字符）")
+                raise ServiceError(error("override_reason"))
             try:
                 value = None if score.strip() == "" else float(score)
             except ValueError:
-                raise ServiceError(f"the score must be a number, not {clip(score)!r}", zh="分数必须是数字") from None
+                raise ServiceError(error("override_not_number", score=clip(score))) from None
             if value is not None and not value >= 0:
-                raise ServiceError("the score cannot be negative", zh="分数不能为负")
+                raise ServiceError(error("override_negative"))
             submissions.override(session, user=viewer.principal, sub=sub, score=value, reason=reason.strip())
         except ServiceError as exc:
             history = submissions.overrides(session, submission_id=sub.id)

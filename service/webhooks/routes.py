@@ -11,6 +11,7 @@ from fastapi import APIRouter, Path, Query
 from service.db import utcnow
 from service.deps import SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden, clip
+from service.messages import error
 from service.openapi import errors
 from service.outbox.models import OutboxDelivery
 from service.outbox.ssrf import AddressPolicy
@@ -35,9 +36,7 @@ router = APIRouter(prefix="/courses/{course}/webhooks", tags=["webhooks"])
 
 def _teacher(user, course: str) -> None:
     if not user.can_teach(course):
-        raise Forbidden(
-            f"you are not an instructor of course {clip(course)!r}", zh=f"你不是课程 {clip(course)!r} 的教师"
-        )
+        raise Forbidden(error("not_instructor", course=clip(course)))
 
 
 def to_public(row: WebhookEndpoint, off: service.Disabled | None = None) -> EndpointPublic:

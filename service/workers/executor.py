@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grading.observer import NO_OBSERVER, GradingObserver
+from grading.progress import Done, Event
 from grading.result import GradeResult
 from service.config import Settings
 from service.telemetry import logs
@@ -217,8 +218,8 @@ def _grade_ticket(ticket: GradingTicket, *, observer: GradingObserver = NO_OBSER
         sessions, submission_id=ticket.submission_id, job_id=ticket.job_id, lease_token=ticket.lease_token
     )
 
-    def progress(event: dict) -> None:
-        if event.get("event") != "done":  # the worker writes 'done' with the stored grade, in the same transaction
+    def progress(event: Event) -> None:
+        if not isinstance(event, Done):  # the worker writes 'done' with the stored grade, in the same transaction
             writer(event)
 
     sandbox = FirstStartWatch(_CHILD["sandbox"])

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from grading.progress import Event
 from service.db import transaction
 from service.outage import is_unavailable
 from service.queue.models import Job
@@ -30,7 +31,8 @@ log = logging.getLogger(__name__)
 
 
 class ProgressWriter:
-    """`writer(event)` is the engine's progress callback; best effort: a failed write loses events, never a grade."""
+    """`writer(event)` is the engine's progress callback (typed events, grading/progress.py); best effort: a
+    failed write loses events, never a grade."""
 
     def __init__(
         self,
@@ -53,7 +55,7 @@ class ProgressWriter:
         self.flush_s = flush_s
         self.clock = clock
         self.writes = 0  # transactions made (for tests)
-        self._held: list[dict] = []
+        self._held: list[Event] = []
         self._last = float("-inf")
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
@@ -75,7 +77,7 @@ class ProgressWriter:
             return None
         return (int(row[0]), str(row[1])) if row is not None else None
 
-    def __call__(self, event: dict) -> None:
+    def __call__(self, event: Event) -> None:
         with self._lock:
             self._held.append(event)
             if self.clock() - self._last >= self.flush_s:

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from grading.progress import Placed
 from service.config import Settings
 from service.workers.executor import ExecutionResult, Executor, ExecutorUnavailable, Faulted, GradingTicket, NotStarted
 from service.workers.placement import (
@@ -73,7 +74,7 @@ def grade_on_node(ticket: GradingTicket, config: NodeConfig) -> ExecutionResult:
             events.add(
                 s,
                 submission_id=ticket.submission_id,
-                event={"event": "placed", "node": ctx.get_node_id(), "device_kind": kind, "device_ids": list(devices)},
+                event=Placed(node=ctx.get_node_id(), device_kind=kind, device_ids=devices),
             )
     except Exception:
         pass

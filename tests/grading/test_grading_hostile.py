@@ -36,7 +36,7 @@ def graded(catalogue, engine_sandbox):
         if name not in _cache:
             events: list[dict] = []
             result = grade_notebook((HOSTILE / f"{name}.ipynb").read_bytes(), catalogue=catalogue,
-                                    sandbox=engine_sandbox, progress=events.append)
+                                    sandbox=engine_sandbox, progress=lambda e: events.append(e.to_json()))
             _cache[name] = (result, events)
         return _cache[name]
     return grade

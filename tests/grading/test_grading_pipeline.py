@@ -31,7 +31,7 @@ def graded(toy_catalogue, engine_sandbox, failure_dir, toy_solution):
             path = toy_solution if name == "solution" else failure_dir / f"{name}.ipynb"
             events: list[dict] = []
             result = grade_notebook(path.read_bytes(), catalogue=toy_catalogue, sandbox=engine_sandbox, lang=lang,
-                                    progress=events.append)
+                                    progress=lambda e: events.append(e.to_json()))
             _cache[key] = (result, events)
         return _cache[key]
     return grade
@@ -173,7 +173,7 @@ class _NoKernelSandbox(Sandbox):
 def test_kernel_that_cannot_start_is_not_gradable(toy_catalogue, toy_solution, sandbox, reason):
     events = []
     result = grade_notebook(toy_solution.read_bytes(), catalogue=toy_catalogue, sandbox=sandbox,
-                            progress=events.append)
+                            progress=lambda e: events.append(e.to_json()))
     assert result.status is Status.NOT_GRADABLE and result.score == 0 and result.checks == []
     assert reason in result.message and "may be retried" in result.message
     assert events[-1] == {"event": "done", "status": "not_gradable", "score": 0.0, "max_score": FULL}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from grading.progress import Cell, Checks, Requeued
 from service import signals
 from service.db import transaction
 from service.submissions import events
@@ -20,16 +21,17 @@ from service.submissions import events
 REPO = Path(__file__).resolve().parents[2]
 _WRITER = textwrap.dedent("""
     import sys
+    from grading.progress import Cell, Requeued
     from service import bootstrap
     from service.db import make_engine, transaction
     from service.submissions import events
     sessions = bootstrap.sessions(make_engine(sys.argv[1]))
     with sessions() as s, s.begin():
-        events.add(s, submission_id=sys.argv[2], event={"event": "cell", "index": 0})
+        events.add(s, submission_id=sys.argv[2], event=Cell(index=0, total=1))
         s.flush()
         s.rollback()
     with transaction(sessions) as s:
-        events.add(s, submission_id=sys.argv[3], event={"event": "requeued"})
+        events.add(s, submission_id=sys.argv[3], event=Requeued(reason="test"))
 """)
 
 
@@ -58,13 +60,13 @@ def test_a_committed_event_is_published_after_commit_and_a_rolled_back_one_never
     assert _drain(heard) == {(signals.JOBS, ""), (signals.EVENTS, sub.id)}
 
     with sessions() as s, s.begin():
-        events.add(s, submission_id=sub.id, event={"event": "cell", "index": 0})
+        events.add(s, submission_id=sub.id, event=Cell(index=0, total=1))
         s.flush()
         s.rollback()
     assert _drain(heard) == set()
 
     with transaction(sessions) as s:
-        events.add(s, submission_id=sub.id, event={"event": "checks"})
+        events.add(s, submission_id=sub.id, event=Checks())
     assert _drain(heard) == {(signals.EVENTS, sub.id)}  # progress only: no job became claimable
 
 
@@ -88,7 +90,7 @@ def test_a_rolled_back_savepoint_keeps_the_wake_ups_of_its_transaction(sessions,
         sub, _ = add_submission(s)
     _drain(heard)
     with transaction(sessions) as s:
-        events.add(s, submission_id=sub.id, event={"event": "requeued"})
+        events.add(s, submission_id=sub.id, event=Requeued(reason="test"))
         s.flush()
         with pytest.raises(ValueError), s.begin_nested():
             raise ValueError("a refused value, as record_grade retries smaller")

@@ -22,7 +22,7 @@ def test_run_deadline_skips_the_rest_and_keeps_earlier_answers(toy_catalogue, en
     limits = Limits(cell_timeout_s=10, run_timeout_s=2.5)
     events = []
     result = run_notebook(_nb("answer_int = 42", "import time; time.sleep(5)", "tt_config = {}"), plan=p,
-                          sandbox=engine_sandbox, request=KernelRequest(limits=limits), progress=events.append)
+                          sandbox=engine_sandbox, request=KernelRequest(limits=limits), progress=lambda e: events.append(e.to_json()))
     assert [c.status for c in result.cells] == ["ok", "timeout", "skipped"]
     assert "2.5 s run time limit" in result.cells[1].message and "from 2 on did not run" in result.cells[2].message
     assert "time limit" in result.limits_hit
@@ -79,7 +79,7 @@ def test_after_two_restarts_the_engine_gives_up_and_says_so(toy_catalogue, engin
     exit_cell = "import os\nos._exit(1)"
     result = run_notebook(_nb("answer_int = 42", exit_cell, exit_cell, exit_cell, "tt_config = {}"), plan=p,
                           sandbox=engine_sandbox, request=KernelRequest(limits=exercise.manifest.limits),
-                          progress=events.append)
+                          progress=lambda e: events.append(e.to_json()))
     assert result.restarts == 2 and [e["skipped"] for e in events if e["event"] == "restart"] == [1, 2]
     assert [c.status for c in result.cells] == ["ok", "killed", "killed", "killed", "skipped"]
     assert "after two restarts" in result.cells[3].message and result.cells[4].message == result.cells[3].message

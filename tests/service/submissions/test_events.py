@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import time
 
+from grading.progress import Done
+
 URL = "/api/v1/submissions"
 
 
@@ -13,12 +15,12 @@ def _frames(api, svc, sid, token, **headers):
     with api.stream("GET", f"{URL}/{sid}/events", headers=svc.auth(token, **headers)) as resp:
         if resp.status_code != 200:
             return resp.status_code, []
-        for line in resp.iter_lines():
-            if line.startswith("id: "):
-                frames.append([int(line[4:])])
-            elif line.startswith("data: "):
-                frames[-1].append(json.loads(line[6:]))
-    return 200, frames
+        for line in resp.iter_lines():  # fastapi.sse writes a frame's data before its id
+            if line.startswith("data: "):
+                frames.append([None, json.loads(line[6:])])
+            elif line.startswith("id: "):
+                frames[-1][0] = int(line[4:])
+    return 200, [f for f in frames if f[0] is not None]  # not the estimates: they have no id
 
 
 def _grade(api, score: float) -> None:
@@ -138,7 +140,7 @@ def test_an_open_stream_outlives_a_database_outage(tmp_path, sqlite_template, ad
         seen = []
         async for frame in events.stream(factory, submission_id=sub.id, start=events.StreamPlan(1, 0),
                                          poll_s=0.05, max_s=30):
-            seen += [line[7:] for line in frame.splitlines() if line.startswith("event: ")]
+            seen += [frame.event] if frame.event else []
             if seen == ["queued"]:
                 threading.Thread(target=outage).start()  # while the stream polls on
         return seen
@@ -148,6 +150,81 @@ def test_an_open_stream_outlives_a_database_outage(tmp_path, sqlite_template, ad
         time.sleep(0.5)  # several polls fail meanwhile
         (tmp_path / "away").rename(home)
         with transaction(factory) as s:
-            events.add(s, submission_id=sub.id, event={"event": "done", "status": "graded"})
+            events.add(s, submission_id=sub.id, event=Done(status="graded", score=None))
 
     assert asyncio.run(follow()) == ["queued", "done"]
+
+
+def _raw(client, sid, **headers):
+    """(status, content type, the body's lines) of one event-stream request, read to its end."""
+    with client.stream("GET", f"{URL}/{sid}/events", headers=headers) as resp:
+        return resp.status_code, resp.headers.get("content-type", ""), list(resp.iter_lines())
+
+
+def _blocks(lines):
+    """The body's frames (blank-line separated) as {field: value} dicts; comments under ':'."""
+    blocks, block = [], {}
+    for line in lines:
+        if not line:
+            if block:
+                blocks.append(block)
+            block = {}
+            continue
+        name, _, value = line.partition(": ")
+        block[name] = value
+    return blocks + ([block] if block else [])
+
+
+def test_the_wire_over_a_real_server_ends_after_done_and_a_reconnect_gets_204(live_api, svc):
+    """What EventSource relies on, through uvicorn: a retry first, an id on every stored event, the body
+    ends right after `done` (not at the time limit), and reconnecting with done's id is 204 with no body."""
+    import httpx
+
+    state = live_api.app.state
+    saved = state.settings
+    state.settings = saved.model_copy(update={"events_max_s": 60.0, "events_poll_s": 0.1})
+    try:
+        headers = {"Authorization": f"Bearer {live_api.tokens['bob']}"}
+        with httpx.Client(base_url=live_api.url, headers=headers, timeout=30) as client:
+            sid = client.post(URL, files={"notebook": ("a.ipynb", svc.notebook())}).json()["id"]
+            _grade(type("A", (), {"app_state": state})(), 3.0)
+            started = time.monotonic()
+            status, kind, lines = _raw(client, sid)
+            assert time.monotonic() - started < 10  # ended by done, far from the 60 s limit
+            assert status == 200 and kind.startswith("text/event-stream")
+            blocks = _blocks(lines)
+            assert blocks[0] == {"retry": "3000"}
+            stored = blocks[1:]
+            assert [b["event"] for b in stored] == ["queued", "claimed", "done"]
+            assert all(json.loads(b["data"])["event"] == b["event"] and b["id"].isdigit() for b in stored)
+            assert json.loads(stored[-1]["data"]) == {
+                "event": "done", "status": "graded", "score": 3.0, "max_score": 3.0, "run": 1
+            }
+            status, _, body = _raw(client, sid, **{"Last-Event-ID": stored[-1]["id"]})
+            assert status == 204 and body == []
+            status, _, again = _raw(client, sid, **{"Last-Event-ID": stored[0]["id"]})  # resume mid-run
+            assert [b.get("event") for b in _blocks(again)[1:]] == ["claimed", "done"]
+    finally:
+        state.settings = saved
+
+
+def test_an_idle_stream_sends_keep_alives_then_ends_at_its_time_limit(live_api, svc, monkeypatch):
+    import httpx
+
+    from service.submissions import events
+
+    monkeypatch.setattr(events, "KEEPALIVE_S", 0.2)
+    state = live_api.app.state
+    saved = state.settings
+    state.settings = saved.model_copy(update={"events_max_s": 1.0, "events_poll_s": 0.1})
+    try:
+        headers = {"Authorization": f"Bearer {live_api.tokens['bob']}"}
+        with httpx.Client(base_url=live_api.url, headers=headers, timeout=30) as client:
+            sid = client.post(URL, files={"notebook": ("a.ipynb", svc.notebook())}).json()["id"]
+            status, _, lines = _raw(client, sid)  # queued, never graded: nothing but keep-alives after it
+    finally:
+        state.settings = saved
+    assert status == 200
+    comments = [b[""] for b in _blocks(lines) if "" in b]
+    assert comments.count("keep-alive") >= 2
+    assert comments[-1] == "stream time limit reached; reconnect with Last-Event-ID"

@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from grading.progress import Cell
+
 URL = "/api/v1/submissions"
 
 
@@ -190,7 +192,7 @@ def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc)
     with transaction(sessions) as s:
         job = queue.claim(s, worker_id="w", lanes=("short",), free_devices=0, max_world_size=1, lease_s=30)
     with transaction(sessions) as s:
-        events.add(s, submission_id=sid, event={"event": "cell", "index": 0, "total": 2})
+        events.add(s, submission_id=sid, event=Cell(index=0, total=2))
     with transaction(sessions) as s:
         assert queue.complete(s, job=job)
         record_grade(s, submission_id=sid, result=GradeResult(exercise_id="ch05.svc_sum", status=Status.GRADED, score=3.0, max_score=3.0))
@@ -199,11 +201,11 @@ def test_event_stream_replays_progress_and_resumes_after_last_event_id(api, svc)
         frames = []
         with api.stream("GET", f"{URL}/{sid}/events", headers=svc.auth(api.tokens["alice"], **headers)) as resp:
             assert resp.headers["content-type"].startswith("text/event-stream")
-            for line in resp.iter_lines():
-                if line.startswith("id: "):
-                    frames.append([int(line[4:])])
-                elif line.startswith("data: "):
-                    frames[-1].append(json.loads(line[6:]))
+            for line in resp.iter_lines():  # fastapi.sse writes a frame's data before its id
+                if line.startswith("data: "):
+                    frames.append([None, json.loads(line[6:])])
+                elif line.startswith("id: "):
+                    frames[-1][0] = int(line[4:])
         return frames
 
     full = stream()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 import uuid
 
 from service.db import transaction, utcnow
@@ -71,19 +70,19 @@ def test_the_event_stream_sends_an_estimate_while_queued(api, svc):
         gen = events.stream(state.sessions, submission_id=ids[1], start=events.StreamPlan(1, 0), poll_s=0.25,
                             max_s=30, estimate=estimate)
         async for frame in gen:
-            if frame.startswith("retry: "):  # the stream's first frame: EventSource's reconnect delay
+            if frame.retry is not None:  # the stream's first frame: EventSource's reconnect delay
                 continue
             frames.append(frame)
-            if frame.startswith("event: estimate"):
+            if frame.event == "estimate":
                 break
         await gen.aclose()
         return frames
 
     frames = asyncio.run(asyncio.wait_for(first_frames(), timeout=20))
-    assert frames[0].startswith("id: ") and "event: queued" in frames[0]
-    data = json.loads(frames[-1].split("data: ", 1)[1])
+    assert frames[0].id is not None and frames[0].event == "queued"
+    data = frames[-1].data
     assert (data["event"], data["position"], data["start_in_s"]) == ("estimate", 2, 5.0)
-    assert "id: " not in frames[-1]  # not replayed after a reconnect: it is recomputed instead
+    assert frames[-1].id is None  # not replayed after a reconnect: it is recomputed instead
 
 
 def test_estimate_frames_are_sent_when_they_change():

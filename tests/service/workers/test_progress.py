@@ -5,6 +5,7 @@ import time
 
 from sqlalchemy import select
 
+from grading.progress import Cell, Checks, Started
 from service.db import transaction
 from service.submissions.models import ProgressEvent
 from service.workers.progress import ProgressWriter
@@ -26,11 +27,11 @@ def test_a_burst_of_events_takes_two_transactions_in_order(sessions, add_submiss
     sub_id, before = _submission(sessions, add_submission)
     now = [100.0]
     writer = ProgressWriter(sessions, submission_id=sub_id, flush_s=0.25, clock=lambda: now[0])
-    writer({"event": "started", "exercise_id": "x"})  # the first one at once: a stream shows it started
+    writer(Started(exercise_id="x"))  # the first one at once: a stream shows it started
     for i in range(5):
         now[0] += 0.01
-        writer({"event": "cell", "index": i, "total": 5})
-    writer({"event": "checks"})
+        writer(Cell(index=i, total=5))
+    writer(Checks())
     assert writer.writes == 1 and len(_events(sessions, sub_id)) == before + 1
     writer.close()  # the grading process closes it before the worker writes "done"
     assert writer.writes == 2
@@ -42,8 +43,8 @@ def test_a_burst_of_events_takes_two_transactions_in_order(sessions, add_submiss
 def test_a_held_event_is_written_within_flush_s_without_more_events(sessions, add_submission):
     sub_id, before = _submission(sessions, add_submission)
     writer = ProgressWriter(sessions, submission_id=sub_id, flush_s=0.2)
-    writer({"event": "started"})
-    writer({"event": "cell", "index": 0, "total": 1})  # then a long cell: nothing else comes for a while
+    writer(Started(exercise_id="x"))
+    writer(Cell(index=0, total=1))  # then a long cell: nothing else comes for a while
     deadline = time.monotonic() + 10
     while len(_events(sessions, sub_id)) < before + 2 and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -65,7 +66,7 @@ def test_events_of_a_lost_lease_never_reach_the_new_attempts_stream(sessions, ad
     sub_id, before = _submission(sessions, add_submission)
     first = _claim(sessions, "w-old", lease_s=0.05)
     old = ProgressWriter(sessions, submission_id=sub_id, flush_s=0.0)  # fenced by the lease held now
-    old({"event": "cell", "index": 0, "total": 2})
+    old(Cell(index=0, total=2))
     time.sleep(0.1)
     with transaction(sessions) as s:  # the old worker stalled: its lease expired and the job was reclaimed
         assert [(e.submission_id, e.gave_up) for e in queue.reap_expired(s)] == [(sub_id, False)]
@@ -73,10 +74,10 @@ def test_events_of_a_lost_lease_never_reach_the_new_attempts_stream(sessions, ad
     assert second.job_id == first.job_id and second.lease_token != first.lease_token
     new = ProgressWriter(sessions, submission_id=sub_id, flush_s=0.0, job_id=second.job_id,
                          lease_token=second.lease_token)
-    new({"event": "started"})
-    old({"event": "cell", "index": 1, "total": 2})  # the old attempt wakes up and reports on
+    new(Started(exercise_id="x"))
+    old(Cell(index=1, total=2))  # the old attempt wakes up and reports on
     old.close()
-    new({"event": "cell", "index": 0, "total": 1})
+    new(Cell(index=0, total=1))
     new.close()
     cells = [(e, d.get("index")) for e, d in _events(sessions, sub_id)[before:] if e in ("cell", "started")]
     assert cells == [("cell", 0), ("started", None), ("cell", 0)]

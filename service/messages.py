@@ -1,0 +1,252 @@
+"""The service's words in the catalogue format of grading/messages.py: its pages (`WEB`) and the errors a
+client can cause (`ERRORS`, each naming the fix). Feedback itself comes from the engine in the submission's
+language. tests/service/test_service_messages.py checks both namespaces like the engine's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grading.messages import Catalogue, Message
+
+WEB = Catalogue(
+    "web",
+    {
+        "app": Message(en="titangrade", zh="titangrade 评分"),
+        "sign_in": Message(en="Sign in", zh="登录"),
+        "sign_out": Message(en="Sign out", zh="退出"),
+        "token": Message(en="Your token", zh="你的令牌"),
+        "token_help": Message(
+            en="Paste the token your instructor gave you (tg_...).", zh="粘贴教师发给你的令牌（tg_...）。"
+        ),
+        "bad_token": Message(
+            en="That token is unknown, revoked or expired; ask your instructor for a new one.",
+            zh="令牌无效、已被吊销或已过期；请向教师申请新的令牌。",
+        ),
+        "bad_form": Message(
+            en="The form expired or did not come from this site; reload the page and try again.",
+            zh="表单已过期或并非来自本站；请刷新页面后重试。",
+        ),
+        "exercises": Message(en="Exercises", zh="练习"),
+        "exercise": Message(en="Exercise", zh="练习"),
+        "best": Message(en="Best score", zh="最高分"),
+        "latest": Message(en="Latest", zh="最近一次"),
+        "attempts": Message(en="Attempts", zh="提交次数"),
+        "attempts_left": Message(en="Attempts left", zh="剩余次数"),
+        "unlimited": Message(en="unlimited", zh="不限"),
+        "template": Message(en="Template", zh="模板"),
+        "download": Message(en="Download", zh="下载"),
+        "upload": Message(en="Upload", zh="上传"),
+        "submit": Message(en="Submit notebook", zh="提交笔记本"),
+        "your_submissions": Message(en="Your recent submissions", zh="你最近的提交"),
+        "submission": Message(en="Submission", zh="提交"),
+        "status": Message(en="Status", zh="状态"),
+        "score": Message(en="Score", zh="得分"),
+        "check": Message(en="Check", zh="检查项"),
+        "points": Message(en="Points", zh="分数"),
+        "feedback": Message(en="Feedback", zh="反馈"),
+        "passed": Message(en="passed", zh="通过"),
+        "failed": Message(en="failed", zh="未通过"),
+        "queued": Message(en="queued", zh="排队中"),
+        "running": Message(en="running", zh="运行中"),
+        "graded": Message(en="graded", zh="已评分"),
+        "error": Message(en="error", zh="出错"),
+        "not_gradable": Message(en="not gradable (not counted)", zh="无法评分（不计入）"),
+        "superseded": Message(en="superseded", zh="已被取代"),
+        "cell_of": Message(en="running cell {i} of {n}", zh="正在运行第 {i} / {n} 个单元"),
+        "checking": Message(en="running the checks", zh="正在检查"),
+        "started": Message(en="started", zh="已开始"),
+        "live": Message(en="Progress", zh="进度"),
+        "message": Message(en="Message", zh="说明"),
+        "overridden": Message(en="set by an instructor", zh="由教师调整"),
+        "feedback_lang": Message(
+            en="Feedback was written in {language} when this attempt was graded.",
+            zh="反馈以 {language} 生成（评分时的语言）。",
+        ),
+        "plot": Message(en="Your training run against the reference band", zh="你的训练曲线与参考范围"),
+        "band": Message(en="reference band", zh="参考范围"),
+        "your_run": Message(en="your run", zh="你的运行"),
+        "outside": Message(en="outside the band at step(s) {steps}", zh="第 {steps} 步超出参考范围"),
+        "no_trace": Message(en="No metric trace was stored for this run.", zh="本次运行没有保存指标记录。"),
+        "teach": Message(en="Teaching", zh="教学"),
+        "gradebook": Message(en="Gradebook", zh="成绩册"),
+        "csv": Message(en="CSV", zh="CSV"),
+        "policy": Message(en="Policy", zh="计分方式"),
+        "learner": Message(en="Learner", zh="学员"),
+        "graded_at": Message(en="Graded at", zh="评分时间"),
+        "stats": Message(en="Statistics", zh="统计"),
+        "histogram": Message(en="Score histogram", zh="分数分布"),
+        "pass_rates": Message(en="Pass rate per check", zh="各检查项通过率"),
+        "submissions": Message(en="Submissions", zh="提交数"),
+        "learners": Message(en="Learners", zh="学员数"),
+        "median_time": Message(en="Median grading time", zh="评分耗时中位数"),
+        "override": Message(en="Override", zh="调整分数"),
+        "reason": Message(en="Reason", zh="原因"),
+        "new_score": Message(en="New score", zh="新分数"),
+        "overrides": Message(en="Overrides", zh="分数调整记录"),
+        "regrade": Message(en="Regrade", zh="重新评分"),
+        "regrade_all": Message(en="Regrade every submission of this exercise", zh="重新评分该练习的所有提交"),
+        "queue": Message(en="Queue health", zh="队列状态"),
+        "lane": Message(en="Lane", zh="队列"),
+        "depth": Message(en="Waiting", zh="等待数"),
+        "workers": Message(en="Workers", zh="评分节点"),
+        "devices": Message(en="Devices", zh="加速卡"),
+        "host": Message(en="Host", zh="主机"),
+        "slots": Message(en="Slots", zh="并发数"),
+        "last_seen": Message(en="Last seen", zh="最近心跳"),
+        "recent_not_gradable": Message(en="Recent not-gradable submissions", zh="最近无法评分的提交"),
+        "none": Message(en="none", zh="无"),
+        "course": Message(en="Course", zh="课程"),
+        "back": Message(en="Back", zh="返回"),
+        "done_regrade": Message(en="{n} run(s) queued.", zh="已排队 {n} 次评分。"),
+        "saved": Message(en="Saved.", zh="已保存。"),
+    },
+)
+
+ERRORS = Catalogue(
+    "errors",
+    {
+        # who may do what
+        "send_bearer": Message(en="send `Authorization: Bearer <token>`", zh="请发送 `Authorization: Bearer <令牌>`"),
+        "token_rejected": Message(
+            en="the bearer token is unknown, revoked or expired; ask your instructor or an administrator "
+            "for a new one (admins: POST /api/v1/tokens)",
+            zh="令牌无效、已被吊销或已过期；请向教师或管理员申请新的令牌",
+        ),
+        "token_not_found": Message(
+            en="token {token} does not exist or is not yours; list yours with GET /api/v1/tokens",
+            zh="令牌 {token} 不存在或不属于你；可用 GET /api/v1/tokens 查看",
+        ),
+        "staff_only": Message(
+            en="this endpoint is for instructors and admins; learners can only read their own submissions",
+            zh="该接口仅供教师和管理员使用；学员只能查看自己的提交",
+        ),
+        "admin_only": Message(en="this endpoint is for administrators (global role admin)", zh="该接口仅供管理员使用"),
+        "staff_pages": Message(en="these pages are for instructors", zh="这些页面仅供教师使用"),
+        "not_instructor": Message(
+            en="you are not an instructor of course {course!r}", zh="你不是课程 {course!r} 的教师"
+        ),
+        "instructors_only": Message(
+            en="only instructors of course {course} can do this", zh="只有课程 {course} 的教师可以执行此操作"
+        ),
+        "not_enrolled": Message(
+            en="you are not enrolled in course {course!r}; your courses: {courses}",
+            zh="你没有加入课程 {course!r}；你的课程：{courses}",
+        ),
+        # what was sent
+        "course_required": Message(
+            en="say which course this submission is for: send the form field `course` (one of {courses})",
+            zh="请用表单字段 `course` 指明提交所属的课程（可选：{courses}）",
+        ),
+        "notebook_missing": Message(
+            en="the multipart field `notebook` (the .ipynb file) is missing; send it with -F notebook=@file.ipynb",
+            zh="缺少 multipart 字段 `notebook`（.ipynb 文件）；请用 -F notebook=@file.ipynb 发送",
+        ),
+        "choose_file": Message(en="choose a .ipynb file to upload", zh="请选择要上传的 .ipynb 文件"),
+        "nesting_too_deep": Message(
+            en="the JSON nests too deeply to read; send the notebook as Jupyter saved it",
+            zh="JSON 嵌套层数过深；请提交从 Jupyter 保存的笔记本",
+        ),
+        "submission_not_found": Message(
+            en="submission {submission} does not exist or is not yours; list yours with GET /api/v1/submissions",
+            zh="提交 {submission} 不存在或不属于你；可用 GET /api/v1/submissions 查看自己的提交",
+        ),
+        "idempotency_key_reused": Message(
+            en="Idempotency-Key {key!r} was already used for a different request (submission {submission_id}); "
+            "send a new key for a new submission, or repeat the original request exactly",
+            zh="Idempotency-Key {key!r} 已用于另一个不同的请求（提交 {submission_id}）；新的提交请使用新的键",
+        ),
+        "override_reason": Message(en="give a reason (at least 3 characters)", zh="请填写原因（至少 3 个字符）"),
+        "override_not_number": Message(
+            en="the score must be a number, not {score!r}", zh="分数必须是数字，而不是 {score!r}"
+        ),
+        "override_negative": Message(en="the score cannot be negative", zh="分数不能为负"),
+        # limits
+        "rate_limited": Message(
+            en="more than {per_minute} submissions of {exercise} in the last minute; "
+            "wait {wait_s} s (see Retry-After) and submit again",
+            zh="一分钟内 {exercise} 的提交超过 {per_minute} 次；请等待 {wait_s} 秒后再提交",
+        ),
+        "attempt_limit": Message(
+            en="you have used all {limit} attempts for {exercise}; ask an instructor if you need more",
+            zh="{exercise} 的 {limit} 次提交机会已用完；如需更多请联系教师",
+        ),
+        "streams_full": Message(
+            en="you have {per_identity} event streams open already, the most one user may; close "
+            "a page or a client that follows a submission, or wait for one to finish, then retry",
+            zh="你已打开 {per_identity} 个事件流，已达上限；请关闭一个页面或等待其结束后重试",
+        ),
+        "devices_unavailable": Message(
+            en="exercise {exercise} needs {devices} accelerator(s) but the largest worker "
+            "offers {offered}; ask an administrator to start a worker whose "
+            "TITANGRADE_WORKER_DEVICES lists at least {devices} (e.g. npu:0-{last_device})",
+            zh="练习 {exercise} 需要 {devices} 个加速卡，但目前最大的评分节点只有 {offered} 个；请联系管理员启动"
+            " TITANGRADE_WORKER_DEVICES 至少列出 {devices} 个设备的评分节点（例如 npu:0-{last_device}）",
+        ),
+        "world_size_unavailable": Message(
+            en="exercise {exercise} launches {world_size} ranks but workers run at most "
+            "{max_world_size}; raise TITANGRADE_WORKER_MAX_WORLD_SIZE on a larger host",
+            zh="练习 {exercise} 需要 {world_size} 个进程，超过评分节点的上限（{max_world_size} 个）；"
+            "请联系管理员在更大的主机上调高 TITANGRADE_WORKER_MAX_WORLD_SIZE",
+        ),
+        # requests the API cannot read (service/http_errors.py, service/middleware.py)
+        "send_bearer_token": Message(
+            en="send `Authorization: Bearer <token>`; your instructor or an administrator gives you a token",
+            zh="请发送 `Authorization: Bearer <令牌>`；令牌由教师或管理员发放",
+        ),
+        "body_too_large": Message(
+            en="the request body is larger than the {limit}-byte limit; for a notebook, clear its outputs "
+            "(Kernel > Restart & Clear Output) and submit again",
+            zh="请求体超过 {limit} 字节的上限；笔记本请先清除输出（Kernel > Restart & Clear Output）再提交",
+        ),
+        "request_invalid": Message(
+            en="the request is invalid: {problems}; the API is described at {docs}",
+            zh="请求无效：{problems}；接口说明见 {docs}",
+        ),
+        "field_required": Message(en="is required", zh="为必填项"),
+        "field_not_a_file": Message(
+            en="must be an uploaded file (multipart/form-data: -F notebook=@file.ipynb)",
+            zh="必须是上传的文件（multipart/form-data：-F notebook=@file.ipynb）",
+        ),
+        "field_invalid": Message(en="is not valid", zh="无效"),
+        "malformed_multipart": Message(
+            en="the request body is not valid multipart/form-data; send the notebook as a file field: "
+            "curl -F notebook=@mine.ipynb -F exercise_id=ch07.wordle_reward ...",
+            zh="请求体不是有效的 multipart/form-data；请以文件字段发送笔记本：curl -F notebook=@mine.ipynb ...",
+        ),
+        "malformed_body": Message(
+            en="the request body could not be read; send JSON with Content-Type: application/json",
+            zh="无法读取请求体；请以 Content-Type: application/json 发送 JSON",
+        ),
+        "method_not_allowed": Message(
+            en="{where}: this path does not take {method}; it takes {allowed}",
+            zh="{where}：该路径不支持 {method}，支持 {allowed}",
+        ),
+        "no_such_endpoint": Message(
+            en="{where}: no such endpoint; the API is listed at {docs}", zh="{where}：没有这个接口；接口列表见 {docs}"
+        ),
+        # our side, for now
+        "database_unavailable": Message(
+            en="the grading service cannot reach its database right now, so nothing was read or changed; "
+            "retry in {wait_s} s (see Retry-After), and tell an administrator if this persists",
+            zh="评分服务暂时无法连接数据库，本次请求未读取或修改任何内容；"
+            "请在 {wait_s} 秒后重试，如持续出现请联系管理员",
+        ),
+        "intake_db_failed": Message(
+            en="the submission could not be stored ({error} from the database) and nothing was kept; "
+            "submit again in {retry_after_s} s, and if this persists tell an administrator",
+            zh="数据库出错（{error}），提交未被保存；请在 {retry_after_s} 秒后重新提交，如仍失败请联系管理员",
+        ),
+        "intake_stopping": Message(
+            en="the service is shutting down and takes no new submissions; submit again in {retry_after_s} s",
+            zh="服务正在停止，暂不接收提交；请在 {retry_after_s} 秒后重新提交",
+        ),
+    },
+)
+
+CATALOGUES = (WEB, ERRORS)  # the service's namespaces (grading.messages.CATALOGUES has the engine's)
+
+
+def error(key: str, /, **params: Any) -> Message:
+    """Error `key` filled in both languages, for a ServiceError (the response picks the caller's language)."""
+    return ERRORS.fill(key, **params)

@@ -125,13 +125,29 @@ def to_notebook(data: dict[str, Any]) -> nbformat.NotebookNode:
         else:
             nbformat.validate(nb)  # nbformat refuses what it cannot version
     except Exception as exc:  # nbformat raises ValidationError, KeyError, AttributeError... on bad input
-        message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         raise InvalidSubmission(
             "nbformat_invalid",
-            f"the notebook does not follow nbformat 4: {message}; "
+            f"the notebook does not follow nbformat 4: {_schema_problem(exc)}; "
             "re-save it from Jupyter or start again from the exercise template",
         ) from None
     return nb
+
+
+def _schema_problem(exc: Exception) -> str:
+    """What is wrong, and where, without echoing the value: a schema error names its place in the notebook
+    (`cells/3`) and the rule it broke. The value itself is left out: it is the learner's own content, and
+    nbformat may have given it a fresh random cell id, so quoting it would make two checks of the same
+    upload disagree."""
+    path, instance, text = (
+        getattr(exc, "absolute_path", None),
+        getattr(exc, "instance", None),
+        getattr(exc, "message", None),
+    )
+    if path is not None and isinstance(text, str):
+        where = "/".join(str(part) for part in path)
+        text = (text.replace(repr(instance), "the value") if instance is not None else text).splitlines()[0][:200]
+        return f"{where}: {text}" if where else text
+    return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
 
 
 def valid_as_uploaded(data: dict[str, Any]) -> bool:

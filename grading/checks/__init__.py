@@ -6,52 +6,12 @@ never quotes expected values; it names keys, positions, counts and the learner's
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from grading.checks import function, metric_trace, values  # noqa: F401  (importing a kind registers it)
+from grading.checks.base import REGISTRY, CheckContext, CheckFn, CheckVerdict, register
 
-
-@dataclass(frozen=True, kw_only=True)
-class CheckVerdict:
-    """One check's judgement of one answer; scoring turns it into the check's CheckResult (points)."""
-
-    fraction: float  # 0..1 of the check's points
-    feedback: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class CheckContext:
-    """What a check may need besides the answer: language, the check name, the reference directory."""
-
-    lang: str = "en"
-    name: str = ""
-    answer_name: str = ""
-    reference_dir: Path | None = None
-    calls: Any = None  # function checks: decoded results of the calls, one per reference call
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-CheckFn = Callable[[Any, dict[str, Any], CheckContext], CheckVerdict]
-REGISTRY: dict[str, CheckFn] = {}
-
-
-def register(kind: str) -> Callable[[CheckFn], CheckFn]:
-    def wrap(fn: CheckFn) -> CheckFn:
-        REGISTRY[kind] = fn
-        return fn
-
-    return wrap
+__all__ = ["REGISTRY", "CheckContext", "CheckFn", "CheckVerdict", "get", "register"]
 
 
 def get(kind: str) -> CheckFn:
-    if not REGISTRY:
-        _load()
+    """The check function of `kind` (KeyError for a kind nobody registered)."""
     return REGISTRY[kind]
-
-
-def _load() -> None:
-    from grading.checks import function, metric_trace, values  # noqa: F401  (they register themselves)
-
-
-_load()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grading.checks import CheckContext, CheckVerdict, register
+from grading.checks.base import CheckContext, CheckVerdict, register
 from grading.checks.compare import count_close, describe, equal
 from grading.codec import Missing, Raised, decode
 from grading.i18n import t

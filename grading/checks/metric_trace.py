@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from grading.checks import CheckContext, CheckVerdict, register
+from grading.checks.base import CheckContext, CheckVerdict, register
 from grading.checks.compare import count_close, equal
 from grading.codec import Missing, Opaque, Raised, decode
 from grading.errors import GraderFault

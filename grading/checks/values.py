@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from grading.checks import CheckContext, CheckVerdict, register
+from grading.checks.base import CheckContext, CheckVerdict, register
 from grading.checks.compare import count_close, equal
 from grading.codec import _hashable, decode
 from grading.i18n import t

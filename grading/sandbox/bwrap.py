@@ -26,7 +26,7 @@ from jupyter_client.session import Session
 
 from grading.errors import GraderFault, HostBusy
 from grading.exercise import Limits
-from grading.sandbox import KernelRequest, KernelSession, Sandbox, seccomp
+from grading.sandbox import seccomp
 from grading.sandbox.bwrap_command import (
     INNER_KERNEL_BOOT,
     KERNEL_DIR,
@@ -39,6 +39,7 @@ from grading.sandbox.bwrap_command import (
 )
 from grading.sandbox.cgroups import NO_GROUP, RunGroup, run_groups
 from grading.sandbox.channels import bounded_socket, read_message, recv_bounded
+from grading.sandbox.interface import KernelRequest, KernelSession, Sandbox
 from grading.sandbox.users import UidPool, kill_uid
 from grading.sandbox.watch import CPU, DISK, FILE_SIZE, MEMORY, LimitWatcher
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grading.exercise import REPO_ROOT, Limits
-from grading.sandbox import KernelRequest, views
+from grading.sandbox import views
 from grading.sandbox.devices import device_env, device_nodes
+from grading.sandbox.interface import KernelRequest
 from grading.sandbox.users import installed_sandbox_users
 
 LAUNCHER = Path(__file__).with_name("_launcher.py")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from grading.errors import HostBusy
 from grading.exercise import Resources
-from grading.sandbox import DeviceGrant
+from grading.sandbox.interface import DeviceGrant
 
 log = logging.getLogger(__name__)
 VISIBLE_ENV = {"cuda": "CUDA_VISIBLE_DEVICES", "npu": "ASCEND_RT_VISIBLE_DEVICES"}

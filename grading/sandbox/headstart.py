@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from grading.sandbox import KernelRequest, KernelSession, Sandbox
+from grading.sandbox.interface import KernelRequest, KernelSession, Sandbox
 
 DEFAULT_WALL_GRACE_S = 60.0  # bwrap's BwrapConfig.wall_grace_s, for inner sandboxes without a config
 

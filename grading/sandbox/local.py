@@ -15,7 +15,7 @@ from jupyter_client import KernelManager
 
 from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT
-from grading.sandbox import KernelRequest, KernelSession, Sandbox
+from grading.sandbox.interface import KernelRequest, KernelSession, Sandbox
 
 ENV_ALLOW = (
     "PATH",

@@ -14,7 +14,7 @@ import time
 from collections.abc import Hashable
 from typing import Any
 
-from grading.sandbox import KernelRequest, KernelSession, Sandbox
+from grading.sandbox.interface import KernelRequest, KernelSession, Sandbox
 
 WARM_IMPORTS = {
     "light": "import json, math, random, numpy",

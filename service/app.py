@@ -27,7 +27,7 @@ from service.openapi import build_openapi, docs_page
 from service.ops import router as ops_router
 from service.queue import service as queue
 from service.submissions.routes import router as submissions_router
-from service.submissions.writer import IntakeWriter
+from service.submissions.writer import UploadWriter
 from service.web.routes import UPLOAD_PATH as WEB_UPLOAD_PATH
 from service.web.routes import install as install_web_pages
 from service.webhooks.routes import router as webhooks_router
@@ -56,7 +56,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         retry_max_s=settings.db_retry_max_s,
     )
     if app.state.intake.closed:  # the app is started again (tests): a fresh writer
-        app.state.intake = _intake_writer(app)
+        app.state.intake = _upload_writer(app)
     trimmer = memory.Trimmer(app.state.settings.malloc_trim_s).start()
     try:
         yield
@@ -67,8 +67,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             listener.close()
 
 
-def _intake_writer(app: FastAPI) -> IntakeWriter:
-    return IntakeWriter(app.state.sessions, lambda: app.state.settings)
+def _upload_writer(app: FastAPI) -> UploadWriter:
+    return UploadWriter(app.state.sessions, lambda: app.state.settings)
 
 
 def app_from_environment() -> FastAPI:
@@ -110,7 +110,7 @@ def create_app(
     app.state.engine = engine if engine is not None else make_engine(settings.database_url)
     app.state.sessions = bootstrap.sessions(app.state.engine)  # with the commit hooks (wake-ups, credential cache)
     app.state.read_sessions = read_sessions(app.state.engine)  # credential checks: no SQLite writer lock
-    app.state.intake = _intake_writer(app)  # uploads: group commit per process
+    app.state.intake = _upload_writer(app)  # uploads: group commit per process
     app.state.catalogue = catalogue or Catalogue(settings.exercises_root, settings.reference_root)
 
     def max_devices() -> int:

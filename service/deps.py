@@ -33,7 +33,7 @@ from service.lti.tokens import JwksCache
 from service.messages import error
 from service.outbox.ssrf import AddressPolicy, make_client
 from service.submissions.stream_slots import StreamSlots
-from service.submissions.writer import IntakeWriter
+from service.submissions.writer import UploadWriter
 
 T = TypeVar("T")
 SessionFactory = sessionmaker[Session]
@@ -89,7 +89,7 @@ async def get_read_session_factory(request: Request) -> SessionFactory:
     return request.app.state.read_sessions
 
 
-async def get_intake_writer(request: Request) -> IntakeWriter:
+async def get_upload_writer(request: Request) -> UploadWriter:
     """The process's upload writer: stores many uploads per transaction (service/submissions/writer.py)."""
     return request.app.state.intake
 
@@ -145,7 +145,7 @@ CatalogueDep = Annotated[Catalogue, Depends(get_catalogue)]
 SessionDep = Annotated[Session, Depends(get_session)]
 SessionFactoryDep = Annotated[SessionFactory, Depends(get_session_factory)]
 ReadSessionFactoryDep = Annotated[SessionFactory, Depends(get_read_session_factory)]
-IntakeWriterDep = Annotated[IntakeWriter, Depends(get_intake_writer)]
+UploadWriterDep = Annotated[UploadWriter, Depends(get_upload_writer)]
 MaxDevicesDep = Annotated[Callable[[], int], Depends(get_max_devices)]
 StreamSlotsDep = Annotated[StreamSlots, Depends(get_stream_slots)]
 JwksCacheDep = Annotated[JwksCache, Depends(get_jwks_cache)]

@@ -41,7 +41,7 @@ from service.submissions.supersede import supersede_queued, superseded_message, 
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Intake:
+class Upload:
     """One validated upload, ready to be stored."""
 
     user: Principal
@@ -97,7 +97,7 @@ class _New:
     created: bool = True
 
 
-def write(session: Session, items: Sequence[Intake], *, settings: Settings) -> list[Admission]:
+def write(session: Session, items: Sequence[Upload], *, settings: Settings) -> list[Admission]:
     """Store what may be stored of `items`, in order, and commit; one admission per item. A database error
     propagates (the caller rolls back): then nothing of the batch was written."""
     earlier = _earlier_keys(session, items)
@@ -153,7 +153,7 @@ _EARLIER_KEYS = select(  # built once, as the other statements every batch runs
 )
 
 
-def _earlier_keys(session: Session, items: Sequence[Intake]) -> dict[tuple[int, str], Row]:
+def _earlier_keys(session: Session, items: Sequence[Upload]) -> dict[tuple[int, str], Row]:
     """The stored submissions the batch's Idempotency-Keys already made."""
     keys = {(i.user.identity_id, i.idempotency_key) for i in items if i.idempotency_key}
     if not keys:
@@ -211,7 +211,7 @@ def attempts_left(counts: _Counts, *, user: Principal, course: str, exercise_id:
     return max(0, limit - (counts.done[key] - counts.superseded[key]))
 
 
-def _admit(item: Intake, counts: _Counts, *, now: dt.datetime, settings: Settings) -> int:
+def _admit(item: Upload, counts: _Counts, *, now: dt.datetime, settings: Settings) -> int:
     """Enforce the rate and attempt limits of the learner's course and exercise (the course's staff are
     exempt), count the item in; return its attempt number."""
     key = (item.user.identity_id, item.course, item.exercise.id)
@@ -239,7 +239,7 @@ def _admit(item: Intake, counts: _Counts, *, now: dt.datetime, settings: Setting
     return counts.done[key]
 
 
-def _row(item: Intake, *, attempt: int, now: dt.datetime) -> dict:
+def _row(item: Upload, *, attempt: int, now: dt.datetime) -> dict:
     manifest = item.exercise.manifest
     return {
         "id": uuid.uuid4().hex,

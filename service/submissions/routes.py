@@ -16,7 +16,6 @@ from grading.pipeline import check_submission
 from service.deps import (
     CatalogueDep,
     CurrentUser,
-    IntakeWriterDep,
     LangDep,
     MaxDevicesDep,
     ReadSessionFactoryDep,
@@ -25,6 +24,7 @@ from service.deps import (
     SettingsDep,
     StaffUser,
     StreamSlotsDep,
+    UploadWriterDep,
 )
 from service.errors import ServiceError
 from service.messages import error
@@ -32,7 +32,7 @@ from service.openapi import errors
 from service.patterns import PRINTABLE
 from service.queue.service import SINGLE_REGRADE_PRIORITY
 from service.submissions import events, service, stream_slots
-from service.submissions.batch import Accepted, Intake, accepted
+from service.submissions.batch import Accepted, Upload, accepted
 from service.submissions.schemas import (
     OverrideCreate,
     OverridePublic,
@@ -82,7 +82,7 @@ async def submit(
     settings: SettingsDep,
     catalogue: CatalogueDep,
     lang: LangDep,
-    writer: IntakeWriterDep,
+    writer: UploadWriterDep,
     open_read_session: ReadSessionFactoryDep,
     max_devices: MaxDevicesDep,
     notebook: Annotated[UploadFile | None, File(description="the .ipynb file")] = None,
@@ -97,7 +97,7 @@ async def submit(
     """Validate the notebook now (4xx on bad input), then store it and its job; grading happens on a worker.
 
     Async: the validation of a small notebook runs on the event loop (a thread hop costs more), and the
-    rows are stored by the process's IntakeWriter, many uploads per transaction (service/submissions/writer.py).
+    rows are stored by the process's UploadWriter, many uploads per transaction (service/submissions/writer.py).
     """
     if notebook is None:
         raise ServiceError(
@@ -124,7 +124,7 @@ async def submit(
         await run_in_threadpool(capacity)
     else:
         capacity()
-    item = Intake(
+    item = Upload(
         user=user,
         exercise=exercise,
         course=chosen,

@@ -142,9 +142,9 @@ def create(
     settings: Settings,
 ) -> tuple[batch.Accepted, bool]:
     """Store the submission and its job together in `session` (committed); a repeated Idempotency-Key returns
-    the first one. The API's uploads go through the process's IntakeWriter instead (service/submissions/
+    the first one. The API's uploads go through the process's UploadWriter instead (service/submissions/
     writer.py), which stores many at once with the same `batch.write`."""
-    item = batch.Intake(
+    item = batch.Upload(
         user=user,
         exercise=exercise,
         course=course,

@@ -1,7 +1,7 @@
-"""IntakeWriter: one thread per API process that stores the uploads the requests have validated, many per
+"""UploadWriter: one thread per API process that stores the uploads the requests have validated, many per
 transaction (group commit).
 
-Each request does its own authentication, parsing and validation concurrently, then hands an `Intake` to
+Each request does its own authentication, parsing and validation concurrently, then hands an `Upload` to
 the writer and awaits it. The writer takes everything queued (up to `max_batch`), stores it with
 `batch.write` in one transaction and resolves each request once that transaction has committed, so a
 202 is never sent for a row that is not stored. On SQLite this replaces eight threads queueing on the
@@ -44,7 +44,7 @@ IDLE_RELEASE_S = 1.0  # an idle writer hands its connection back to the pool aft
 RETRY_AFTER_S = 5
 
 
-class IntakeUnavailable(ServiceError):
+class UploadUnavailable(ServiceError):
     """The upload could not be stored now (database unreachable or failing, or the service stopping)."""
 
     status_code, code = 503, "intake_unavailable"
@@ -53,22 +53,22 @@ class IntakeUnavailable(ServiceError):
         super().__init__(message, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
-def _db_failed(exc: Exception) -> IntakeUnavailable:
-    return IntakeUnavailable(error("intake_db_failed", error=type(exc).__name__, retry_after_s=RETRY_AFTER_S))
+def _db_failed(exc: Exception) -> UploadUnavailable:
+    return UploadUnavailable(error("intake_db_failed", error=type(exc).__name__, retry_after_s=RETRY_AFTER_S))
 
 
-def _stopping() -> IntakeUnavailable:
-    return IntakeUnavailable(error("intake_stopping", retry_after_s=RETRY_AFTER_S))
+def _stopping() -> UploadUnavailable:
+    return UploadUnavailable(error("intake_stopping", retry_after_s=RETRY_AFTER_S))
 
 
 @dataclass(slots=True)
 class _Waiting:
-    item: batch.Intake
+    item: batch.Upload
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
 
 
-class IntakeWriter:
+class UploadWriter:
     """Group commit of uploads for one process; `submit` from the event loop, `close` at shutdown."""
 
     def __init__(
@@ -85,7 +85,7 @@ class IntakeWriter:
         self._thread: threading.Thread | None = None
         self._conn: Connection | None = None  # the writer thread's, between its transactions
 
-    async def submit(self, item: batch.Intake) -> batch.Accepted:
+    async def submit(self, item: batch.Upload) -> batch.Accepted:
         """Store `item` with whatever else is waiting; returns once it is committed, or raises its refusal."""
         loop = asyncio.get_running_loop()
         waiting = _Waiting(item, loop, loop.create_future())
@@ -157,7 +157,7 @@ class IntakeWriter:
             with contextlib.suppress(SQLAlchemyError):
                 conn.close()
 
-    def store(self, items: list[batch.Intake]) -> list[batch.Admission]:
+    def store(self, items: list[batch.Upload]) -> list[batch.Admission]:
         """One transaction for all of `items`; after a database error, one transaction per item."""
         try:
             return self._transaction(items)
@@ -173,7 +173,7 @@ class IntakeWriter:
             log.error("an upload could not be stored: %s", exc)
             return [_db_failed(exc)]
 
-    def _transaction(self, items: list[batch.Intake]) -> list[batch.Admission]:
+    def _transaction(self, items: list[batch.Upload]) -> list[batch.Admission]:
         held = self._conn is not None
         try:
             return self._attempt(items)
@@ -182,7 +182,7 @@ class IntakeWriter:
                 return self._attempt(items)  # restart, an idle timeout): once more on a fresh, pinged one
             raise
 
-    def _attempt(self, items: list[batch.Intake]) -> list[batch.Admission]:
+    def _attempt(self, items: list[batch.Upload]) -> list[batch.Admission]:
         with self.sessions(bind=self._connection()) as session:
             try:
                 outcomes = batch.write(session, items, settings=self.settings())

@@ -20,8 +20,8 @@ def _person(sessions, subject: str, memberships: dict[str, str]) -> Principal:
                          memberships=memberships)
 
 
-def _items(person, test_catalogue, course: str, n: int, exercise: str = "ch05.svc_sum") -> list[batch.Intake]:
-    return [batch.Intake(user=person, exercise=test_catalogue.get(exercise), course=course, notebook=b"{}",
+def _items(person, test_catalogue, course: str, n: int, exercise: str = "ch05.svc_sum") -> list[batch.Upload]:
+    return [batch.Upload(user=person, exercise=test_catalogue.get(exercise), course=course, notebook=b"{}",
                          lang="en", idempotency_key=None, fingerprint="") for _ in range(n)]
 
 

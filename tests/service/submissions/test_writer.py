@@ -17,7 +17,7 @@ from service.errors import ServiceError
 from service.queue.models import Job
 from service.submissions import batch
 from service.submissions.models import ProgressEvent, Submission
-from service.submissions.writer import IntakeUnavailable, IntakeWriter
+from service.submissions.writer import UploadUnavailable, UploadWriter
 
 URL = "/api/v1/submissions"
 
@@ -30,7 +30,7 @@ def people(sessions, svc):
 
 
 def _item(people, test_catalogue, user="alice", *, key=None, notebook=b"{}", exercise="ch05.svc_sum"):
-    return batch.Intake(user=people[user], exercise=test_catalogue.get(exercise), course="c1" if user != "carol"
+    return batch.Upload(user=people[user], exercise=test_catalogue.get(exercise), course="c1" if user != "carol"
                         else "c2", notebook=notebook, lang="en", idempotency_key=key,
                         fingerprint=notebook.hex())
 
@@ -40,7 +40,7 @@ def _counts(sessions):
         return tuple(s.scalar(select(func.count()).select_from(m)) for m in (Submission, Job, ProgressEvent))
 
 
-def _submit_together(writer: IntakeWriter, items) -> list:
+def _submit_together(writer: UploadWriter, items) -> list:
     """Hand every item over before the writer may take any (it waits on the condition we hold), so they
     form one batch; returns each request's outcome (an Accepted or the exception it raised)."""
 
@@ -55,7 +55,7 @@ def _submit_together(writer: IntakeWriter, items) -> list:
 
 
 def test_uploads_handed_over_together_are_stored_in_one_transaction(sessions, svc, db_url, people, test_catalogue):
-    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    writer = UploadWriter(sessions, lambda: svc.settings(db_url))
     items = [_item(people, test_catalogue, user) for user in ("alice", "bob", "alice", "teacher") * 2]
     outcomes = _submit_together(writer, items)
     writer.close()
@@ -127,13 +127,13 @@ def test_a_row_the_database_refuses_fails_alone(sessions, svc, db_url, people, t
     from dataclasses import replace
 
     ghost = replace(people["bob"], identity_id=999_999)  # no such identity: the foreign key refuses the row
-    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    writer = UploadWriter(sessions, lambda: svc.settings(db_url))
     items = [_item(people, test_catalogue), _item(people, test_catalogue, "bob"), _item(people, test_catalogue)]
     items[1] = replace(items[1], user=ghost)
     good, bad, good2 = _submit_together(writer, items)
     writer.close()
     assert isinstance(good, batch.Accepted) and isinstance(good2, batch.Accepted)
-    assert isinstance(bad, IntakeUnavailable) and bad.status_code == 503 and bad.code == "intake_unavailable"
+    assert isinstance(bad, UploadUnavailable) and bad.status_code == 503 and bad.code == "intake_unavailable"
     assert _counts(sessions) == (2, 2, 2)
 
 
@@ -146,18 +146,18 @@ def test_a_database_error_mid_batch_stores_nothing_and_says_so(sessions, svc, db
 
     event.listen(engine, "before_cursor_execute", fail_jobs)
     try:
-        writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+        writer = UploadWriter(sessions, lambda: svc.settings(db_url))
         outcomes = _submit_together(writer, [_item(people, test_catalogue, u) for u in ("alice", "bob")])
         writer.close()
     finally:
         event.remove(engine, "before_cursor_execute", fail_jobs)
-    assert all(isinstance(o, IntakeUnavailable) for o in outcomes), outcomes
+    assert all(isinstance(o, UploadUnavailable) for o in outcomes), outcomes
     assert "nothing was kept" in outcomes[0].message and outcomes[0].headers["Retry-After"] == "5"
     assert _counts(sessions) == (0, 0, 0)  # the submission rows went with the failed transaction
 
 
 def test_closing_stores_what_was_handed_over_then_refuses(sessions, svc, db_url, people, test_catalogue):
-    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    writer = UploadWriter(sessions, lambda: svc.settings(db_url))
 
     async def main():
         with writer._cond:
@@ -167,7 +167,7 @@ def test_closing_stores_what_was_handed_over_then_refuses(sessions, svc, db_url,
             closing.start()  # waits for the condition we hold, then for the drain
         stored = await asyncio.gather(*tasks)
         await asyncio.to_thread(closing.join)
-        with pytest.raises(IntakeUnavailable) as refused:
+        with pytest.raises(UploadUnavailable) as refused:
             await writer.submit(_item(people, test_catalogue))
         return stored, refused.value
 
@@ -200,7 +200,7 @@ def test_an_upload_whose_client_went_away_is_stored_and_the_writer_lives_on(sess
                                                                               test_catalogue):
     """The request is cancelled and its event loop closed before the writer answers: the row is stored
     all the same (it was handed over), and the writer goes on serving the next upload."""
-    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    writer = UploadWriter(sessions, lambda: svc.settings(db_url))
 
     async def hand_over_and_leave():
         asyncio.ensure_future(writer.submit(_item(people, test_catalogue)))
@@ -230,12 +230,12 @@ def test_an_error_postgresql_reports_at_the_pipeline_s_sync_is_a_database_error(
         session.connection().execute(text("select 1 / (select count(*) - count(*) from jobs)"))
 
     monkeypatch.setattr(signals, "written", failing_notify)
-    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    writer = UploadWriter(sessions, lambda: svc.settings(db_url))
     (outcome,) = _submit_together(writer, [_item(people, test_catalogue)])
     monkeypatch.undo()
     (after,) = _submit_together(writer, [_item(people, test_catalogue)])
     writer.close()
-    assert isinstance(outcome, IntakeUnavailable) and outcome.status_code == 503, outcome
+    assert isinstance(outcome, UploadUnavailable) and outcome.status_code == 503, outcome
     assert isinstance(after, batch.Accepted) and after.attempt == 1
     assert _counts(sessions) == (1, 1, 1)
 
@@ -247,7 +247,7 @@ def test_the_writer_keeps_its_connection_while_busy_and_gives_it_back_when_idle(
 
     monkeypatch.setattr(writer_module, "IDLE_RELEASE_S", 0.3)
     pool = sessions.kw["bind"].pool
-    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    writer = UploadWriter(sessions, lambda: svc.settings(db_url))
     first = writer._conn
     _submit_together(writer, [_item(people, test_catalogue)])
     held = writer._conn
@@ -272,7 +272,7 @@ def test_a_held_connection_the_server_dropped_is_replaced_without_failing_the_up
         pytest.skip("only a server can drop the connection")
     from sqlalchemy import text
 
-    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    writer = UploadWriter(sessions, lambda: svc.settings(db_url))
     (one,) = _submit_together(writer, [_item(people, test_catalogue)])
     pid = writer._conn.connection.dbapi_connection.info.backend_pid
     with sessions.kw["bind"].connect() as conn:
@@ -291,7 +291,7 @@ def test_an_idle_writer_gives_its_connection_back_without_holding_the_hand_over_
     from service.submissions import writer as writer_module
 
     monkeypatch.setattr(writer_module, "IDLE_RELEASE_S", 0.2)
-    writer = IntakeWriter(sessions, lambda: svc.settings(db_url))
+    writer = UploadWriter(sessions, lambda: svc.settings(db_url))
     _submit_together(writer, [_item(people, test_catalogue)])
     releasing, done = threading.Event(), threading.Event()
     release = writer._release

@@ -200,19 +200,25 @@ def _grade_ticket(ticket: GradingTicket, *, observer: GradingObserver = NO_OBSER
     from grading.errors import GraderFault, HostBusy, InvalidSubmission
     from grading.pipeline import grade_notebook
     from grading.sandbox import DeviceGrant
+    from service.outage import is_unavailable
     from service.queue.models import Job
     from service.submissions.models import Submission
     from service.workers.not_started import FirstStartWatch
     from service.workers.progress import ProgressWriter
 
     sessions = _CHILD["sessions"]
-    with sessions() as session:
-        job = session.get(Job, ticket.job_id)
-        sub = session.get(Submission, ticket.submission_id)
-        if job is None or sub is None or job.submission_id != sub.id or job.lease_token != ticket.lease_token:
-            return Faulted(f"stale ticket for job {ticket.job_id}: lease no longer held", retryable=False)
-        notebook, exercise_id, lang = sub.notebook, sub.exercise_id, sub.lang
-        session.commit()
+    try:
+        with sessions() as session:
+            job = session.get(Job, ticket.job_id)
+            sub = session.get(Submission, ticket.submission_id)
+            if job is None or sub is None or job.submission_id != sub.id or job.lease_token != ticket.lease_token:
+                return Faulted(f"stale ticket for job {ticket.job_id}: lease no longer held", retryable=False)
+            notebook, exercise_id, lang = sub.notebook, sub.exercise_id, sub.lang
+            session.commit()
+    except Exception as exc:  # the database went away between the claim and this read: nothing ran yet
+        if is_unavailable(exc):
+            return NotStarted(f"database unreachable while loading the submission ({type(exc).__name__})")
+        raise
 
     writer = ProgressWriter(
         sessions, submission_id=ticket.submission_id, job_id=ticket.job_id, lease_token=ticket.lease_token

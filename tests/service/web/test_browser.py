@@ -312,10 +312,12 @@ def test_the_submitted_notebook_is_shown_downloaded_and_compared(site, tmp_path)
     assert XSS in section.locator("[data-cell-type=markdown] .nb-source").first.inner_text()  # as text
     assert section.locator("script, img").count() == 0
     assert section.locator("[data-cell-type=code][data-report=ok]").count() == 3  # the grader's report per cell
+    if SHOTS:  # the notebook section alone: the page above it is in web-submission-mistake-en.png
+        page.set_viewport_size({"width": 1100, "height": 760})
+        section.screenshot(path=str(Path(SHOTS) / "web-submission-notebook.png"))
     section.locator(".nb-outputs summary").first.click()
     assert "<Rich>" in section.locator(".nb-output").first.inner_text()
     assert section.locator(".nb-omitted").count() == 0 and "Z" * 4001 not in section.inner_text()
-    shot(page, "submission-notebook")
     with page.expect_download() as download:
         page.click("#nb-download")
     assert Path(download.value.path()).read_bytes() == first_path.read_bytes()

@@ -191,7 +191,8 @@ def get_submission(
     response_class=Response,
     responses={
         200: {
-            "content": {NOTEBOOK_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+            # a JSON object (every stored upload passed validation), served as the bytes that were uploaded
+            "content": {NOTEBOOK_MEDIA_TYPE: {"schema": {"type": "object", "description": "an nbformat v4 notebook"}}},
             "description": "the notebook byte for byte as it was uploaded (Content-Disposition: attachment)",
         },
         **errors(404),

@@ -1,10 +1,12 @@
-"""The `titangrade submit` client: upload, follow the event stream, print the result."""
+"""The `titangrade submit` client (upload, follow the event stream, print the result) and
+`titangrade submissions notebook` (download what was uploaded)."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
@@ -99,6 +101,22 @@ def submit_and_follow(
     _safe_streams()
     print(json.dumps(clean_value(sub), indent=2) if as_json else render_submission(sub))
     return 0 if sub.get("status") == SubmissionStatus.GRADED else 1
+
+
+def download_notebook(*, url: str, token: str, submission_id: str, out: str) -> int:
+    """Write the submission's notebook, byte for byte as uploaded, to `out` ("-": standard output)."""
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        resp = client.get(f"/api/v1/submissions/{quote(submission_id, safe='')}/notebook")
+    if resp.status_code != 200:
+        code, message = _error_parts(resp)
+        sys.exit(f"titangrade: could not download {clean_text(submission_id)}: {resp.status_code} {code}: {message}")
+    if out == "-":
+        sys.stdout.buffer.write(resp.content)
+        sys.stdout.flush()
+    else:
+        Path(out).write_bytes(resp.content)
+        print(f"wrote {out} ({len(resp.content)} bytes)", file=sys.stderr)
+    return 0
 
 
 def _error_parts(resp: httpx.Response) -> tuple[str, str]:

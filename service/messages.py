@@ -100,6 +100,46 @@ WEB = Catalogue(
         "back": Message(en="Back", zh="返回"),
         "done_regrade": Message(en="{n} run(s) queued.", zh="已排队 {n} 次评分。"),
         "saved": Message(en="Saved.", zh="已保存。"),
+        "nb_title": Message(en="The submitted notebook", zh="提交的笔记本"),
+        "nb_download": Message(en="Download the submitted .ipynb", zh="下载提交的 .ipynb 文件"),
+        "nb_compare_with": Message(en="Compare with attempt", zh="与另一次提交比较"),
+        "nb_compare": Message(en="Compare", zh="比较"),
+        "nb_compare_title": Message(en="Two attempts, cell by cell", zh="两次提交逐个单元比较"),
+        "nb_compare_note": Message(
+            en="Cell sources are compared line by line (Python's difflib); outputs are not compared.",
+            zh="逐行比较单元的源代码（Python difflib）；不比较输出。",
+        ),
+        "nb_summary": Message(
+            en="{changed} changed, {added} added, {removed} removed, {same} unchanged",
+            zh="修改 {changed} 个，新增 {added} 个，删除 {removed} 个，未变 {same} 个",
+        ),
+        "nb_same": Message(en="unchanged", zh="未变"),
+        "nb_changed": Message(en="changed", zh="已修改"),
+        "nb_added": Message(en="added", zh="新增"),
+        "nb_removed": Message(en="removed", zh="已删除"),
+        "nb_cell": Message(en="cell {n}", zh="第 {n} 个单元"),
+        "nb_not_run": Message(en="not run by the grader", zh="评分时未运行"),
+        "nb_grader_says": Message(en="Grader", zh="评分器"),
+        "nb_outputs_note": Message(
+            en="The grader cleared the outputs and ran every code cell again; beside each cell is what that run "
+            "reported. The outputs saved in the upload (the learner's own run) are shown as text only.",
+            zh="评分器清除了输出并重新运行了每个代码单元；每个单元旁是该次运行的结果。"
+            "上传文件中保存的输出（学员自己运行的结果）仅以纯文本显示。",
+        ),
+        "nb_saved_outputs": Message(en="Outputs saved in the upload", zh="上传文件中保存的输出"),
+        "nb_omitted": Message(
+            en="Output not shown ({kinds}): only text and small PNG images are shown here.",
+            zh="未显示的输出（{kinds}）：此处只显示文本和较小的 PNG 图片。",
+        ),
+        "nb_image": Message(en="image saved in cell {n}", zh="第 {n} 个单元保存的图片"),
+        "nb_cut": Message(en="Cut here: download the notebook for the rest.", zh="此处已截断：完整内容请下载笔记本。"),
+        "nb_more_cells": Message(
+            en="{n} more cell(s) not shown: download the notebook.", zh="还有 {n} 个单元未显示：请下载笔记本。"
+        ),
+        "nb_unreadable": Message(
+            en="This upload cannot be shown as a notebook; download it to see the file.",
+            zh="此上传无法显示为笔记本；请下载文件查看。",
+        ),
     },
 )
 

@@ -61,6 +61,7 @@ def _links(paths: dict) -> None:
     for name, path, method in (
         ("GetSubmission", sub, "get"),
         ("SubmissionEvents", sub + "/events", "get"),
+        ("DownloadNotebook", sub + "/notebook", "get"),
         ("RegradeSubmission", sub + "/regrade", "post"),
         ("OverrideScore", sub + "/override", "post"),
         ("ListOverrides", sub + "/overrides", "get"),

@@ -33,6 +33,7 @@ from service.patterns import PRINTABLE
 from service.queue.service import SINGLE_REGRADE_PRIORITY
 from service.submissions import events, service, stream_slots
 from service.submissions.batch import Accepted, Upload, accepted
+from service.submissions.notebook_view import NOTEBOOK_MEDIA_TYPE, notebook_disposition
 from service.submissions.schemas import (
     OverrideCreate,
     OverridePublic,
@@ -183,6 +184,28 @@ def get_submission(
     """The submission; while it waits, `queue` has its position and estimated start and finish."""
     sub = service.get(session, user=user, submission_id=submission_id)
     return service.to_public(sub, queue_estimate=service.wait_estimate(session, sub=sub, settings=settings))
+
+
+@router.get(
+    "/{submission_id}/notebook",
+    response_class=Response,
+    responses={
+        200: {
+            # a JSON object (every stored upload passed validation), served as the bytes that were uploaded
+            "content": {NOTEBOOK_MEDIA_TYPE: {"schema": {"type": "object", "description": "an nbformat v4 notebook"}}},
+            "description": "the notebook byte for byte as it was uploaded (Content-Disposition: attachment)",
+        },
+        **errors(404),
+    },
+)
+def download_notebook(submission_id: str, user: CurrentUser, session: SessionDep) -> Response:
+    """The uploaded .ipynb, unchanged; the same access as GET /submissions/{id} (someone else's is a 404)."""
+    sub = service.get(session, user=user, submission_id=submission_id)
+    return Response(
+        bytes(sub.notebook),
+        media_type=NOTEBOOK_MEDIA_TYPE,
+        headers={"Content-Disposition": notebook_disposition(sub), "Cache-Control": "private, no-store"},
+    )
 
 
 @router.get(

@@ -5,9 +5,11 @@ from __future__ import annotations
 import secrets
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, Header, Request, UploadFile
+from fastapi import APIRouter, File, Form, Header, Query, Request, UploadFile
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.sse import EventSourceResponse
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from grading.errors import InvalidSubmission
 from grading.exercise import Catalogue
@@ -24,17 +26,20 @@ from service.deps import (
     StreamSlotsDep,
     WebSecretDep,
 )
-from service.errors import ServiceError, TooMany, from_engine
+from service.errors import NotFound, ServiceError, TooMany, clip, from_engine
 from service.messages import error
 from service.states import SubmissionStatus
-from service.submissions import batch, events, stream_slots
+from service.submissions import batch, events, notebook_view, stream_slots
 from service.submissions import service as submissions
+from service.submissions.models import Submission
+from service.submissions.notebook_view import NOTEBOOK_MEDIA_TYPE, notebook_disposition
 from service.web import charts, sessions
 from service.web.core import LANG_COOKIE, BadForm, ViewerDep, local_path, page_lang, render
 from service.web.i18n import LANGS
 from service.web.notices import page_error
 
 router = APIRouter(include_in_schema=False)
+MAX_ATTEMPTS_OFFERED = 50  # other attempts the compare form lists, newest first
 PRE_CSRF = "tg_login_csrf"  # login CSRF: a double-submit cookie, since there is no session yet
 
 
@@ -239,8 +244,8 @@ def upload(
     return RedirectResponse(f"/submissions/{sid}", status_code=303)
 
 
-def submission_context(viewer, sub, *, catalogue: Catalogue) -> dict:
-    """What the learner's and the instructor's submission pages both show (checks, plots)."""
+def submission_context(viewer, sub, *, catalogue: Catalogue, session: Session) -> dict:
+    """What the learner's and the instructor's submission pages both show (checks, plots, the notebook)."""
     exercise = catalogue.get(sub.exercise_id)
     manifest = exercise.manifest
     titles = {
@@ -259,7 +264,27 @@ def submission_context(viewer, sub, *, catalogue: Catalogue) -> dict:
         "public": submissions.to_public(sub),
         "ex_title": manifest.title.zh if viewer.lang == "zh" else manifest.title.en,
         "live": sub.status in (SubmissionStatus.QUEUED, SubmissionStatus.RUNNING),
+        "notebook": notebook_view.render_notebook(raw=sub.notebook, result=result),
+        "attempts": other_attempts(session, user=viewer.principal, sub=sub),
     }
+
+
+def other_attempts(session: Session, *, user, sub) -> list:
+    """The same learner's other attempts at this exercise in this course that `user` may read (the compare
+    form's choices): ids, attempts and times only, never the notebooks."""
+    stmt = (
+        select(Submission.id, Submission.attempt, Submission.created_at)
+        .where(
+            submissions.visible(user),
+            Submission.identity_id == sub.identity_id,
+            Submission.exercise_id == sub.exercise_id,
+            Submission.course == sub.course,
+            Submission.id != sub.id,
+        )
+        .order_by(Submission.created_at.desc(), Submission.id)
+        .limit(MAX_ATTEMPTS_OFFERED)
+    )
+    return list(session.execute(stmt))
 
 
 @router.get("/submissions/{submission_id}")
@@ -268,9 +293,54 @@ def submission_page(
 ) -> Response:
     with open_session() as session:
         sub = submissions.get(session, user=viewer.principal, submission_id=submission_id)
-        context = submission_context(viewer, sub, catalogue=catalogue)
+        context = submission_context(viewer, sub, catalogue=catalogue, session=session)
         session.commit()
         return render(request, "submission.html", viewer=viewer, **context)
+
+
+@router.get("/submissions/{submission_id}/notebook")
+def download_submitted(submission_id: str, viewer: ViewerDep, open_session: SessionFactoryDep) -> Response:
+    """The API's notebook download (GET /api/v1/submissions/{id}/notebook), for the page's link."""
+    with open_session() as session:
+        sub = submissions.get(session, user=viewer.principal, submission_id=submission_id)
+        raw, disposition = bytes(sub.notebook), notebook_disposition(sub)
+        session.commit()
+    return Response(
+        raw,
+        media_type=NOTEBOOK_MEDIA_TYPE,
+        headers={"Content-Disposition": disposition, "Cache-Control": "private, no-store"},
+    )
+
+
+@router.get("/submissions/{submission_id}/compare")
+def compare_page(
+    request: Request,
+    submission_id: str,
+    viewer: ViewerDep,
+    open_session: SessionFactoryDep,
+    other: Annotated[str, Query(max_length=64)] = "",
+) -> Response:
+    """Two attempts of one learner at one exercise, cell by cell; anything else (someone else's, another
+    exercise) looks like a missing submission."""
+    with open_session() as session:
+        sub = submissions.get(session, user=viewer.principal, submission_id=submission_id)
+        peer = submissions.get(session, user=viewer.principal, submission_id=other)
+        if (peer.identity_id, peer.exercise_id, peer.course) != (sub.identity_id, sub.exercise_id, sub.course):
+            raise NotFound(error("submission_not_found", submission=clip(other)))
+        old, new = sorted((sub, peer), key=lambda s: (s.created_at, s.attempt))
+        changes = notebook_view.compare_notebooks(old_raw=old.notebook, new_raw=new.notebook)
+        page = render(
+            request,
+            "compare.html",
+            viewer=viewer,
+            old=old,
+            new=new,
+            back=sub.id,
+            changes=changes,
+            counts=notebook_view.changed_count(changes or []),
+        )
+        session.commit()
+    return page
 
 
 @router.get("/submissions/{submission_id}/events")

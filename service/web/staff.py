@@ -147,7 +147,7 @@ def staff_submission(
     with open_session() as session:
         sub = submissions.get_for_staff(session, user=viewer.principal, submission_id=submission_id)
         history = submissions.overrides(session, submission_id=sub.id)
-        context = submission_context(viewer, sub, catalogue=catalogue)
+        context = submission_context(viewer, sub, catalogue=catalogue, session=session)
         page = render(
             request,
             "staff_submission.html",
@@ -184,7 +184,7 @@ def override(
             submissions.override(session, user=viewer.principal, sub=sub, score=value, reason=reason.strip())
         except ServiceError as exc:
             history = submissions.overrides(session, submission_id=sub.id)
-            context = submission_context(viewer, sub, catalogue=catalogue)
+            context = submission_context(viewer, sub, catalogue=catalogue, session=session)
             message = exc.zh if viewer.lang == "zh" and exc.zh else exc.message
             return render(
                 request,

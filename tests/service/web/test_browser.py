@@ -284,3 +284,55 @@ def test_script_payloads_are_shown_as_text_never_run(site, tmp_path):
         assert tab.page.locator("main script, main img").count() == 0
         assert ("mal<script>window.__xss=1</script>" in tab.page.inner_text("main")) is shown
     assert hostile.close() == [] and teacher.close() == []
+
+
+def test_the_submitted_notebook_is_shown_downloaded_and_compared(site, tmp_path):
+    from service.auth.service import create_token
+    from service.db import transaction
+
+    with transaction(site["sessions"]) as s:
+        site["tokens"]["nora"] = create_token(s, user="nora", role="learner", course="c1")
+    nb = json.loads((REPO / "reference" / "ch07.wordle_reward" / "solution.ipynb").read_text())
+    nb["cells"].insert(0, {"cell_type": "markdown", "id": "xss-md", "metadata": {}, "source": "# " + XSS})
+    code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    code["outputs"] = [
+        {"output_type": "display_data", "metadata": {}, "data": {"text/html": XSS, "text/plain": "<Rich>"}},
+        {"output_type": "stream", "name": "stdout", "text": "Z" * 100_000},
+    ]
+    first_path, second_path = tmp_path / "first.ipynb", tmp_path / "second.ipynb"
+    first_path.write_text(json.dumps(nb, indent=3) + "\n\n")  # not how nbformat writes it
+    nb["cells"][-1]["source"] += "\n# second try"
+    second_path.write_text(json.dumps(nb))
+    learner = Tab(site, "nora")
+    page = learner.page
+    first = learner.upload("ch07.wordle_reward", first_path)
+    learner.graded()
+    section = page.locator("#notebook")
+    assert section.is_visible() and page.evaluate("() => window.__xss") is None
+    assert XSS in section.locator("[data-cell-type=markdown] .nb-source").first.inner_text()  # as text
+    assert section.locator("script, img").count() == 0
+    assert section.locator("[data-cell-type=code][data-report=ok]").count() == 3  # the grader's report per cell
+    if SHOTS:  # the notebook section alone: the page above it is in web-submission-mistake-en.png
+        page.set_viewport_size({"width": 1100, "height": 760})
+        section.screenshot(path=str(Path(SHOTS) / "web-submission-notebook.png"))
+    section.locator(".nb-outputs summary").first.click()
+    assert "<Rich>" in section.locator(".nb-output").first.inner_text()
+    assert section.locator(".nb-omitted").count() == 0 and "Z" * 4001 not in section.inner_text()
+    with page.expect_download() as download:
+        page.click("#nb-download")
+    assert Path(download.value.path()).read_bytes() == first_path.read_bytes()
+    assert download.value.suggested_filename == "ch07.wordle_reward-attempt1.ipynb"
+    learner.upload("ch07.wordle_reward", second_path)
+    learner.graded()
+    page.select_option("#nb-other", first)
+    page.click("#nb-compare")
+    page.wait_for_selector("#nb-summary")
+    assert "1 changed, 0 added, 0 removed" in page.inner_text("#nb-summary")
+    changed = page.locator("[data-change=changed]")
+    assert changed.count() == 1 and "+ # second try" in changed.locator("ins").inner_text()
+    shot(page, "compare")
+    teacher = Tab(site, "teacher")  # staff see the section on their page too
+    teacher.page.goto(f"{site['url']}/teach/submissions/{first}")
+    assert teacher.page.locator("#notebook [data-cell-type=code]").count() == 3
+    assert teacher.page.evaluate("() => window.__xss") is None
+    assert learner.close() == [] and teacher.close() == []

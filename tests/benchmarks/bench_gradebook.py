@@ -111,14 +111,16 @@ def run(kind: str, args, workdir: Path) -> None:
         probes = {
             "page": (page, f"/teach/courses/{COURSE}/gradebook", {}),
             "page sorted by total, desc, page 3": (
-                page, f"/teach/courses/{COURSE}/gradebook", {"params": {"sort": "total", "dir": "desc", "page": "3"}}
+                page,
+                f"/teach/courses/{COURSE}/gradebook",
+                {"params": {"sort": "total", "dir": "desc", "page": "3"}},
             ),
             "page CSV": (page, f"/teach/courses/{COURSE}/gradebook.csv", {}),
             "API JSON": (api, f"/api/v1/courses/{COURSE}/gradebook", {}),
             "API CSV": (api, f"/api/v1/courses/{COURSE}/gradebook", {"params": {"format": "csv"}}),
         }
         times: dict[str, list[tuple[float, float, int, int]]] = {name: [] for name in probes}
-        for name, (client, path, kw) in probes.items():
+        for client, path, kw in probes.values():
             timed(client, path, **kw)  # warm-up: imports, template compile, caches
         for _ in range(args.n):
             for name, (client, path, kw) in probes.items():

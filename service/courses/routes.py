@@ -7,9 +7,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path
 from fastapi.responses import PlainTextResponse
 
+from service.courses import gradebook as books
 from service.courses import service
-from service.courses.schemas import CourseSettingsPublic, CourseSettingsUpdate
-from service.deps import SessionDep, SettingsDep, StaffUser
+from service.courses.schemas import CourseSettingsPublic, CourseSettingsUpdate, GradebookPublic
+from service.deps import CatalogueDep, SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden, clip
 from service.messages import error
 from service.openapi import errors
@@ -25,21 +26,25 @@ def _require_teacher(user, course: str) -> None:
 
 
 @router.get(
-    "/{course}/gradebook", responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}}, **errors(403)}
+    "/{course}/gradebook",
+    response_model=GradebookPublic,
+    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}}, **errors(403)},
 )
 def gradebook(
     course: COURSE,
     user: StaffUser,
     session: SessionDep,
+    catalogue: CatalogueDep,
     policy: Literal["best", "latest"] = "best",
     format: Literal["json", "csv"] = "json",
 ):
-    """Scores per learner and exercise under the best- or latest-attempt policy; `?format=csv` for a sheet."""
+    """Every learner of the course x every exercise of the catalogue, under the best- or latest-attempt
+    policy, with a `missing` row (attempts 0, no score) where there is no attempt; `?format=csv` for a sheet."""
     _require_teacher(user, course)
-    rows = service.gradebook(session, course=course, policy=policy)
+    book = books.build(session, course=course, policy=policy, catalogue=catalogue)
     if format == "csv":
         return PlainTextResponse(
-            service.to_csv(rows),
+            service.to_csv(book.rows()),
             media_type="text/csv",
             headers={
                 "Content-Disposition": service.attachment(f"{course}-gradebook.csv"),
@@ -47,7 +52,13 @@ def gradebook(
                 "X-Content-Type-Options": "nosniff",
             },
         )
-    return {"course": course, "policy": policy, "rows": rows}
+    return {
+        "course": course,
+        "policy": policy,
+        "rows": book.rows(),
+        "exercises": [{"exercise_id": ex_id, "max_score": m} for ex_id, m in book.exercises],
+        "totals": book.totals(),
+    }
 
 
 def _settings_public(session, *, course: str, default: str) -> CourseSettingsPublic:

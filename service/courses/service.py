@@ -1,4 +1,4 @@
-"""The gradebook (one row per learner and exercise, best or latest attempt) and per-course settings."""
+"""The gradebook's CSV and download name (the matrix itself: service/courses/gradebook.py) and per-course settings."""
 
 from __future__ import annotations
 
@@ -6,20 +6,14 @@ import csv
 import io
 import re
 from collections.abc import Iterable
-from typing import Literal
 from urllib.parse import quote
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from service.auth.models import Identity
 from service.courses.models import CourseSettings
 from service.grades.sheet import guard_row
-from service.states import SubmissionStatus
-from service.submissions.models import Submission
-from service.timefmt import rfc3339
 
-Policy = Literal["best", "latest"]
 CSV_COLUMNS = (
     "user",
     "issuer",
@@ -35,48 +29,8 @@ CSV_COLUMNS = (
 )
 
 
-def gradebook(session: Session, *, course: str, policy: Policy) -> list[dict]:
-    rows = session.execute(
-        select(Submission, Identity.issuer, Identity.subject)
-        .join(Identity, Identity.id == Submission.identity_id)
-        .where(Submission.course == course)
-        .order_by(Submission.created_at, Submission.id)
-    )
-    chosen: dict[tuple[str, str, str], Submission] = {}
-    attempts: dict[tuple[str, str, str], int] = {}
-    superseded: dict[tuple[str, str, str], int] = {}
-    for sub, issuer, subject in rows:
-        key = (issuer, subject, sub.exercise_id)
-        attempts[key] = attempts.get(key, 0) + 1
-        superseded[key] = superseded.get(key, 0) + (sub.status == SubmissionStatus.SUPERSEDED)
-        if sub.effective_score is None:  # not graded yet, not gradable, superseded: never counts as a score
-            held = chosen.get(key)  # a placeholder so the learner appears even before grading
-            if held is None or (held.status == SubmissionStatus.SUPERSEDED and held.effective_score is None):
-                chosen[key] = sub
-            continue
-        held = chosen.get(key)
-        held_score = held.effective_score if held is not None else None
-        if policy == "latest" or held_score is None or sub.effective_score > held_score:
-            chosen[key] = sub
-    return [
-        {
-            "user": s.user,
-            "issuer": key[0],
-            "subject": key[1],
-            "exercise_id": s.exercise_id,
-            "score": s.effective_score,
-            "max_score": s.max_score,
-            "status": s.status,
-            "attempts": attempts[key],
-            "superseded": superseded[key],
-            "submission_id": s.id,
-            "graded_at": rfc3339(s.graded_at),
-        }
-        for key, s in sorted(chosen.items())
-    ]
-
-
 def to_csv(rows: list[dict]) -> str:
+    """Every learner x exercise row (a missing one: empty score, attempts 0), spreadsheet-safe."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
     writer.writeheader()

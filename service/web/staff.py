@@ -4,12 +4,15 @@ bulk regrade, and queue health. Every page checks `can_teach` exactly as the API
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 from sqlalchemy import select
 
 from service.catalogue import service as catalogue_service
+from service.courses import gradebook as books
+from service.courses import matrix
 from service.courses import service as courses
 from service.deps import CatalogueDep, SessionFactoryDep, SettingsDep
 from service.errors import Forbidden, ServiceError, clip
@@ -25,11 +28,6 @@ from service.web.learner import submission_context
 from service.web.notices import page_error
 
 router = APIRouter(prefix="/teach", include_in_schema=False)
-SORTS = {
-    "user": lambda r: (r["user"], r["exercise_id"]),
-    "exercise": lambda r: (r["exercise_id"], r["user"]),
-    "score": lambda r: (r["score"] is None, -(r["score"] or 0), r["user"]),
-}
 
 
 def _staff(viewer) -> None:
@@ -59,27 +57,54 @@ def gradebook_page(
     request: Request,
     course: str,
     viewer: ViewerDep,
+    catalogue: CatalogueDep,
     open_session: SessionFactoryDep,
     policy: str = "best",
     sort: str = "user",
+    dir: str = "",
+    q: str = "",
+    exercise: str = "",
+    status: str = "",
+    page: str = "1",
+    per_page: str = "",
 ) -> Response:
+    """The matrix, one page of learners; every parameter is lenient (a bad one shows the default)."""
     _teaches(viewer, course)
-    chosen: courses.Policy = "latest" if policy == "latest" else "best"
+    chosen: books.Policy = "latest" if policy == "latest" else "best"
     with open_session() as session:
-        rows = courses.gradebook(session, course=course, policy=chosen)
+        book = books.build(session, course=course, policy=chosen, catalogue=catalogue)
         session.commit()
-    rows.sort(key=SORTS.get(sort, SORTS["user"]))
-    return render(request, "gradebook.html", viewer=viewer, course=course, rows=rows, policy=chosen, sort=sort)
+    view = matrix.parse_view(
+        book, sort=sort, direction=dir, q=q, exercise=exercise, status=status, page=page, per_page=per_page
+    )
+    base = f"/teach/courses/{quote(course, safe='')}/gradebook"
+    return render(
+        request,
+        "gradebook.html",
+        viewer=viewer,
+        course=course,
+        policy=chosen,
+        view=view,
+        page=matrix.select_page(book, view),
+        statuses=matrix.STATUSES,
+        all_exercises=book.exercises,
+        learners_total=len(book.learners),
+        link=lambda **over: matrix.href(base, policy=chosen, view=view, over=over),
+    )
 
 
 @router.get("/courses/{course}/gradebook.csv")
-def gradebook_csv(course: str, viewer: ViewerDep, open_session: SessionFactoryDep, policy: str = "best") -> Response:
+def gradebook_csv(
+    course: str, viewer: ViewerDep, catalogue: CatalogueDep, open_session: SessionFactoryDep, policy: str = "best"
+) -> Response:
+    """Every learner x exercise row, whatever the page's filters (the sheet is the whole course)."""
     _teaches(viewer, course)
     with open_session() as session:
-        rows = courses.gradebook(session, course=course, policy="latest" if policy == "latest" else "best")
+        chosen: books.Policy = "latest" if policy == "latest" else "best"
+        book = books.build(session, course=course, policy=chosen, catalogue=catalogue)
         session.commit()
     return PlainTextResponse(
-        courses.to_csv(rows),
+        courses.to_csv(book.rows()),
         media_type="text/csv",
         headers={
             "Content-Disposition": courses.attachment(f"{course}-gradebook.csv"),

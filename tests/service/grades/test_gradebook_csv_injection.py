@@ -41,11 +41,12 @@ def _cells(text: str) -> list[dict]:
 
 
 def _check(rows: list[dict], raw: str) -> None:
-    assert len(rows) == len(HOSTILE)
+    assert len(rows) == len(HOSTILE) * 4  # every learner x the test catalogue's 4 exercises (missing ones too)
     for row in rows:
         for column in ("user", "issuer", "subject"):
             assert row[column].startswith("'") and row[column][1:] in HOSTILE, (column, row[column])
-        assert row["score"] == "2.5" and row["max_score"] == "3.0" and row["attempts"] == "1"  # numbers as numbers
+        if row["exercise_id"] == "ch05.svc_sum":  # numbers as numbers
+            assert row["score"] == "2.5" and row["max_score"] == "3.0" and row["attempts"] == "1"
     assert not re.search(r'(^|,)"?[=+\-@＝＋－＠]', raw, re.M)  # no cell of the sheet starts like a formula
 
 

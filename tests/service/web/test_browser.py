@@ -141,10 +141,10 @@ def test_learner_solution_mistake_both_languages_then_override(site, tmp_path):
     tp = teacher.page
     tp.goto(site["url"] + "/teach/courses/c1/gradebook?policy=best")
     shot(tp, "gradebook")
-    best = tp.locator("tr[data-user='lena'][data-exercise='ch07.wordle_reward'] .score")
+    best = tp.locator("td[data-user='lena'][data-exercise='ch07.wordle_reward'] .score")
     assert best.inner_text() == "10/10"
     tp.click("#policy-latest")
-    latest = tp.locator("tr[data-user='lena'][data-exercise='ch07.wordle_reward'] .score")
+    latest = tp.locator("td[data-user='lena'][data-exercise='ch07.wordle_reward'] .score")
     assert latest.inner_text() != "10/10"
     latest.locator("a").click()
     tp.wait_for_url(f"**/teach/submissions/{mistake_zh}")

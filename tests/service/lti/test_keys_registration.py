@@ -2,14 +2,11 @@
 API (admins only) and the CLI, and migration 0005 up and down, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 import stat
-import subprocess
 
 import httpx
 from alembic import command
+from cli_support import cli
 from lti_support import CLIENT_ID
 from sqlalchemy import inspect
 
@@ -67,29 +64,6 @@ def test_platform_registration_api_is_for_admins(lti, svc):
     assert "client-2" not in {p["client_id"] for p in listed}
 
 
-def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    from service.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(list(args))
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-                if isinstance(exc.code, str):
-                    err.write(exc.code)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                del os.environ[k]
-            else:
-                os.environ[k] = v
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
-
-
 def test_lti_commands(sqlite_template, tmp_path):
     import shutil
 
@@ -101,17 +75,17 @@ def test_lti_commands(sqlite_template, tmp_path):
            "abc", "--auth-login-url", "https://moodle.example.edu/mod/lti/auth.php", "--auth-token-url",
            "https://moodle.example.edu/mod/lti/token.php", "--keyset-url", "https://moodle.example.edu/mod/lti/certs.php",
            "--deployment-id", "1", "--deployment-id", "2"]
-    made = _cli(*add, env=env)
+    made = cli(*add, env=env)
     assert made.returncode == 0 and "platform 1: Moodle" in made.stdout, made.stderr
-    assert _cli(*add, env=env).returncode != 0
-    assert "deployments 1,2" in _cli("lti", "platforms", "list", env=env).stdout
-    assert _cli("lti", "platforms", "remove", "1", env=env).returncode == 0
-    assert "Moodle" not in _cli("lti", "platforms", "list", env=env).stdout
-    assert _cli("lti", "platforms", "remove", "7", env=env).returncode != 0
-    assert _cli("lti", "keys", "rotate", env=env).returncode == 0
-    assert "holds 2 key(s)" in _cli("lti", "keys", "rotate", env=env).stdout
-    assert len(_cli("lti", "keys", "list", env=env).stdout.splitlines()) == 2
-    assert "https://grader.example.edu/lti/jwks" in _cli("lti", "config", env=env).stdout
+    assert cli(*add, env=env).returncode != 0
+    assert "deployments 1,2" in cli("lti", "platforms", "list", env=env).stdout
+    assert cli("lti", "platforms", "remove", "1", env=env).returncode == 0
+    assert "Moodle" not in cli("lti", "platforms", "list", env=env).stdout
+    assert cli("lti", "platforms", "remove", "7", env=env).returncode != 0
+    assert cli("lti", "keys", "rotate", env=env).returncode == 0
+    assert "holds 2 key(s)" in cli("lti", "keys", "rotate", env=env).stdout
+    assert len(cli("lti", "keys", "list", env=env).stdout.splitlines()) == 2
+    assert "https://grader.example.edu/lti/jwks" in cli("lti", "config", env=env).stdout
 
 
 def test_0005_up_and_down(db_engine):

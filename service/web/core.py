@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse
@@ -89,7 +90,7 @@ def render(
 ) -> HTMLResponse:
     lang = lang or (viewer.lang if viewer else page_lang(request))
     html = env.get_template(template).render(
-        request_path=request.url.path,
+        request_path=_here(request),
         viewer=viewer,
         user=viewer.principal if viewer else None,
         lang=lang,
@@ -98,6 +99,19 @@ def render(
         **context,
     )
     return HTMLResponse(html, status_code=status_code, headers=PAGE_HEADERS)
+
+
+VIEW_PARAMS = ("policy", "sort", "dir", "q", "exercise", "status", "page", "per_page")  # a page's view state
+
+
+def _here(request: Request) -> str:
+    """Where a language switch comes back to: this page with its view state (a gradebook keeps its sort
+    and filters: only those parameters, bounded, so no other text of a crafted link is carried into the
+    page); after a form's POST, the path alone (its GET shows the form again)."""
+    if request.method != "GET":
+        return request.url.path
+    kept = [(k, v[:200]) for k, v in request.query_params.multi_items() if k in VIEW_PARAMS][: len(VIEW_PARAMS)]
+    return f"{request.url.path}?{urlencode(kept)}" if kept else request.url.path
 
 
 def local_path(target: str | None, default: str = "/") -> str:

@@ -181,6 +181,13 @@ def download_template(exercise_id: str, viewer: ViewerDep, catalogue: CatalogueD
     )
 
 
+@router.get("/submit", include_in_schema=False)
+def upload_form() -> Response:
+    """A browser that reloads the page a rejected upload showed, or switches its language, asks for GET
+    /submit: it gets the exercises page with the upload forms, never an API error body."""
+    return RedirectResponse("/exercises", status_code=303)
+
+
 @router.post("/submit")
 def upload(
     request: Request,

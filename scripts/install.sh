@@ -16,3 +16,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install -q --no-deps "verl==0.9.1"
   echo "$want" > "$stamp"
 fi
+# axe-core (the accessibility engine the browser tests load into each page), from the npm registry,
+# pinned; kept out of the served static files because only the tests use it.
+AXE=.node/node_modules/axe-core/axe.min.js
+if [ ! -f "$AXE" ] && command -v npm >/dev/null; then
+  npm install --prefix .node --no-save --no-audit --no-fund --silent axe-core@4.14.1 >/dev/null
+fi

@@ -184,7 +184,9 @@ async def stream(
                     if not is_unavailable(exc):
                         raise
                     found = None
-                if found is not None and _worth_sending(found, last_estimate):
+                if found is None:  # not waiting (claimed): a requeue later sends its estimate afresh
+                    last_estimate = None
+                elif _worth_sending(found, last_estimate):
                     last_estimate, quiet_since = found, now
                     yield ServerSentEvent(event=Estimate.kind, data=Estimate(estimate=found).to_json())
             if rows:

@@ -23,7 +23,7 @@ pytestmark = [
     pytest.mark.parametrize("module_db_url", ["sqlite"], indirect=True),
     pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"),
 ]
-SHOTS = os.environ.get("TITANGRADE_WEB_SCREENSHOTS")  # a folder: save the queue page as PNG (docs/img)
+SHOTS = os.environ.get("TITANGRADE_WEB_SCREENSHOTS")  # a folder: save the two pages as PNG (docs/img)
 WORDS = {
     "en": {
         "sandbox": "no free sandbox user",
@@ -157,7 +157,7 @@ def test_the_queue_page_shows_causes_dead_workers_and_the_oldest_job(site, lang,
     assert _fits(page) == []
     assert_accessible(page)
     if SHOTS and (lang, width) == ("en", 1280):
-        page.screenshot(path=str(Path(SHOTS) / "web-queue.png"), full_page=True)
+        page.screenshot(path=str(Path(SHOTS) / "web-queue-health.png"), full_page=True)
     ctx.close()
     assert errors == []
 
@@ -221,6 +221,8 @@ def test_the_live_status_follows_queueing_a_requeue_and_odd_event_orders(site, s
     assert page.inner_text("#progress-text") == words["queued"] and words["cell"] not in page.inner_text("#progress")
     assert _fits(page) == []
     assert_accessible(page)
+    if SHOTS and (lang, width) == ("en", 390):
+        page.screenshot(path=str(Path(SHOTS) / "web-live-requeued.png"), full_page=True)
     seen = page.evaluate("() => window.__seen")  # every state the status line showed, before the reload
     assert seen and not [t for t in seen if words["queued"] in t and words["cell"] in t], seen
     assert any(words["cell"] in t for t in seen)

@@ -248,7 +248,7 @@ def queue_page(
 ) -> Response:
     """Queue health (service/queue/health.py); `hours` is lenient: a bad or out-of-range one shows 24."""
     _staff(viewer)
-    window_h = int(hours) if hours.isdigit() and 1 <= int(hours) <= 168 else 24
+    window_h = int(hours) if hours.isascii() and hours.isdigit() and 1 <= int(hours) <= 168 else 24
     with open_session() as session:
         report = queue_health.build(
             session, user=viewer.principal, window_s=window_h * 3600, dead_after_s=settings.lease_s

@@ -30,7 +30,16 @@ def test_the_queue_page_window_is_lenient_and_worded(live_api, svc, lang, words)
     with transaction(live_api.app.state.sessions) as s:
         queue.beat(s, worker_id=f"wq-{lang}", host="h", pid=1, slots=1, devices=0, device_kind="cpu")
     client = _signed_in(live_api.url, live_api.tokens["teacher"], lang)
-    for hours, window in (("1", 1), ("168", 168), ("abc", 24), ("0", 24), ("999", 24), ("", 24)):
+    for hours, window in (
+        ("1", 1),
+        ("168", 168),
+        ("abc", 24),
+        ("²", 24),
+        ("9" * 400, 24),
+        ("0", 24),
+        ("999", 24),
+        ("", 24),
+    ):
         page = client.get("/teach/queue", params={"hours": hours})
         assert page.status_code == 200, (hours, page.text[:300])
         assert f'href="/teach/queue?hours={window}" class="on" aria-current="page"' in page.text, hours

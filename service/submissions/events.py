@@ -31,9 +31,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from grading.progress import Done, Estimate, Event, from_row, kind_of
+from grading.progress import Done, Estimate, Event, Requeued, from_row, kind_of
 from service import signals
 from service.outage import is_unavailable
+from service.queue.causes import cause_of
 from service.queue.models import Job
 from service.states import JobStatus
 from service.submissions.models import ProgressEvent, Submission
@@ -168,7 +169,10 @@ async def stream(
             for event_id, event in rows:
                 after_id = event_id
                 kind = kind_of(event)
-                yield ServerSentEvent(id=str(event_id), event=kind, data={**event.to_json(), "run": start.run})
+                data = {**event.to_json(), "run": start.run}
+                if isinstance(event, Requeued):  # the page says why in its own words, by cause key
+                    data["cause"] = cause_of(event.reason)
+                yield ServerSentEvent(id=str(event_id), event=kind, data=data)
                 if kind == Done.kind:
                     return
             now = time.monotonic()
@@ -180,7 +184,9 @@ async def stream(
                     if not is_unavailable(exc):
                         raise
                     found = None
-                if found is not None and _worth_sending(found, last_estimate):
+                if found is None:  # not waiting (claimed): a requeue later sends its estimate afresh
+                    last_estimate = None
+                elif _worth_sending(found, last_estimate):
                     last_estimate, quiet_since = found, now
                     yield ServerSentEvent(event=Estimate.kind, data=Estimate(estimate=found).to_json())
             if rows:

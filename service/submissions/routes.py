@@ -218,7 +218,8 @@ def download_notebook(submission_id: str, user: CurrentUser, session: SessionDep
             "content": {"text/event-stream": {"schema": SSE_EVENT}},
             "description": "the current run's events: queued, estimate (position, start_in_s, "
             "finish_in_s; while queued, when it changes; no id), claimed, started, "
-            "cell (index/total), checks, requeued, done; ends after done",
+            "cell (index/total), checks, requeued (reason, and its cause key: service/queue/causes.py), "
+            "done; ends after done",
         },
         204: {"description": "Last-Event-ID is the current run's done: nothing more to send"},
         **errors(404, 429),

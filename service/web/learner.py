@@ -379,6 +379,7 @@ def submission_events(
         start=start,
         poll_s=settings.events_poll_s,
         max_s=settings.events_max_s,
+        estimate=events.estimator(open_session, submission_id=sid, settings=settings),  # position while queued
     )
     return EventSourceResponse(
         stream_slots.Held(events.encoded(frames), release), headers={"Cache-Control": "no-store"}

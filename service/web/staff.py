@@ -17,9 +17,8 @@ from service.courses import service as courses
 from service.deps import CatalogueDep, SessionFactoryDep, SettingsDep
 from service.errors import Forbidden, ServiceError, clip
 from service.messages import error
-from service.queue import service as queue
+from service.queue import health as queue_health
 from service.queue.service import BULK_REGRADE_PRIORITY, SINGLE_REGRADE_PRIORITY
-from service.states import SubmissionStatus
 from service.submissions import service as submissions
 from service.submissions.models import Submission
 from service.web import charts
@@ -244,24 +243,15 @@ def regrade(
 
 
 @router.get("/queue")
-def queue_page(request: Request, viewer: ViewerDep, open_session: SessionFactoryDep) -> Response:
+def queue_page(
+    request: Request, viewer: ViewerDep, settings: SettingsDep, open_session: SessionFactoryDep, hours: str = "24"
+) -> Response:
+    """Queue health (service/queue/health.py); `hours` is lenient: a bad or out-of-range one shows 24."""
     _staff(viewer)
+    window_h = int(hours) if hours.isascii() and hours.isdigit() and 1 <= int(hours) <= 168 else 24
     with open_session() as session:
-        depth = queue.depth_by_lane(session)
-        workers = queue.live_workers(session, within_s=300)
-        recent = [
-            s
-            for s in submissions.list_visible(session, user=viewer.principal, limit=500)
-            if s.status == SubmissionStatus.NOT_GRADABLE
-        ][:20]
-        page = render(
-            request,
-            "queue.html",
-            viewer=viewer,
-            depth=depth,
-            workers=workers,
-            recent=recent,
-            jobs=queue.jobs_by_status(session),
+        report = queue_health.build(
+            session, user=viewer.principal, window_s=window_h * 3600, dead_after_s=settings.lease_s
         )
         session.commit()
-    return page
+    return render(request, "queue.html", viewer=viewer, report=report, window_h=window_h)

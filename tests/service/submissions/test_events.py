@@ -228,3 +228,25 @@ def test_an_idle_stream_sends_keep_alives_then_ends_at_its_time_limit(live_api, 
     comments = [b[""] for b in _blocks(lines) if "" in b]
     assert comments.count("keep-alive") >= 2
     assert comments[-1] == "stream time limit reached; reconnect with Last-Event-ID"
+
+
+def test_a_requeued_event_carries_its_cause_key_and_a_stale_cell_after_it_stays_in_order(api, svc):
+    from grading.progress import Cell
+    from service.db import transaction
+    from service.queue import service as queue
+    from service.submissions import events
+
+    token = api.tokens["alice"]
+    sid = api.post(URL, files={"notebook": ("a.ipynb", svc.notebook())}, headers=svc.auth(token)).json()["id"]
+    with transaction(api.app_state.sessions) as s:
+        job = queue.claim(s, worker_id="w", lanes=("short",), free_devices=0, max_world_size=1, lease_s=30)
+    with transaction(api.app_state.sessions) as s:
+        queue.release(s, job=job, reason="not started: sandbox user busy: no free sandbox user: all 3 are in use")
+        events.add(s, submission_id=sid, event=Cell(index=2, total=3))  # a late event of the attempt handed back
+    _grade(api, 3.0)
+    _, frames = _frames(api, svc, sid, token)
+    kinds = [f[1]["event"] for f in frames]
+    assert kinds[:4] == ["queued", "claimed", "requeued", "cell"] and kinds[-1] == "done"
+    requeued = frames[2][1]
+    assert requeued["cause"] == "sandbox_users_exhausted" and requeued["reason"].startswith("not started")
+    assert "cause" not in frames[3][1]

@@ -26,6 +26,7 @@ from service.middleware import RequestGuard, install_request_id, install_securit
 from service.openapi import build_openapi, docs_page
 from service.ops import router as ops_router
 from service.queue import service as queue
+from service.requests.routes import router as requests_router
 from service.submissions.routes import router as submissions_router
 from service.submissions.writer import UploadWriter
 from service.web.routes import UPLOAD_PATH as WEB_UPLOAD_PATH
@@ -143,6 +144,7 @@ def create_app(
         webhooks_router,
         intake_router,
         lti_api_router,
+        requests_router,
     ):
         app.include_router(router, prefix=API_PREFIX, dependencies=[Depends(_no_store)])
     install_web_pages(app)  # HTML pages for learners and instructors (session cookie, same services)

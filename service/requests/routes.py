@@ -18,7 +18,7 @@ from service.requests.models import RequestKind, RequestStatus
 from service.requests.schemas import RequestAnswer, RequestCreate, RequestList, RequestPublic, to_public
 
 router = APIRouter(tags=["requests"])
-REQUEST_ID = Annotated[int, Path(ge=1, le=2**63 - 1)]
+REQUEST_ID = Annotated[int, Path(ge=1, le=2**31 - 1)]  # the id column is a 32-bit integer on PostgreSQL
 COURSE = Annotated[str, Path(max_length=200, pattern=PRINTABLE_NAME)]
 
 

@@ -139,13 +139,13 @@ def open_counts(session: Session, *, courses: Sequence[str]) -> dict[str, int]:
         .where(SubmissionRequest.course.in_(list(courses)), SubmissionRequest.status == RequestStatus.OPEN)
         .group_by(SubmissionRequest.course)
     )
-    return {course: int(n) for course, n in session.execute(stmt).tuples()}
+    return {course: int(n) for course, n in session.execute(stmt).all()}
 
 
 def get(session: Session, *, user: Principal, request_id: int) -> SubmissionRequest:
     """A request the caller may read: their own (on a submission they may still read), or one of a course
     they teach; anything else is a 404."""
-    row = session.get(SubmissionRequest, request_id) if 0 < request_id < 2**63 else None
+    row = session.get(SubmissionRequest, request_id) if 0 < request_id < 2**31 else None  # a 32-bit column
     if row is not None:
         own = row.identity_id == user.identity_id and user.in_scope(row.course)
         if own or user.can_teach(row.course):

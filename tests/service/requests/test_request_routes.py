@@ -149,6 +149,7 @@ def test_hostile_text_is_stored_cleaned_and_a_lone_surrogate_is_a_422(api, svc):
     assert answer.status_code == 200 and answer.json()["answer"] == "ok \\x00 done"
     assert api.get("/api/v1/requests/99999999999999999999", headers=svc.auth(api.tokens["root"])).status_code == 422
     assert api.get("/api/v1/requests/0", headers=svc.auth(api.tokens["root"])).status_code == 422
+    assert api.get(f"/api/v1/requests/{2**31}", headers=svc.auth(api.tokens["root"])).status_code == 422
     assert api.get("/api/v1/requests/424242", headers=svc.auth(api.tokens["root"])).status_code == 404
 
 

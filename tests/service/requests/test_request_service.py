@@ -74,3 +74,10 @@ def test_the_course_list_puts_open_requests_first_oldest_waiting_first(sessions,
             ids[3],
         ]
         assert service.open_counts(s, courses=["c1", "c2", "c3"]) == {"c1": 2, "c2": 1}
+
+
+def test_an_id_past_the_column_is_missing_not_a_database_error(sessions):
+    from service.errors import NotFound
+
+    with sessions() as s, pytest.raises(NotFound):
+        service.get(s, user=TEACHER, request_id=948_944_611_771)  # PostgreSQL's integer would overflow

@@ -27,6 +27,7 @@ from service.openapi import build_openapi, docs_page
 from service.ops import router as ops_router
 from service.queue import service as queue
 from service.queue.routes import router as queue_router
+from service.requests.routes import router as requests_router
 from service.submissions.routes import router as submissions_router
 from service.submissions.writer import UploadWriter
 from service.web.routes import UPLOAD_PATH as WEB_UPLOAD_PATH
@@ -145,6 +146,7 @@ def create_app(
         intake_router,
         lti_api_router,
         queue_router,
+        requests_router,
     ):
         app.include_router(router, prefix=API_PREFIX, dependencies=[Depends(_no_store)])
     install_web_pages(app)  # HTML pages for learners and instructors (session cookie, same services)

@@ -172,6 +172,62 @@ WEB = Catalogue(
         "back": Message(en="Back", zh="返回"),
         "done_regrade": Message(en="{n} run(s) queued.", zh="已排队 {n} 次评分。"),
         "saved": Message(en="Saved.", zh="已保存。"),
+        # an instructor's score, and grader faults, as the learner reads them (service/grades/faults.py)
+        "override_set": Message(en="set by {who} at {at}", zh="由 {who} 于 {at} 设定"),
+        "override_why": Message(en="Instructor's reason", zh="教师的说明"),
+        "fault_not_gradable": Message(
+            en="The grader had a problem on its side, so this attempt was not scored. It is not your fault and it "
+            "is not counted as a zero. Submit the same notebook again later; if it happens again, ask an "
+            "instructor for a regrade below.",
+            zh="评分器自身出现问题，因此本次提交没有评分。这不是你的问题，也不会记为零分。"
+            "请稍后重新提交同一笔记本；如果再次出现，请在下方请教师重新评分。",
+        ),
+        "fault_regrade_failed": Message(
+            en="A regrade of this attempt could not run because of a problem on the grader's side; the previous "
+            "grade stands. There is nothing you need to do; an instructor can try the regrade again.",
+            zh="由于评分器自身的问题，本次重新评分未能运行；之前的成绩保持不变。你无需做任何事；教师可以再次重新评分。",
+        ),
+        "fault_unstorable": Message(
+            en="The result could not be stored, so the checks' feedback is left out. Change what your code prints "
+            "or returns (very long or unusual text), then submit again, or ask an instructor below.",
+            zh="评分结果无法保存，因此省略了各检查项的反馈。请修改代码输出或返回的内容（过长或不寻常的文本）后重新提交，"
+            "或在下方联系教师。",
+        ),
+        "fault_requeued": Message(
+            en="The grader had a problem on its side; this attempt will be graded again automatically.",
+            zh="评分器自身出现问题；本次提交将自动重新评分。",
+        ),
+        # regrade requests and problem reports (service/requests/, service/web/requests_pages.py)
+        "requests": Message(en="Requests", zh="请求"),
+        "requests_title": Message(en="Regrade requests and problem reports", zh="重评申请与问题反馈"),
+        "requests_in": Message(en="Requests in {course}", zh="{course} 的请求"),
+        "request_help": Message(
+            en="Ask an instructor to look at this grade again, or report a problem with the grading. "
+            "An instructor answers here.",
+            zh="你可以请教师重新查看本次成绩，或反馈评分中的问题。教师会在这里答复。",
+        ),
+        "request_kind": Message(en="Kind", zh="类型"),
+        "regrade_request": Message(en="regrade request", zh="重评申请"),
+        "problem_report": Message(en="problem report", zh="问题反馈"),
+        "request_text": Message(en="Your message", zh="你的留言"),
+        "request_send": Message(en="Send", zh="发送"),
+        "request_waiting": Message(
+            en="Your request is open; an instructor will answer it here.",
+            zh="你的请求正在等待教师答复，答复会显示在这里。",
+        ),
+        "open": Message(en="open", zh="待处理"),
+        "answered": Message(en="answered", zh="已答复"),
+        "closed": Message(en="closed", zh="已关闭"),
+        "asked_by": Message(en="{who} at {at}", zh="{who} 于 {at}"),
+        "answered_by": Message(en="answered by {who} at {at}", zh="{who} 于 {at} 答复"),
+        "closed_by": Message(en="closed by {who} at {at}", zh="{who} 于 {at} 关闭"),
+        "answer": Message(en="Answer", zh="答复"),
+        "answer_send": Message(en="Send the answer", zh="发送答复"),
+        "answer_close": Message(en="and close the request", zh="并关闭该请求"),
+        "close_request": Message(en="Close without answering", zh="不答复直接关闭"),
+        "no_requests": Message(en="No requests.", zh="暂无请求。"),
+        "open_count": Message(en="{n} open", zh="{n} 个待处理"),
+        "asked_at": Message(en="Asked at", zh="提交时间"),
         "nb_title": Message(en="The submitted notebook", zh="提交的笔记本"),
         "nb_download": Message(en="Download the submitted .ipynb", zh="下载提交的 .ipynb 文件"),
         "nb_compare_with": Message(en="Compare with attempt", zh="与另一次提交比较"),
@@ -273,6 +329,39 @@ ERRORS = Catalogue(
             en="the score must be a number, not {score!r}", zh="分数必须是数字，而不是 {score!r}"
         ),
         "override_negative": Message(en="the score cannot be negative", zh="分数不能为负"),
+        "request_text": Message(
+            en="write what you would like an instructor to look at: 1 to {limit} characters",
+            zh="请写下希望教师查看的内容：1 到 {limit} 个字符",
+        ),
+        "request_kind": Message(
+            en="the kind of request must be `regrade` or `problem`", zh="请求类型必须是 `regrade` 或 `problem`"
+        ),
+        "request_own_only": Message(
+            en="only the learner who made submission {submission} can ask about it; instructors answer requests "
+            "(POST /api/v1/requests/<id>/answer)",
+            zh="只有提交 {submission} 的学员本人可以就其提出请求；教师请答复请求",
+        ),
+        "request_open_exists": Message(
+            en="submission {submission} already has an open request (#{request}); wait for its answer, then "
+            "ask again if you need to",
+            zh="提交 {submission} 已有一个待处理的请求（#{request}）；请等待答复后再提出新的请求",
+        ),
+        "request_rate": Message(
+            en="you have sent {limit} requests in the last 24 hours, the most one learner may; wait {wait_s} s "
+            "(see Retry-After) and ask again, or talk to your instructor",
+            zh="你在 24 小时内已发送 {limit} 个请求，已达上限；请等待 {wait_s} 秒后再试，或直接联系教师",
+        ),
+        "request_not_found": Message(
+            en="request {request} does not exist or is not yours; a submission's requests are listed at "
+            "GET /api/v1/submissions/<id>/requests",
+            zh="请求 {request} 不存在或不属于你；提交的请求可用 GET /api/v1/submissions/<id>/requests 查看",
+        ),
+        "request_not_open": Message(
+            en="request {request} is {status}: only an open request can be answered; the learner can open a new one",
+            zh="请求 {request} 的状态为 {status}：只能答复待处理的请求；学员可以提出新的请求",
+        ),
+        "request_already_closed": Message(en="request {request} is already closed", zh="请求 {request} 已关闭"),
+        "answer_text": Message(en="write an answer: 1 to {limit} characters", zh="请填写答复：1 到 {limit} 个字符"),
         # limits
         "rate_limited": Message(
             en="more than {per_minute} submissions of {exercise} in the last minute; "

@@ -18,27 +18,13 @@ from grading.progress import Done
 from grading.result import GradeResult
 from grading.text import clean_text, clean_value
 from service.db import utcnow
+from service.grades.faults import REASON_CHARS, not_gradable_message, regrade_failed_message, unstorable_message
 from service.outbox.models import OutboxEvent
 from service.states import SubmissionStatus
 from service.submissions.models import ProgressEvent, Submission
 from service.timefmt import rfc3339
 
 log = logging.getLogger(__name__)
-REASON_CHARS = 300  # of the database's own words kept in the learner-facing message
-
-
-def not_gradable_message(error: str) -> str:
-    return (
-        "the grader failed on its side, so this attempt was not scored (it does not count against you): "
-        f"{error[:500]}. Resubmit later or ask an instructor to regrade."
-    )
-
-
-def unstorable_message(reason: str) -> str:
-    return (
-        f"the result could not be stored: {reason[:REASON_CHARS]}. The checks' feedback is left out; change "
-        "what your code prints or returns (very long or unusual text), then resubmit, or ask an instructor."
-    )
 
 
 def record_grade(session: Session, *, submission_id: str, result: GradeResult | None, fault: str | None = None) -> None:
@@ -157,7 +143,7 @@ def _write(session: Session, *, submission_id: str, result: dict | None, fault: 
     kind = "grade.stored"
     if status == SubmissionStatus.NOT_GRADABLE and sub.result and sub.score is not None:
         status, score, kind = sub.result["status"], sub.score, "grade.regrade_failed"
-        sub.message = f"a regrade could not run, the previous grade stands: {message}"
+        sub.message = regrade_failed_message(message)
     else:
         sub.score, sub.result, sub.message = score, result, message
         sub.graded_at, sub.grading_s = now, grading_s

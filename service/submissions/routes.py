@@ -174,16 +174,22 @@ def list_submissions(
 ) -> SubmissionList:
     """Learners see their own submissions; instructors their courses'; admins all."""
     subs = service.list_visible(session, user=user, exercise_id=exercise_id, course=course, limit=limit)
-    return SubmissionList(items=[service.to_public(s) for s in subs])
+    shown = service.current_overrides(session, subs=subs)
+    return SubmissionList(items=[service.to_public(s, override=shown.get(s.id)) for s in subs])
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic, responses=errors(404))
 def get_submission(
     submission_id: str, user: CurrentUser, session: SessionDep, settings: SettingsDep
 ) -> SubmissionPublic:
-    """The submission; while it waits, `queue` has its position and estimated start and finish."""
+    """The submission; while it waits, `queue` has its position and estimated start and finish; a score an
+    instructor set comes with `override` (their reason, who and when)."""
     sub = service.get(session, user=user, submission_id=submission_id)
-    return service.to_public(sub, queue_estimate=service.wait_estimate(session, sub=sub, settings=settings))
+    return service.to_public(
+        sub,
+        queue_estimate=service.wait_estimate(session, sub=sub, settings=settings),
+        override=service.current_overrides(session, subs=[sub]).get(sub.id),
+    )
 
 
 @router.get(
@@ -287,7 +293,8 @@ def regrade_submission(
 def override_score(submission_id: str, body: OverrideCreate, user: StaffUser, session: SessionDep) -> SubmissionPublic:
     """Set (or with score=null clear) a manual score; the reason is kept in the audit trail."""
     sub = service.get_for_staff(session, user=user, submission_id=submission_id)
-    return service.to_public(service.override(session, user=user, sub=sub, score=body.score, reason=body.reason))
+    sub = service.override(session, user=user, sub=sub, score=body.score, reason=body.reason)
+    return service.to_public(sub, override=service.current_overrides(session, subs=[sub]).get(sub.id))
 
 
 @router.get("/{submission_id}/overrides", response_model=list[OverridePublic], responses=errors(403, 404))

@@ -40,6 +40,15 @@ class SubmissionAccepted(BaseModel):
     links: dict[str, str]
 
 
+class OverrideShown(BaseModel):
+    """The instructor's score that counts now, with their reason: what the learner is shown."""
+
+    score: float
+    reason: str
+    by: str = Field(description="the instructor who set it")
+    at: Timestamp
+
+
 class SubmissionPublic(BaseModel):
     id: str
     user: str
@@ -56,7 +65,15 @@ class SubmissionPublic(BaseModel):
     attempt: int
     run: int = Field(description="grading run: 1 at intake, +1 per regrade; the event stream follows the current run")
     lang: str
-    message: str
+    message: str = Field(
+        description="the grading's message as stored: the engine's feedback in the submission's language, or "
+        "the service's English (a grader fault's technical detail among them; see message_key)"
+    )
+    message_key: str | None = Field(
+        None,
+        description="for a grader fault, the key of the learner's text in the page catalogue (fault_not_gradable, "
+        "fault_regrade_failed, fault_unstorable): what the pages show instead of `message`, in their language",
+    )
     checks: list[CheckPublic]
     limits_hit: list[str] = []
     sandbox: str = ""
@@ -66,6 +83,9 @@ class SubmissionPublic(BaseModel):
     graded_at: Timestamp | None
     superseded_by: str | None = None
     queue: QueueEstimate | None = Field(None, description="position and estimated start/finish while queued")
+    override: OverrideShown | None = Field(
+        None, description="set when `score` is an instructor's (manual_score): their score, reason, who and when"
+    )
 
 
 class SubmissionList(BaseModel):

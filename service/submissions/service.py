@@ -20,6 +20,7 @@ from service.auth.principal import Principal
 from service.config import Settings
 from service.db import utcnow
 from service.errors import Forbidden, NotFound, ServiceError, Unsatisfiable, clip
+from service.grades.faults import message_key
 from service.grades.models import ScoreOverride
 from service.messages import error
 from service.outbox.models import OutboxEvent
@@ -29,16 +30,24 @@ from service.queue.models import Job
 from service.states import JobStatus, SubmissionStatus
 from service.submissions import batch
 from service.submissions.models import Submission
-from service.submissions.schemas import CheckPublic, RegradeSkipped, SubmissionPublic
+from service.submissions.schemas import CheckPublic, OverrideShown, RegradeSkipped, SubmissionPublic
 from service.timefmt import rfc3339
 
 SUBMISSION_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex; anything else cannot exist (and never reaches the DB)
 
 
-def to_public(sub: Submission, *, queue_estimate: dict | None = None) -> SubmissionPublic:
-    """The API's view of a row. Its kernel-made strings are cleaned again on the way out (one regex scan when
-    clean), so a row stored before the result boundary normalised them still reads, never a 500."""
+def to_public(
+    sub: Submission, *, queue_estimate: dict | None = None, override: ScoreOverride | None = None
+) -> SubmissionPublic:
+    """The API's view of a row (`override`: its current_overrides entry). Its kernel-made strings are cleaned
+    again on the way out (one regex scan when clean), so a row stored before the result boundary normalised
+    them still reads, never a 500."""
     result = clean_value(sub.result or {})
+    shown = None
+    if override is not None and sub.manual_score is not None:
+        shown = OverrideShown(
+            score=sub.manual_score, reason=override.reason, by=override.by_user, at=override.created_at
+        )
     return SubmissionPublic(
         id=sub.id,
         user=sub.user,
@@ -53,6 +62,7 @@ def to_public(sub: Submission, *, queue_estimate: dict | None = None) -> Submiss
         run=sub.run,
         lang=sub.lang,
         message=clean_text(sub.message) if sub.message else sub.message,
+        message_key=message_key(sub.status, sub.message),
         checks=[CheckPublic(**c) for c in result.get("checks", [])],
         limits_hit=result.get("limits_hit", []),
         sandbox=result.get("sandbox", ""),
@@ -62,6 +72,7 @@ def to_public(sub: Submission, *, queue_estimate: dict | None = None) -> Submiss
         graded_at=sub.graded_at,
         superseded_by=sub.superseded_by,
         queue=queue_estimate,
+        override=shown,
     )
 
 
@@ -310,3 +321,12 @@ def overrides(session: Session, *, submission_id: str) -> list[ScoreOverride]:
             select(ScoreOverride).where(ScoreOverride.submission_id == submission_id).order_by(ScoreOverride.id)
         )
     )
+
+
+def current_overrides(session: Session, *, subs: list[Submission]) -> dict[str, ScoreOverride]:
+    """The override behind each submission's manual score (the latest audit row), for those that have one."""
+    ids = [s.id for s in subs if s.manual_score is not None]
+    if not ids:
+        return {}
+    rows = session.scalars(select(ScoreOverride).where(ScoreOverride.submission_id.in_(ids)).order_by(ScoreOverride.id))
+    return {row.submission_id: row for row in rows}  # the last row of each submission wins

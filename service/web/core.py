@@ -18,6 +18,7 @@ from service.auth.principal import Principal
 from service.deps import SessionFactoryDep, WebSecretDep
 from service.errors import preferred_lang
 from service.middleware import PAGE_HEADERS
+from service.timefmt import rfc3339
 from service.web import sessions
 from service.web.i18n import LANGS, t
 
@@ -29,6 +30,7 @@ env = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+env.filters["rfc3339"] = rfc3339  # every time a page shows: RFC 3339 with its offset
 
 
 class SignInRequired(Exception):

@@ -27,7 +27,9 @@ from service.deps import (
     WebSecretDep,
 )
 from service.errors import NotFound, ServiceError, TooMany, clip, from_engine
+from service.grades.faults import message_key
 from service.messages import error
+from service.requests import service as requests
 from service.states import SubmissionStatus
 from service.submissions import batch, events, notebook_view, stream_slots
 from service.submissions import service as submissions
@@ -273,6 +275,9 @@ def submission_context(viewer, sub, *, catalogue: Catalogue, session: Session) -
         "live": sub.status in (SubmissionStatus.QUEUED, SubmissionStatus.RUNNING),
         "notebook": notebook_view.render_notebook(raw=sub.notebook, result=result),
         "attempts": other_attempts(session, user=viewer.principal, sub=sub),
+        "override": submissions.current_overrides(session, subs=[sub]).get(sub.id),  # the reason behind a manual score
+        "fault": message_key(sub.status, sub.message),  # a grader fault: the catalogue's text, not the stored detail
+        "requests": requests.for_submission(session, submission_id=sub.id),  # the thread (_requests.html)
     }
 
 

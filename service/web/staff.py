@@ -19,6 +19,7 @@ from service.errors import Forbidden, ServiceError, clip
 from service.messages import error
 from service.queue import health as queue_health
 from service.queue.service import BULK_REGRADE_PRIORITY, SINGLE_REGRADE_PRIORITY
+from service.requests import service as requests
 from service.submissions import service as submissions
 from service.submissions.models import Submission
 from service.web import charts
@@ -40,14 +41,20 @@ def _teaches(viewer, course: str) -> None:
 
 
 @router.get("")
-def teach_home(request: Request, viewer: ViewerDep, catalogue: CatalogueDep) -> Response:
+def teach_home(
+    request: Request, viewer: ViewerDep, catalogue: CatalogueDep, open_session: SessionFactoryDep
+) -> Response:
     _staff(viewer)
+    with open_session() as session:
+        open_requests = requests.open_counts(session, courses=viewer.principal.teaching())
+        session.commit()
     return render(
         request,
         "teach.html",
         viewer=viewer,
         courses=viewer.principal.teaching(),
         exercises=catalogue_service.list_all(catalogue),
+        open_requests=open_requests,
     )
 
 

@@ -171,6 +171,100 @@ WEB = Catalogue(
         "course": Message(en="Course", zh="课程"),
         "back": Message(en="Back", zh="返回"),
         "done_regrade": Message(en="{n} run(s) queued.", zh="已排队 {n} 次评分。"),
+        # statistics an instructor acts on (service/web/stats_pages.py)
+        "best_basis": Message(
+            en="Each learner counts once, with their best attempt (the gradebook's best policy).",
+            zh="每位学员只计一次，取其最高分的一次提交（与成绩册的“最高分”方式相同）。",
+        ),
+        "courses_counted": Message(en="Courses counted: {courses}", zh="统计的课程：{courses}"),
+        "hist_name": Message(
+            en="Histogram of each learner's best score in {exercise}: {n} learners in 10 % buckets of the maximum",
+            zh="{exercise} 每位学员最高分的分布：{n} 名学员，按满分的 10% 分段",
+        ),
+        "bucket": Message(en="Score (% of the maximum)", zh="分数（占满分的百分比）"),
+        "chart_data": Message(en="The chart's numbers as a table", zh="图表数据（表格）"),
+        "submitted_n": Message(en="Submitted", zh="已提交"),
+        "not_submitted": Message(en="Not submitted", zh="未提交"),
+        "mean_best": Message(en="Mean best score", zh="最高分平均值"),
+        "median_best": Message(en="Median best score", zh="最高分中位数"),
+        "rate_basis": Message(
+            en="Over each learner's best scored attempt; the number failed links to those attempts.",
+            zh="按每位学员已评分的最高分提交统计；点击未通过人数可查看这些提交。",
+        ),
+        "passed_n": Message(en="Passed", zh="通过"),
+        "failed_n": Message(en="Failed", zh="未通过"),
+        "rate": Message(en="Pass rate", zh="通过率"),
+        "attempts_by_status": Message(en="Every attempt by status", zh="全部提交按状态"),
+        "time_to_grade": Message(en="Time to grade", zh="评分用时"),
+        "timing_basis": Message(
+            en="Grading runs finished in the last {days} days (since {since}), from the jobs' own timestamps "
+            "(nearest-rank percentiles).",
+            zh="最近 {days} 天（自 {since} 起）完成的评分，按任务自身的时间戳计算（最近秩百分位数）。",
+        ),
+        "queue_wait": Message(en="Waiting in the queue", zh="排队等待"),
+        "grading_time": Message(en="Grading", zh="评分"),
+        "runs": Message(en="Runs", zh="次数"),
+        "no_data": Message(en="no data", zh="无数据"),
+        "seconds": Message(en="{s} s", zh="{s} 秒"),
+        "failures_title": Message(en="Best attempts that failed {check}", zh="未通过 {check} 的最高分提交"),
+        "failures_basis": Message(
+            en="Each learner's best attempt (the ones the pass rate counts) that failed this check, lowest score "
+            "first.",
+            zh="每位学员的最高分提交中未通过此检查项的（即通过率所统计的提交），按分数从低到高排列。",
+        ),
+        "no_failures": Message(en="No best attempt failed this check.", zh="没有最高分提交未通过此检查项。"),
+        "open_attempt": Message(en="Open {user}'s attempt", zh="查看 {user} 的提交"),
+        "course_stats": Message(en="Course statistics", zh="课程统计"),
+        "side_by_side": Message(en="Exercises side by side", zh="各练习对比"),
+        "median_best_pct": Message(en="Median best %", zh="最高分中位数（%）"),
+        "pass_rate_at": Message(en="Pass rate (best at least {t} %)", zh="通过率（最高分不低于 {t}%）"),
+        "at_risk": Message(en="Learners at risk", zh="需要关注的学员"),
+        "at_risk_basis": Message(
+            en="Nothing submitted, or a best total below {t} % of the course's points; work due within {days} "
+            "days comes first.",
+            zh="尚未提交任何作业，或最高分总分低于课程总分的 {t}%；{days} 天内截止的作业排在前面。",
+        ),
+        "threshold": Message(en="Threshold (%)", zh="阈值（%）"),
+        "show": Message(en="Show", zh="显示"),
+        "reason_nothing_submitted": Message(en="nothing submitted", zh="尚未提交任何作业"),
+        "reason_below_threshold": Message(en="below the threshold", zh="低于阈值"),
+        "risk_work": Message(en="Work to follow up", zh="需跟进的练习"),
+        "due": Message(en="Due", zh="截止时间"),
+        "due_soon": Message(en="due soon", zh="即将截止"),
+        "no_at_risk": Message(en="No learner is at risk.", zh="没有需要关注的学员。"),
+        "regrade_confirm_title": Message(
+            en="Regrade every submission of {exercise}?", zh="重新评分 {exercise} 的所有提交？"
+        ),
+        "regrade_will": Message(
+            en="{n} run(s) will be queued behind interactive work.", zh="将在交互提交之后排队 {n} 次评分。"
+        ),
+        "regrade_will_skip": Message(en="{n} submission(s) will be skipped:", zh="将跳过 {n} 份提交："),
+        "regrade_confirm": Message(en="Queue {n} run(s)", zh="排队 {n} 次评分"),
+        "regrade_nothing": Message(
+            en="Nothing can be queued now, so there is nothing to confirm.", zh="目前没有可以排队的提交，无需确认。"
+        ),
+        "cancel": Message(en="Cancel", zh="取消"),
+        "regrade_done": Message(
+            en="{n} run(s) queued; {skipped} skipped.", zh="已排队 {n} 次评分；跳过 {skipped} 份。"
+        ),
+        "regrade_skipped_why": Message(en="Skipped, by reason:", zh="跳过的提交（按原因）："),
+        "skip_already_pending": Message(
+            en="a run is still queued or being graded (it is graded once; regrade after it ends)",
+            zh="仍有一次评分在排队或进行中（只会评分一次；结束后再重新评分）",
+        ),
+        "skip_exercise_removed": Message(
+            en="the exercise is no longer in the catalogue (restore it to regrade)",
+            zh="该练习已不在目录中（恢复后才能重新评分）",
+        ),
+        "plot_name": Message(
+            en="{label} ({metric}) against the reference band: {n} steps, {out} outside the band",
+            zh="{label}（{metric}）与参考范围对比：共 {n} 步，{out} 步超出范围",
+        ),
+        "in_band": Message(en="inside the band", zh="在参考范围内"),
+        "out_of_band": Message(en="outside the band", zh="超出参考范围"),
+        "in_band_q": Message(en="Inside the band?", zh="是否在范围内"),
+        "step": Message(en="Step", zh="步"),
+        "value": Message(en="Value", zh="数值"),
         "saved": Message(en="Saved.", zh="已保存。"),
         # an instructor's score, and grader faults, as the learner reads them (service/grades/faults.py)
         "override_set": Message(en="set by {who} at {at}", zh="由 {who} 于 {at} 设定"),
@@ -293,6 +387,10 @@ ERRORS = Catalogue(
         "staff_pages": Message(en="these pages are for instructors", zh="这些页面仅供教师使用"),
         "not_instructor": Message(
             en="you are not an instructor of course {course!r}", zh="你不是课程 {course!r} 的教师"
+        ),
+        "unknown_check": Message(
+            en="exercise {exercise} has no check {check!r}; its checks are: {checks}",
+            zh="练习 {exercise} 没有检查项 {check!r}；它的检查项有：{checks}",
         ),
         "instructors_only": Message(
             en="only instructors of course {course} can do this", zh="只有课程 {course} 的教师可以执行此操作"

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from collections import Counter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse
-from sqlalchemy import select
 
 from service.catalogue import service
-from service.catalogue.schemas import ExercisePublic, ExerciseStats
+from service.catalogue.schemas import ExercisePublic
+from service.courses import stats
+from service.courses import timing as timings
+from service.courses.stats_schemas import CheckFailures, ExerciseStats
 from service.deps import CatalogueDep, CurrentUser, SessionDep, SettingsDep, StaffUser
 from service.openapi import errors
 from service.queue.service import BULK_REGRADE_PRIORITY
 from service.submissions import service as submissions
-from service.submissions.models import Submission
 from service.submissions.schemas import RegradeAccepted
 
 router = APIRouter(prefix="/exercises", tags=["exercises"])
+CourseQuery = Annotated[str | None, Query(max_length=200, description="one course you teach; default: all of them")]
+WindowQuery = Annotated[
+    int, Query(ge=1, le=timings.MAX_WINDOW_DAYS, description="time-to-grade over the runs finished in these days")
+]
 
 
 @router.get("", response_model=list[ExercisePublic])
@@ -42,23 +50,71 @@ def get_template(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> F
 
 
 @router.get("/{exercise_id}/stats", response_model=ExerciseStats, responses=errors(403, 404))
-def exercise_stats(exercise_id: str, user: StaffUser, session: SessionDep, catalogue: CatalogueDep) -> ExerciseStats:
-    return service.stats(session, user=user, exercise=catalogue.get(exercise_id))
+def exercise_stats(
+    exercise_id: str,
+    user: StaffUser,
+    session: SessionDep,
+    catalogue: CatalogueDep,
+    course: CourseQuery = None,
+    window_days: WindowQuery = timings.DEFAULT_WINDOW_DAYS,
+) -> ExerciseStats:
+    """Each learner's best attempt (one value per learner): its distribution, who has not submitted, the pass
+    rate of each check over those best attempts, and time-to-grade percentiles (null when no run finished)."""
+    return stats.exercise_stats(
+        session, user=user, exercise=catalogue.get(exercise_id), catalogue=catalogue, course=course,
+        window_days=window_days,
+    )  # fmt: skip
+
+
+@router.get("/{exercise_id}/failures", response_model=CheckFailures, responses=errors(403, 404, 422))
+def check_failures(
+    exercise_id: str,
+    user: StaffUser,
+    session: SessionDep,
+    catalogue: CatalogueDep,
+    check: Annotated[str, Query(max_length=200, description="a check name of the exercise's manifest")],
+    course: CourseQuery = None,
+) -> CheckFailures:
+    """The best attempts (the ones a check's pass rate counts) that failed `check`, lowest score first."""
+    return stats.check_failures(
+        session, user=user, exercise=catalogue.get(exercise_id), catalogue=catalogue, check=check, course=course
+    )
 
 
 @router.post("/{exercise_id}/regrade", status_code=202, response_model=RegradeAccepted, responses=errors(403, 404))
 def regrade_exercise(
-    exercise_id: str, user: StaffUser, session: SessionDep, settings: SettingsDep, catalogue: CatalogueDep
+    exercise_id: str,
+    user: StaffUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    catalogue: CatalogueDep,
+    dry_run: Annotated[bool, Query(description="only say what would be queued and skipped")] = False,
 ) -> RegradeAccepted:
     """Regrade every submission of an exercise (in the caller's course) behind interactive work."""
     catalogue.get(exercise_id)
-    stmt = select(Submission).where(Submission.exercise_id == exercise_id, service.taught_by(user))
-    subs = list(session.scalars(stmt.order_by(Submission.created_at, Submission.id)))
-    ids, skipped = submissions.regrade(
-        session, subs=subs, priority=BULK_REGRADE_PRIORITY, max_attempts=settings.max_attempts, catalogue=catalogue
-    )
+    subs = service.bulk_candidates(session, user=user, exercise_id=exercise_id)
+    if dry_run:
+        ready, skipped = submissions.regrade_plan(session, subs=subs, catalogue=catalogue)
+        ids = [s.id for s in ready]
+    else:
+        ids, skipped = submissions.regrade(
+            session, subs=subs, priority=BULK_REGRADE_PRIORITY, max_attempts=settings.max_attempts, catalogue=catalogue
+        )
+    by_reason = dict(sorted(Counter(s.reason for s in skipped).items()))
     if not subs:
         message = f"no submissions of {exercise_id} in the courses you teach; nothing to regrade"
     else:
-        message = f"{len(ids)} run(s) queued" + (f"; {len(skipped)} skipped (see `skipped`)" if skipped else "")
-    return RegradeAccepted(queued=len(ids), submission_ids=ids, skipped=skipped, message=message)
+        verb = "would be queued" if dry_run else "queued"
+        message = f"{len(ids)} run(s) {verb}" + (
+            f"; {len(skipped)} skipped ({', '.join(f'{n} {r}' for r, n in by_reason.items())}; see `skipped`)"
+            if skipped
+            else ""
+        )
+    return RegradeAccepted(
+        queued=0 if dry_run else len(ids),
+        submission_ids=ids,
+        skipped=skipped,
+        skipped_by_reason=by_reason,
+        dry_run=dry_run,
+        message=message,
+    )

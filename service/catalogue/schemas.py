@@ -16,14 +16,3 @@ class ExercisePublic(BaseModel):
     resources: dict
     limits: dict
     checks: list[dict]
-
-
-class ExerciseStats(BaseModel):
-    exercise_id: str
-    submissions: int
-    learners: int
-    by_status: dict[str, int]
-    score_histogram: dict[str, int]
-    mean_score: float | None
-    check_pass_rates: dict[str, float]
-    median_grading_s: float | None

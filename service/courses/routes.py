@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import PlainTextResponse
 
 from service.courses import gradebook as books
-from service.courses import service
+from service.courses import risk, service
+from service.courses import timing as timings
 from service.courses.schemas import CourseSettingsPublic, CourseSettingsUpdate, GradebookPublic
+from service.courses.stats_schemas import CourseStats
 from service.deps import CatalogueDep, SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden, clip
 from service.messages import error
@@ -59,6 +61,31 @@ def gradebook(
         "exercises": [{"exercise_id": ex_id, "max_score": m} for ex_id, m in book.exercises],
         "totals": book.totals(),
     }
+
+
+@router.get("/{course}/stats", response_model=CourseStats, responses=errors(403))
+def course_stats(
+    course: COURSE,
+    user: StaffUser,
+    session: SessionDep,
+    catalogue: CatalogueDep,
+    threshold: Annotated[float, Query(ge=0, le=100, description="at risk below this % of the best total")] = (
+        risk.DEFAULT_THRESHOLD_PERCENT
+    ),
+    within_days: Annotated[int, Query(ge=0, le=366, description="due within these days ranks first")] = (
+        risk.DEFAULT_DUE_WITHIN_DAYS
+    ),
+    window_days: Annotated[int, Query(ge=1, le=timings.MAX_WINDOW_DAYS, description="time-to-grade window")] = (
+        timings.DEFAULT_WINDOW_DAYS
+    ),
+) -> CourseStats:
+    """The course's exercises side by side (each learner's best) and its learners at risk: nothing submitted,
+    or a best total below `threshold` %."""
+    _require_teacher(user, course)
+    return risk.course_stats(
+        session, course=course, catalogue=catalogue, threshold=threshold, within_days=within_days,
+        window_days=window_days,
+    )  # fmt: skip
 
 
 def _settings_public(session, *, course: str, default: str) -> CourseSettingsPublic:

@@ -139,7 +139,10 @@ def _write(session: Session, *, submission_id: str, result: dict | None, fault: 
         status, score, message = result["status"], result["score"], result.get("message", "")
     else:
         status, score, message = SubmissionStatus.NOT_GRADABLE, None, not_gradable_message(fault)
-    grading_s = result.get("duration_s") if result else None
+    # a result that never timed its run (a fault, an unstorable result rebuilt from our own words) says 0.0:
+    # stored as "not measured", never as a grading time of 0 s
+    measured = result.get("duration_s") if result else None
+    grading_s = float(measured) if isinstance(measured, (int, float)) and measured > 0 else None
     kind = "grade.stored"
     if status == SubmissionStatus.NOT_GRADABLE and sub.result and sub.score is not None:
         status, score, kind = sub.result["status"], sub.score, "grade.regrade_failed"

@@ -101,7 +101,8 @@ class OverrideCreate(BaseModel):
 
 class RegradeSkipped(BaseModel):
     submission_id: str
-    reason: str = Field(description="why no new run was queued, e.g. already_pending")
+    reason: str = Field(description="why no new run was queued: already_pending or exercise_removed")
+    job_status: str | None = Field(None, description="already_pending: the pending run's job, queued or running")
     message: str
 
 
@@ -109,6 +110,8 @@ class RegradeAccepted(BaseModel):
     queued: int
     submission_ids: list[str] = Field(description="the submissions that got a new run")
     skipped: list[RegradeSkipped] = []
+    skipped_by_reason: dict[str, int] = Field({}, description="how many were skipped for each reason")
+    dry_run: bool = Field(False, description="nothing was queued: `submission_ids` are those that would be")
     message: str = ""
 
 

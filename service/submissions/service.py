@@ -236,33 +236,57 @@ def list_visible(
     return list(session.scalars(stmt))
 
 
-def regrade(
-    session: Session, *, subs: list[Submission], priority: int, max_attempts: int, catalogue
-) -> tuple[list[str], list[RegradeSkipped]]:
-    """Queue a fresh grading run (run + 1) for each submission whose job is not already pending."""
-    queued, skipped = [], []
-    for sub in subs:
-        pending = session.scalar(
-            select(Job.id)
-            .where(Job.submission_id == sub.id, Job.status.in_((JobStatus.QUEUED, JobStatus.RUNNING)))
-            .limit(1)
+def regrade_plan(
+    session: Session, *, subs: list[Submission], catalogue
+) -> tuple[list[Submission], list[RegradeSkipped]]:
+    """Which of `subs` a regrade would queue, and why each other one would be skipped (nothing is changed):
+    a run still queued or being graded (it is graded once; regrade after it ends), or an exercise no
+    longer in the catalogue (nothing could grade it). A superseded attempt is regraded: an instructor asked."""
+    pending: dict[str, str] = {}
+    ids = [s.id for s in subs]
+    for start in range(0, len(ids), 500):  # bounded IN lists (a course's whole exercise may be thousands)
+        stmt = select(Job.submission_id, Job.status).where(
+            Job.submission_id.in_(ids[start : start + 500]), Job.status.in_((JobStatus.QUEUED, JobStatus.RUNNING))
         )
-        if pending is not None:
+        pending.update({sid: status for sid, status in session.execute(stmt).all()})  # noqa: C416
+    ready, skipped = [], []
+    for sub in subs:
+        if sub.id in pending:
+            state = "queued" if pending[sub.id] == JobStatus.QUEUED else "being graded"
             skipped.append(
                 RegradeSkipped(
                     submission_id=sub.id,
                     reason="already_pending",
-                    message=f"run {sub.run} of submission {sub.id} is still queued or being graded; it was not "
-                    "queued again (it will be graded once; regrade after it finishes)",
+                    job_status=str(pending[sub.id]),
+                    message=f"run {sub.run} of submission {sub.id} is still {state}; it was not queued again "
+                    "(it will be graded once; regrade after it finishes)",
                 )
             )
-            continue
+        elif sub.exercise_id not in catalogue:
+            skipped.append(
+                RegradeSkipped(
+                    submission_id=sub.id,
+                    reason="exercise_removed",
+                    message=f"exercise {sub.exercise_id} is no longer in the catalogue, so nothing can grade "
+                    f"submission {sub.id}; restore the exercise to regrade it",
+                )
+            )
+        else:
+            ready.append(sub)
+    return ready, skipped
+
+
+def regrade(
+    session: Session, *, subs: list[Submission], priority: int, max_attempts: int, catalogue
+) -> tuple[list[str], list[RegradeSkipped]]:
+    """Queue a fresh grading run (run + 1) for each submission `regrade_plan` finds ready; the others are
+    returned with the reason they were skipped."""
+    ready, skipped = regrade_plan(session, subs=subs, catalogue=catalogue)
+    queued = []
+    for sub in ready:
         manifest = catalogue.get(sub.exercise_id).manifest
         sub.run += 1
-        sub.status, sub.superseded_by = (
-            SubmissionStatus.QUEUED,
-            None,
-        )  # an instructor may grade a superseded attempt after all
+        sub.status, sub.superseded_by = SubmissionStatus.QUEUED, None  # an instructor may grade a superseded one
         session.flush()  # the new run number is what the "queued" event records
         queue.enqueue(
             session,

@@ -1,5 +1,8 @@
 """Server-side SVG geometry: score histograms and a training run against its reference band.
 
+Every chart the templates draw is named (role="img" with a <title>), has its numbers in a table beside it
+for screen readers, and marks out-of-band points by shape (a cross) as well as colour, with a legend.
+
 Functions return numbers only (coordinates, labels the templates escape), so no learner text is ever
 placed into SVG markup unescaped. Only the band's lo/hi reach the page, never the per-seed values.
 """
@@ -106,7 +109,9 @@ def _panel(metric: str, label: str, run: list[tuple[int, float]], lohi: list[tup
         "pad": PAD,
         "band": " ".join(f"{px:.1f},{py:.1f}" for px, py in band_pts),
         "line": " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in run),
-        "points": [{"x": x(s), "y": y(v), "step": s, "value": v, "out": s in outside} for s, v in run],
+        "points": [
+            {"x": x(s), "y": y(v), "step": s, "value": v, "out": s in outside, "band": limits.get(s)} for s, v in run
+        ],
         "ymin": v0,
         "ymax": v1,
         "smin": s0,

@@ -103,7 +103,8 @@ def render(
     return HTMLResponse(html, status_code=status_code, headers=PAGE_HEADERS)
 
 
-VIEW_PARAMS = ("policy", "sort", "dir", "q", "exercise", "status", "page", "per_page")  # a page's view state
+# a page's view state: the gradebook's, and the statistics pages' (failed check, course, at-risk threshold)
+VIEW_PARAMS = ("policy", "sort", "dir", "q", "exercise", "status", "page", "per_page", "check", "course", "threshold")
 
 
 def _here(request: Request) -> str:

@@ -1,5 +1,6 @@
-"""Instructor pages: gradebook, exercise statistics, a submission's detail with override and regrade,
-bulk regrade, and queue health. Every page checks `can_teach` exactly as the API routes do."""
+"""Instructor pages: gradebook, a submission's detail with override and regrade, and queue health (the
+statistics pages and bulk regrade are service/web/stats_pages.py). Every page checks `can_teach` exactly as
+the API routes do."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import PlainTextResponse, RedirectResponse, Response
-from sqlalchemy import select
 
 from service.catalogue import service as catalogue_service
 from service.courses import gradebook as books
@@ -18,11 +18,9 @@ from service.deps import CatalogueDep, SessionFactoryDep, SettingsDep
 from service.errors import Forbidden, ServiceError, clip
 from service.messages import error
 from service.queue import health as queue_health
-from service.queue.service import BULK_REGRADE_PRIORITY, SINGLE_REGRADE_PRIORITY
+from service.queue.service import SINGLE_REGRADE_PRIORITY
 from service.requests import service as requests
 from service.submissions import service as submissions
-from service.submissions.models import Submission
-from service.web import charts
 from service.web.core import PostViewerDep, ViewerDep, render
 from service.web.learner import submission_context
 from service.web.notices import page_error
@@ -118,52 +116,6 @@ def gradebook_csv(
             "X-Content-Type-Options": "nosniff",
         },
     )
-
-
-@router.get("/exercises/{exercise_id}")
-def stats_page(
-    request: Request,
-    exercise_id: str,
-    viewer: ViewerDep,
-    catalogue: CatalogueDep,
-    open_session: SessionFactoryDep,
-    queued: int | None = None,
-) -> Response:
-    _staff(viewer)
-    exercise = catalogue.get(exercise_id)
-    with open_session() as session:
-        stats = catalogue_service.stats(session, user=viewer.principal, exercise=exercise)
-        session.commit()
-    return render(
-        request,
-        "stats.html",
-        viewer=viewer,
-        ex=catalogue_service.to_public(exercise),
-        stats=stats,
-        hist=charts.histogram(stats.score_histogram),
-        queued=queued,
-    )
-
-
-@router.post("/exercises/{exercise_id}/regrade")
-def bulk_regrade(
-    exercise_id: str,
-    viewer: PostViewerDep,
-    settings: SettingsDep,
-    catalogue: CatalogueDep,
-    open_session: SessionFactoryDep,
-) -> Response:
-    _staff(viewer)
-    catalogue.get(exercise_id)
-    with open_session() as session:
-        stmt = select(Submission).where(
-            Submission.exercise_id == exercise_id, catalogue_service.taught_by(viewer.principal)
-        )
-        subs = list(session.scalars(stmt.order_by(Submission.created_at, Submission.id)))
-        ids, _ = submissions.regrade(
-            session, subs=subs, priority=BULK_REGRADE_PRIORITY, max_attempts=settings.max_attempts, catalogue=catalogue
-        )
-    return RedirectResponse(f"/teach/exercises/{exercise_id}?queued={len(ids)}", status_code=303)
 
 
 @router.get("/submissions/{submission_id}")

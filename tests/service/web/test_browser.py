@@ -9,6 +9,7 @@ import signal
 import uuid
 from pathlib import Path
 
+import axe_support
 import pytest
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -231,6 +232,11 @@ def test_stats_queue_and_training_plot(site):
     plot = page.locator("figure.plot[data-metric='actor/grad_norm']")
     assert plot.locator("circle.point").count() == 3 and plot.locator("polygon.band").count() == 1
     assert plot.locator("circle.point.out").count() == 1  # step 3 left the band
+    assert plot.locator("path.marker-out").count() == 1  # marked by shape too, not by colour alone
+    assert plot.locator("svg[role='img']").get_attribute("aria-labelledby")  # named; its numbers in a table
+    assert plot.locator("table tbody tr").count() == 3
+    if axe_support.available():
+        axe_support.assert_accessible(page, where="training plot")
     assert page.locator("figure.plot").count() == 4
     assert "values" not in page.content() or "-0.0380431" not in page.content()  # per-seed values never sent
     teacher = Tab(site, "teacher")
@@ -238,7 +244,7 @@ def test_stats_queue_and_training_plot(site):
     tp.goto(site["url"] + "/teach/exercises/ch07.wordle_reward")
     shot(tp, "statistics")
     counts = [int(tp.locator("rect.bar").nth(i).get_attribute("data-count")) for i in range(10)]
-    assert sum(counts) >= 3 and counts[9] >= 1
+    assert sum(counts) >= 1 and counts[9] >= 1 and int(tp.inner_text("#n-subs")) >= 3  # one bar entry a learner
     assert "public_cases" in tp.inner_text("#pass-rates") and tp.inner_text("#median").endswith("s")
     tp.goto(site["url"] + "/teach/queue")
     shot(tp, "queue")

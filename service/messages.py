@@ -162,6 +162,11 @@ WEB = Catalogue(
         "notebook_for": Message(en="Notebook for {exercise}", zh="{exercise} 的笔记本"),
         "course_for": Message(en="Course for {exercise}", zh="{exercise} 的课程"),
         "go_exercises": Message(en="Go to the exercises", zh="前往练习列表"),
+        "upload_too_large": Message(
+            en="That file is larger than the upload limit; clear the notebook's outputs "
+            "(Kernel > Restart & Clear Output), save it and submit again.",
+            zh="文件超过上传大小上限；请清除笔记本的输出（Kernel > Restart & Clear Output），保存后重新提交。",
+        ),
         "verdict": Message(en="Verdict", zh="结果"),
         # error pages for a browser (service/web/routes.py): a heading per kind and what to do
         "err_title_not_found": Message(en="Not found", zh="未找到"),

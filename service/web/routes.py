@@ -21,12 +21,13 @@ from starlette.routing import Match
 from grading.errors import InvalidSubmission
 from service.deps import get_session_factory, get_web_secret
 from service.errors import ServiceError, clip, from_engine
-from service.http_errors import allowed_methods, validation_problems
+from service.http_errors import allowed_methods, too_large_text, validation_problems
 from service.web import learner, staff
 from service.web.core import HERE, BadForm, SignInRequired, local_path, optional_viewer, page_lang, render
 from service.web.i18n import t
 
 UPLOAD_PATH = "/submit"
+TOO_LARGE_PAGE = "/exercises?error=too_large"  # a browser's upload over the size limit (service/middleware.py)
 log = logging.getLogger("titangrade.web")
 HEADINGS = {401: "forbidden", 403: "forbidden", 404: "not_found", 405: "invalid", 413: "invalid"}
 HEADINGS |= {400: "invalid", 409: "other", 422: "invalid", 429: "busy"}
@@ -133,6 +134,8 @@ def install(app: FastAPI) -> None:
             return await error_page(request, 405, t("page_wrong_method", lang, allowed=allowed), {"Allow": allowed})
         if exc.status_code == 404:
             return await error_page(request, 404, t("page_not_found", lang))
+        if exc.status_code == 413:  # the body cap counting a stream (service/middleware.py)
+            return await error_page(request, 413, too_large_text(getattr(exc, "limit", 0), lang))
         kept = {k: v for k, v in api_answer.headers.items() if k.lower() in ("retry-after", "allow")}
         return await error_page(request, api_answer.status_code, _api_message(api_answer), kept)
 

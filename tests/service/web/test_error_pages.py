@@ -124,3 +124,26 @@ def test_an_unexpected_error_is_a_page_and_is_logged(site, monkeypatch, caplog):
     assert "unexpected error on page GET /exercises" in caplog.text
     plain = httpx.get(site.url + "/exercises", cookies=alice.cookies)
     assert is_json(plain, 500, "internal_error")
+
+
+def test_a_too_large_upload_from_the_form_comes_back_to_the_exercises_page(site):
+    from service.middleware import MULTIPART_SLACK
+
+    alice = browser(site, site.tokens["alice"], lang="zh")
+    csrf = CSRF.search(alice.get("/exercises").text).group(1)
+    big = b"x" * (site.app.state.settings.max_upload_bytes + MULTIPART_SLACK + 1)
+    sent = alice.post(
+        "/submit", data={"csrf": csrf, "exercise_id": "ch05.svc_sum"}, files={"notebook": ("a.ipynb", big)}
+    )
+    assert sent.status_code == 303 and sent.headers["location"] == "/exercises?error=too_large"
+    shown = alice.get(sent.headers["location"])
+    assert shown.status_code == 200 and "文件超过上传大小上限" in shown.text and 'id="error"' in shown.text
+
+    def chunks():  # no Content-Length: the cap counts the stream, and the error is still a page
+        yield b'--b\r\nContent-Disposition: form-data; name="notebook"; filename="a.ipynb"\r\n\r\n'
+        yield big
+
+    streamed = alice.post("/submit", content=chunks(), headers={"Content-Type": "multipart/form-data; boundary=b"})
+    assert "请求体超过" in is_page(streamed, 413, "zh")
+    plain = httpx.post(site.url + "/submit", cookies=alice.cookies, files={"notebook": ("a.ipynb", big)})
+    assert is_json(plain, 413, "too_large")  # not a browser: the API's answer

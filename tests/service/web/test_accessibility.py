@@ -38,7 +38,7 @@ class Page:
     path: str  # {first} and {second} are alice's two graded attempts
     status: int = 200
     known: tuple[str, ...] = ()  # axe rule ids another change fixes (named in a comment); removed at merge
-    then: str = ""  # a step after loading: "reject_upload" or "open_outputs"
+    then: str = ""  # a step after loading: "reject_upload", "reject_override" or "open_outputs"
 
 
 PAGES = (
@@ -64,6 +64,7 @@ PAGES = (
     Page("stats", "instructor", "/teach/exercises/ch05.svc_sum", known=("svg-img-alt",)),
     Page("queue", "instructor", "/teach/queue"),
     Page("staff-submission", "instructor", "/teach/submissions/{second}"),
+    Page("staff-rejected-override", "instructor", "/teach/submissions/{second}", 400, then="reject_override"),
 )
 IDS = [f"{p.who}-{p.name}" for p in PAGES]
 
@@ -134,11 +135,27 @@ TOO_WIDE = """w => [...document.querySelectorAll('body *')].filter(e => e.getBou
   .slice(-5).map(e => `${e.tagName}#${e.id}.${e.className} ${e.getBoundingClientRect().right}`)"""
 
 
+def reject_override(page, tmp_path: Path) -> int:
+    page.fill("#new-score", "lots")
+    page.fill("#reason", "a score that is not a number")
+    with page.expect_response("**/override") as answer:
+        page.click("#override")
+    page.wait_for_selector("#error")
+    return answer.value.status
+
+
+OFF_SCREEN = """w => [...document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea')]
+  .filter(e => e.getClientRects().length && !e.closest('.scroll, .matrix'))  // shown, not in a sideways box
+  .filter(e => { const r = e.getBoundingClientRect(); return r.left < 0 || r.right > w; })
+  .map(e => `${e.tagName}#${e.id} ${e.textContent.trim().slice(0, 30)}`)"""
+
+
 def check_phone_width(page, width: int, who: str) -> None:
     """Nothing is wider than the screen (wide tables scroll inside their own box); the language switch
     and sign-out are on the screen without scrolling sideways."""
     wide = page.evaluate("() => document.scrollingElement.scrollWidth")
     assert wide <= width, f"the page is {wide} px wide at {width} px: {page.evaluate(TOO_WIDE, width)}"
+    assert page.evaluate(OFF_SCREEN, width) == []  # every control (upload forms too) reachable on the screen
     controls = ["#lang-en", "#lang-zh"] + ([] if who == "anonymous" else ["#sign-out"])
     for control in controls:
         el = page.locator(control)
@@ -188,8 +205,8 @@ def test_every_page_is_accessible_and_fits_a_phone(site, spec: Page, width: int,
     page = tab(site, spec.who, lang, width)
     answer = page.goto(site["url"] + spec.path.format(first=FIRST, second=SECOND))
     status = answer.status if answer else 0
-    if spec.then == "reject_upload":
-        status = reject_upload(page, tmp_path)
+    if spec.then in ("reject_upload", "reject_override"):
+        status = (reject_upload if spec.then == "reject_upload" else reject_override)(page, tmp_path)
     elif spec.then == "open_outputs":
         for summary in page.locator("details summary").all():
             summary.click()
@@ -206,3 +223,29 @@ def test_every_page_is_accessible_and_fits_a_phone(site, spec: Page, width: int,
     if SHOTS and shot and lang == "en":
         page.evaluate("() => document.activeElement.blur()")
         page.screenshot(path=str(Path(SHOTS) / f"web-{shot}-{width}.png"), full_page=width == 390)
+
+
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+def test_after_a_rejected_form_the_language_switch_and_a_reload_show_pages(site, width, tmp_path):
+    """The page a rejected form answered with sits at the form's POST address: switching the language
+    there, or reloading, shows the page again (in the new language), never an API error body."""
+    for who, reject, lands_on in (
+        ("learner", reject_upload, "/exercises"),
+        ("instructor", reject_override, f"/teach/submissions/{SECOND}"),
+    ):
+        ctx = site["browser"].new_context(viewport={"width": width, "height": WIDTHS[width]})
+        page = ctx.new_page()
+        page.goto(site["url"] + "/login")
+        page.fill("#token", site["tokens"][who])
+        page.click("#sign-in")
+        page.wait_for_url("**/exercises")
+        page.goto(site["url"] + lands_on)
+        reject(page, tmp_path)
+        page.click("#lang-zh")
+        page.wait_for_selector("html[lang='zh-CN']", state="attached")
+        assert page.url == site["url"] + lands_on and page.evaluate("() => document.contentType") == "text/html"
+        assert "退出" in page.inner_text("#sign-out")
+        reloaded = page.reload()
+        assert reloaded is not None and reloaded.status == 200 and page.url == site["url"] + lands_on
+        assert "does not take" not in page.content() and page.locator("#lang-en").is_visible()
+        ctx.close()

@@ -73,6 +73,8 @@ def _page_above(request: Request) -> str | None:
     while len(parts) > 1:
         parts.pop()
         candidate = "/".join(parts) or "/"
+        if local_path(candidate, "") != candidate:  # never "//host": a Location must stay on this site
+            continue
         scope = {**request.scope, "path": candidate, "method": "GET"}
         if any(route.matches(scope)[0] is Match.FULL for route in request.app.routes):
             return candidate

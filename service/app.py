@@ -30,6 +30,7 @@ from service.queue.routes import router as queue_router
 from service.requests.routes import router as requests_router
 from service.submissions.routes import router as submissions_router
 from service.submissions.writer import UploadWriter
+from service.web.routes import TOO_LARGE_PAGE as WEB_TOO_LARGE_PAGE
 from service.web.routes import UPLOAD_PATH as WEB_UPLOAD_PATH
 from service.web.routes import install as install_web_pages
 from service.webhooks.routes import router as webhooks_router
@@ -131,6 +132,7 @@ def create_app(
         api_prefix=API_PREFIX,
         public_paths=sorted(PUBLIC_PATHS),
         upload_paths=[UPLOAD_PATH, SIGNED_INTAKE_PATH, WEB_UPLOAD_PATH],
+        too_large_pages={WEB_UPLOAD_PATH: WEB_TOO_LARGE_PAGE},
         authenticators=chosen,
     )
     http_deadlines.configure(settings)  # the header bounds of this process's uvicorn protocol

@@ -83,6 +83,11 @@ _READABLE = (
 
 
 def validation_text(errors: list[dict], lang: str) -> str:
+    return ERRORS.text("request_invalid", lang, problems=validation_problems(errors, lang), docs=API_DOCS)
+
+
+def validation_problems(errors: list[dict], lang: str) -> str:
+    """What is wrong with which field, for people (the API's body and the pages' error page)."""
     parts = []
     for err in errors[:5]:
         loc = ".".join(clip(p, 40) for p in err.get("loc", ()) if p not in ("body",)) or "body"
@@ -98,7 +103,7 @@ def validation_text(errors: list[dict], lang: str) -> str:
         parts.append(f"{loc}: {what}")
     if len(errors) > 5:
         parts.append(f"... and {len(errors) - 5} more")
-    return ERRORS.text("request_invalid", lang, problems="; ".join(parts), docs=API_DOCS)
+    return "; ".join(parts)
 
 
 def allowed_methods(request: Request) -> list[str]:

@@ -362,6 +362,43 @@ WEB = Catalogue(
             en="This upload cannot be shown as a notebook; download it to see the file.",
             zh="此上传无法显示为笔记本；请下载文件查看。",
         ),
+        # every page: the skip link, the navigation's name, labels naming their exercise (issue 27 section 7)
+        "skip_to_content": Message(en="Skip to content", zh="跳到正文"),
+        "nav_main": Message(en="Main", zh="主导航"),
+        "nav_lang": Message(en="Language", zh="语言"),
+        "signed_in_as": Message(en="Signed in as", zh="当前用户"),
+        "notebook_for": Message(en="Notebook for {exercise}", zh="{exercise} 的笔记本"),
+        "course_for": Message(en="Course for {exercise}", zh="{exercise} 的课程"),
+        "go_exercises": Message(en="Go to the exercises", zh="前往练习列表"),
+        "upload_too_large": Message(
+            en="That file is larger than the upload limit; clear the notebook's outputs "
+            "(Kernel > Restart & Clear Output), save it and submit again.",
+            zh="文件超过上传大小上限；请清除笔记本的输出（Kernel > Restart & Clear Output），保存后重新提交。",
+        ),
+        "verdict": Message(en="Verdict", zh="结果"),
+        # error pages for a browser (service/web/routes.py): a heading per kind and what to do
+        "err_title_not_found": Message(en="Not found", zh="未找到"),
+        "err_title_forbidden": Message(en="Not allowed", zh="无权访问"),
+        "err_title_invalid": Message(en="This request cannot be used", zh="无法处理此请求"),
+        "err_title_busy": Message(en="Too many requests", zh="请求过多"),
+        "err_title_server": Message(en="Something went wrong on our side", zh="服务端出错"),
+        "err_title_other": Message(en="That did not work", zh="操作未完成"),
+        "page_not_found": Message(
+            en="There is no page at this address; check the link, or start again from the exercises.",
+            zh="此地址没有页面；请检查链接，或从练习列表重新开始。",
+        ),
+        "page_wrong_method": Message(
+            en="This address cannot be used that way (it takes {allowed}); start again from the exercises.",
+            zh="此地址不支持这种请求方式（支持 {allowed}）；请从练习列表重新开始。",
+        ),
+        "page_invalid": Message(
+            en="This address has a value the page cannot use: {problems}.",
+            zh="此地址中有页面无法使用的值：{problems}。",
+        ),
+        "page_server_error": Message(
+            en="The page could not be made ({error}); it has been logged. Try again in a moment.",
+            zh="页面生成失败（{error}），已记录。请稍后重试。",
+        ),
     },
 )
 

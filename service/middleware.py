@@ -6,7 +6,8 @@
    is reused for `auth_cache_s` seconds (service/auth/cache.py), without a thread hop or a query. A lookup
    that finds the database unreachable is a 503 with Retry-After, as on every route.
 3. The body is capped: the notebook limit (+ multipart framing) for uploads, `JSON_BODY_LIMIT` elsewhere;
-   by Content-Length when sent, and by counting the stream when not (chunked uploads).
+   by Content-Length when sent, and by counting the stream when not (chunked uploads). A browser's too
+   large upload from a page's form goes back to that page with a notice (`too_large_pages`).
 
 SecurityHeaders wraps the whole app, outside Starlette's error middleware, so every answer gets `nosniff`
 and every HTML answer (pages, /lti/ pages, error pages, a 500) the pages' CSP, framing and referrer
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
+from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.auth.authenticators import Authenticator, CredentialRejected, authenticate
@@ -46,11 +48,13 @@ class RequestGuard:
         public_paths: Sequence[str],
         upload_paths: Sequence[str],
         authenticators: Sequence[Authenticator],
+        too_large_pages: dict[str, str] | None = None,
     ) -> None:
         self.app = app
         self.api_prefix = api_prefix
         self.public = frozenset(public_paths)
         self.uploads = frozenset(upload_paths)
+        self.too_large_pages = dict(too_large_pages or {})  # a page's upload path -> where a browser goes
         self.authenticators = list(authenticators)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -93,6 +97,10 @@ class RequestGuard:
         limit = state.settings.max_upload_bytes + MULTIPART_SLACK if path in self.uploads else JSON_BODY_LIMIT
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > limit:
+            page = self.too_large_pages.get(path)
+            if page is not None and "text/html" in headers.get("accept", ""):  # a browser's upload form
+                await RedirectResponse(page, status_code=303)(scope, receive, send)
+                return
             await error_response(413, "too_large", too_large_text(limit, lang))(scope, receive, send)
             return
         await self.app(scope, _capped(receive, limit), send)

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from service.auth.principal import Principal
-from service.deps import SessionFactoryDep, WebSecretDep
+from service.deps import SessionFactory, SessionFactoryDep, WebSecretDep
 from service.errors import preferred_lang
 from service.middleware import PAGE_HEADERS
 from service.timefmt import rfc3339
@@ -68,6 +68,17 @@ def current_viewer(request: Request, secret: WebSecretDep, open_session: Session
 
 
 ViewerDep = Annotated[Viewer, Depends(current_viewer)]
+
+
+def optional_viewer(request: Request, secret: str, open_session: SessionFactory) -> Viewer | None:
+    """The signed-in viewer for an error page (its header then offers navigation and sign-out), or None:
+    no session, or one that cannot be looked up now (an error page never fails for want of it)."""
+    if not request.cookies.get(sessions.COOKIE):
+        return None
+    try:
+        return current_viewer(request, secret, open_session)
+    except Exception:  # signed out, revoked, or the database away: the page without the signed-in header
+        return None
 
 
 async def checked_viewer(request: Request, viewer: ViewerDep, secret: WebSecretDep) -> Viewer:

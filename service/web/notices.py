@@ -12,6 +12,7 @@ from service.web.i18n import t
 PAGE_ERRORS = {
     "bad_form": "bad_form",
     "bad_token": "bad_token",
+    "too_large": "upload_too_large",
 }
 
 

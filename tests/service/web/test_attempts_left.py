@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
-LEFT = re.compile(r'<tr id="ex-ch05\.svc_long".*?<td class="attempts">[^<]*</td>\s*<td[^>]*>([^<]*)</td>', re.S)
+LEFT = re.compile(r'<tr id="ex-ch05\.svc_long".*?<td class="attempts"[^>]*>[^<]*</td>\s*<td[^>]*>([^<]*)</td>', re.S)
 EXERCISE = "ch05.svc_long"
 
 

@@ -235,8 +235,7 @@ def test_stats_queue_and_training_plot(site):
     assert plot.locator("path.marker-out").count() == 1  # marked by shape too, not by colour alone
     assert plot.locator("svg[role='img']").get_attribute("aria-labelledby")  # named; its numbers in a table
     assert plot.locator("table tbody tr").count() == 3
-    if axe_support.available():
-        axe_support.assert_accessible(page, where="training plot")
+    axe_support.assert_accessible(page, where="training plot")
     assert page.locator("figure.plot").count() == 4
     assert "values" not in page.content() or "-0.0380431" not in page.content()  # per-seed values never sent
     teacher = Tab(site, "teacher")

@@ -136,7 +136,7 @@ class PlatformCalls:
             )
         try:
             data = json.loads(bytes(raw)) if raw else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting deep enough to exhaust the parser
             if 200 <= status < 300:
                 raise PlatformError(f"the platform's {what} answered something that is not JSON") from None
             data = {"text": bytes(raw[:200]).decode("utf-8", "replace")}

@@ -11,6 +11,7 @@ instructor's API and CLI. No transaction is open while the platform is called.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -192,7 +193,10 @@ def results_url(lineitem: str) -> str:
 
 
 def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A finite number (JSON from a platform may carry NaN or Infinity, which no answer can hold), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def parse_result(raw: object) -> dict | None:

@@ -135,3 +135,5 @@ def test_line_item_answers_are_checked(lti):
     assert parse_result({"userId": "u", "resultScore": True}) == {
         "user_id": "u", "result_score": None, "result_maximum": None, "comment": None}
     assert parse_result({"resultScore": 1}) is None and parse_result([]) is None
+    assert parse_result({"userId": "u", "resultScore": float("nan"), "resultMaximum": float("inf")}) == {
+        "user_id": "u", "result_score": None, "result_maximum": None, "comment": None}

@@ -18,12 +18,14 @@ what was received (scores, token grants, deep-linking responses, line items, ros
 POST /_roster {context, members, page_size, mode} sets a context's roster (mode "loop": the last page links
 back to the first; "endless": every page links to a next one; "offsite": the next page is on another
 origin; "huge": the page is padded past any sane size); POST /_registration_token issues a one-time
-registration token. GET /.well-known/openid-configuration?mode=... answers broken configurations for
+registration token; GET /_lms_frame?src=URL is an LMS page that frames URL and records the messages it
+posts. GET /.well-known/openid-configuration?mode=... answers broken configurations for
 negative tests (wrong-issuer, no-registration, not-json, array, js-endpoint, no-rs256).
 """
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 import re
 import secrets
@@ -291,12 +293,12 @@ def main() -> None:
             if mode == "huge":
                 body["padding"] = "x" * (8 * 1024 * 1024)
             nxt = None
-            if page < pages or mode == "endless":
+            if mode == "offsite" and page == 1:
+                nxt = f"http://localhost:{port}/memberships/{context}?page=2"
+            elif page < pages or mode == "endless":
                 nxt = f"{issuer}/memberships/{context}?page={page + 1}"
             elif mode == "loop":
                 nxt = f"{issuer}/memberships/{context}?page=1"
-            elif mode == "offsite" and page == 1:
-                nxt = f"http://localhost:{port}/memberships/{context}?page=2"
             links = {"link": f'<{nxt}>; rel="next"'} if nxt else {}
             self.reply(200, body, ctype=MEMBERSHIP_TYPE, headers=links)
 
@@ -343,6 +345,12 @@ def main() -> None:
             if url.path == "/_log":
                 with lock:
                     return self.reply(200, {**log, "issuer": issuer})
+            if url.path == "/_lms_frame":  # the LMS's admin page: the tool's registration URL in a frame
+                page = ('<!doctype html><html lang="en"><title>LMS</title><script>window.received = [];'
+                        'addEventListener("message", e => window.received.push({origin: e.origin, data: e.data}));'
+                        f'</script><iframe title="tool registration" src="{html.escape(q.get("src", ""))}"></iframe>'
+                        '</html>')
+                return self.reply(200, raw=page.encode(), ctype="text/html; charset=utf-8")
             if url.path == "/.well-known/openid-configuration":
                 mode = q.get("mode", "")
                 if mode == "not-json":

@@ -152,3 +152,14 @@ def test_too_many_pending_registrations_are_refused_before_the_platform_is_asked
         assert registrations(lti) == sent
     finally:
         lti.app.state.settings = settings
+
+
+def test_the_registration_url_takes_a_form_post_too(lti):
+    resp = httpx.post(lti.url + "/lti/register", timeout=30, data={
+        "openid_configuration": lti.platform.openid_configuration_url(),
+        "registration_token": lti.platform.registration_token()})
+    assert resp.status_code == 200 and "org.imsglobal.lti.close" in resp.text, resp.text
+    assert platforms(lti)[-1].status == "pending"
+    too_long = httpx.post(lti.url + "/lti/register", timeout=30, data={
+        "openid_configuration": lti.platform.openid_configuration_url() + "&x=" + "a" * 5000})
+    assert too_long.status_code == 400 and "lti_parameter_too_long" in too_long.text

@@ -20,6 +20,8 @@ from service.db import make_engine, read_sessions
 from service.http_errors import install_error_handlers
 from service.intake.routes import INTAKE_PATH
 from service.intake.routes import router as intake_router
+from service.lti.advantage_routes import api as lti_advantage_router
+from service.lti.advantage_routes import tool as lti_register_router
 from service.lti.routes import api as lti_api_router
 from service.lti.routes import tool as lti_tool_router
 from service.middleware import RequestGuard, install_request_id, install_security_headers
@@ -139,6 +141,7 @@ def create_app(
     app.add_middleware(http_deadlines.BodyDeadline, timeout_s=settings.http_body_timeout_s)  # outermost
     app.include_router(ops_router)
     app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token
+    app.include_router(lti_register_router)  # dynamic registration, opened by the LMS
     for router in (
         submissions_router,
         catalogue_router,
@@ -149,6 +152,7 @@ def create_app(
         lti_api_router,
         queue_router,
         requests_router,
+        lti_advantage_router,
     ):
         app.include_router(router, prefix=API_PREFIX, dependencies=[Depends(_no_store)])
     install_web_pages(app)  # HTML pages for learners and instructors (session cookie, same services)

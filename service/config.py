@@ -268,6 +268,22 @@ class Settings(BaseSettings):
     lti_rate_per_platform_per_min: int = Field(
         1200, ge=1, description="logins (and, separately, launches) naming one platform issuer per minute"
     )
+    # LTI Advantage services the tool calls (service/lti/calls.py, nrps.py, lineitems.py, registration.py)
+    lti_service_max_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, description="the most bytes of one platform answer read (a roster page, results)"
+    )
+    lti_service_max_pages: int = Field(
+        100, ge=1, description="the most pages of one paged platform answer followed (Link: rel=next)"
+    )
+    lti_roster_max_members: int = Field(
+        20000, ge=1, description="a roster with more members than this is refused whole (nothing is changed)"
+    )
+    lti_roster_sync_s: float = Field(
+        3600.0, ge=0, description="a launch asks for a roster sync of its course at most once per this long"
+    )
+    lti_registration_max_pending: int = Field(
+        20, ge=1, description="dynamic registrations awaiting an admin's approval at once; more are refused"
+    )
 
     # telemetry (service/telemetry, docs/service.md "Telemetry")
     log_format: Literal["json", "text"] = Field(

@@ -27,6 +27,7 @@ from grading.exercise import Catalogue
 from service.auth.principal import Principal
 from service.config import Settings
 from service.errors import Forbidden, NotAuthenticated, preferred_lang
+from service.lti.calls import PlatformCalls
 from service.lti.keys import KeyStore, key_store
 from service.lti.limits import LtiLimits
 from service.lti.tokens import JwksCache
@@ -124,6 +125,12 @@ async def get_lti_limits(request: Request) -> LtiLimits:
     return _made_once(request, "lti_limits", lambda: LtiLimits.from_settings(settings))
 
 
+async def get_platform_calls(request: Request) -> PlatformCalls:
+    """The client for LTI Advantage services the tool calls (rosters, line items, results, registration)."""
+    settings = settings_of(request)
+    return _made_once(request, "lti_calls", lambda: PlatformCalls.from_settings(settings))
+
+
 async def get_key_store(request: Request) -> KeyStore:
     """The tool's own signing keys (LTI JWKS, deep-linking answers); reading them is left to the route."""
     return key_store(settings_of(request))
@@ -151,6 +158,7 @@ StreamSlotsDep = Annotated[StreamSlots, Depends(get_stream_slots)]
 JwksCacheDep = Annotated[JwksCache, Depends(get_jwks_cache)]
 LtiLimitsDep = Annotated[LtiLimits, Depends(get_lti_limits)]
 KeyStoreDep = Annotated[KeyStore, Depends(get_key_store)]
+PlatformCallsDep = Annotated[PlatformCalls, Depends(get_platform_calls)]
 WebSecretDep = Annotated[str, Depends(get_web_secret)]
 LangDep = Annotated[str, Depends(get_lang)]
 

@@ -34,6 +34,7 @@ DESCRIPTIONS = {
     413: "body too large",
     422: "invalid request",
     429: "too many requests (see Retry-After)",
+    502: "an upstream service (the LMS platform) refused, failed or answered something invalid",
     503: "could not be stored now, nothing was kept; retry (see Retry-After)",
 }
 # Every route that reads the database answers 503 `database_unavailable` while it cannot be reached

@@ -38,6 +38,9 @@ class Membership(Base):
     course: Mapped[str] = mapped_column(String(200), index=True)
     role: Mapped[str] = mapped_column(String(20))  # learner | instructor
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    # set when an LMS roster sync (service/lti/nrps.py) no longer lists the member: kept, not deleted, but
+    # left out of the gradebook's learners and of token access; a launch or a later listing clears it
+    inactive_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
 
 
 class Token(Base):

@@ -40,13 +40,17 @@ def set_membership(session: Session, *, identity: Identity, course: str, role: s
         row = Membership(identity_id=identity.id, course=course, role=role)
         session.add(row)
     else:
-        row.role = role
+        row.role, row.inactive_at = role, None  # enrolled again (a launch): active again after a roster drop
     session.flush()
     return row
 
 
 def memberships(session: Session, *, identity_id: int) -> dict[str, str]:
-    rows = session.execute(select(Membership.course, Membership.role).where(Membership.identity_id == identity_id))
+    rows = session.execute(
+        select(Membership.course, Membership.role).where(
+            Membership.identity_id == identity_id, Membership.inactive_at.is_(None)
+        )
+    )
     return {course: role for course, role in rows.all()}  # noqa: C416 (Row pairs, not tuples, for mypy)
 
 
@@ -122,7 +126,7 @@ _TOKEN_LOOKUP = (  # built once: the statement is the same for every request, on
         Membership.role,
     )
     .join(Identity, Identity.id == Token.identity_id)
-    .outerjoin(Membership, Membership.identity_id == Identity.id)
+    .outerjoin(Membership, (Membership.identity_id == Identity.id) & Membership.inactive_at.is_(None))
     .where(Token.token_hash == bindparam("token_hash"))
 )
 

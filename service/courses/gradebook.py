@@ -1,6 +1,7 @@
 """The course gradebook: one row for every learner of the course and every exercise of the catalogue.
 
-A learner is a `learner` member of the course, or anyone who submitted to it (an instructor trying an
+A learner is an active `learner` member of the course (an LMS roster sync adds those who never launched and
+marks those it no longer lists inactive), or anyone who submitted to it (an instructor trying an
 exercise, a membership removed later): their work never drops out of the sheet. A learner who has no
 attempt at an exercise gets a `missing` row (attempts 0, no score), so a sheet shows who is missing.
 
@@ -127,7 +128,7 @@ def _members(course: str):
     return (
         select(Identity.id, Identity.issuer, Identity.subject, Identity.name)
         .join(Membership, Membership.identity_id == Identity.id)
-        .where(Membership.course == course, Membership.role == LEARNER_ROLE)
+        .where(Membership.course == course, Membership.role == LEARNER_ROLE, Membership.inactive_at.is_(None))
     )
 
 

@@ -68,20 +68,61 @@ class LtiTargets:
         )
 
     def body(self, *, event: OutboxEvent, event_type: str, target_id: int, learner: dict | None) -> str:
-        return score_body(event=event, event_type=event_type, user_id=(learner or {}).get("subject", ""))
+        p = event.payload or {}
+        score = p.get("manual_score") if p.get("manual_score") is not None else p.get("score")
+        status = SubmissionStatus.NOT_GRADABLE if event_type == "submission.not_gradable" else p.get("status")
+        # The late penalty (course deadlines) is wired here: pass penalty=LatePenalty(points=..., reason=...)
+        # for this submission; `score` stays the effective score before it.
+        return score_body(
+            user_id=(learner or {}).get("subject", ""),
+            timestamp=rfc3339(event.created_at) or "",
+            status=str(status or ""),
+            score=score,
+            max_score=p.get("max_score"),
+            penalty=None,
+        )
 
 
-def score_body(*, event: OutboxEvent, event_type: str, user_id: str) -> str:
-    """The AGS score (without the comment, added when sent): graded -> FullyGraded with the effective score,
-    not gradable -> Failed with no score (a grader fault is never a zero)."""
-    p = event.payload or {}
-    body: dict = {"userId": user_id, "activityProgress": "Completed", "timestamp": rfc3339(event.created_at)}
-    score = p.get("manual_score") if p.get("manual_score") is not None else p.get("score")
-    if event_type == "submission.not_gradable" or score is None:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatePenalty:
+    """Points taken off a late submission's score before it is sent (never below zero), and why."""
+
+    points: float
+    reason: str = ""
+
+
+PENDING_STATUSES = (SubmissionStatus.QUEUED, SubmissionStatus.RUNNING)
+
+
+def score_body(
+    *,
+    user_id: str,
+    timestamp: str,
+    status: str,
+    score: float | None,
+    max_score: float | None,
+    penalty: LatePenalty | None = None,
+) -> str:
+    """The AGS score (its comment and `submittedAt` are added when sent, see AgsSender.prepare):
+    graded -> Completed / FullyGraded with `score` less the late penalty; queued or running -> Submitted /
+    Pending with no score; not gradable (or no score) -> Submitted / Failed with no score (a grader fault
+    is never a zero)."""
+    body: dict = {"userId": user_id, "timestamp": timestamp, "activityProgress": "Submitted"}
+    if status in PENDING_STATUSES:
+        body["gradingProgress"] = "Pending"
+    elif status == SubmissionStatus.NOT_GRADABLE or score is None or not max_score:
         body["gradingProgress"] = "Failed"
-        body["activityProgress"] = "Submitted"
     else:
-        body.update(scoreGiven=float(score), scoreMaximum=float(p.get("max_score") or 0), gradingProgress="FullyGraded")
+        given = float(score) - (penalty.points if penalty is not None else 0.0)
+        body.update(
+            scoreGiven=max(given, 0.0),
+            scoreMaximum=float(max_score),
+            activityProgress="Completed",
+            gradingProgress="FullyGraded",
+        )
+        if penalty is not None and penalty.points > 0:  # AGS has no penalty field: the comment says it
+            why = f" ({penalty.reason[:200]})" if penalty.reason else ""
+            body["comment"] = f"late penalty: {float(penalty.points):g} of {float(score):g} points taken off{why}"
     return json.dumps(body, separators=(",", ":"), sort_keys=True)
 
 
@@ -145,7 +186,11 @@ class AgsSender:
         event = session.get(OutboxEvent, delivery.event_id)
         body = json.loads(delivery.body)
         if event is not None:
-            body["comment"] = feedback_comment(session, submission_id=event.submission_id, payload=event.payload or {})
+            comment = feedback_comment(session, submission_id=event.submission_id, payload=event.payload or {})
+            body["comment"] = "; ".join(filter(None, (body.get("comment"), comment)))
+            sub = session.get(Submission, event.submission_id)
+            if sub is not None:
+                body["submittedAt"] = rfc3339(sub.created_at)
         return AgsWork(
             token_url=platform.auth_token_url,
             client_id=platform.client_id,

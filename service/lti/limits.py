@@ -40,8 +40,8 @@ class LtiLimits:
     """One pair of buckets (client IP, platform) per LTI endpoint."""
 
     def __init__(self, *, per_ip_per_min: int, per_platform_per_min: int) -> None:
-        self.ip = {k: Buckets(per_min=per_ip_per_min) for k in ("login", "launch")}
-        self.platform = {k: Buckets(per_min=per_platform_per_min) for k in ("login", "launch")}
+        self.ip = {k: Buckets(per_min=per_ip_per_min) for k in ("login", "launch", "register")}
+        self.platform = {k: Buckets(per_min=per_platform_per_min) for k in ("login", "launch", "register")}
 
     @classmethod
     def from_settings(cls, settings) -> LtiLimits:

@@ -4,6 +4,7 @@ context maps to, and the AGS line items grades are passed back to (the outbox's 
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from dataclasses import dataclass
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, UniqueConstraint
@@ -28,6 +29,13 @@ class LtiPlatform(Base):
     deployment_ids: Mapped[list] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     removed_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    # active, or pending: registered itself (LTI Dynamic Registration) and awaits an admin's approval
+    status: Mapped[str] = mapped_column(String(20), default="active", server_default="active")
+
+
+class PlatformStatus(enum.StrEnum):
+    ACTIVE = "active"
+    PENDING = "pending"
 
 
 class LtiLoginState(Base):
@@ -59,6 +67,13 @@ class LtiContext(Base):
     course: Mapped[str] = mapped_column(String(200), index=True)
     title: Mapped[str] = mapped_column(String(500), default="")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    # Names and Role Provisioning Services (service/lti/nrps.py): the roster URL the last launch carried,
+    # when a sync was last asked for (the launch throttle), when one last succeeded, and its outcome
+    memberships_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)
+    roster_requested_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    roster_synced_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    roster_members: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    roster_error: Mapped[str] = mapped_column(String(1000), default="", server_default="")
 
 
 class LtiLineItem(Base):
@@ -74,6 +89,9 @@ class LtiLineItem(Base):
     course: Mapped[str] = mapped_column(String(200), index=True)
     exercise_id: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    resource_link_id: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    # platform: its URL came in a launch's AGS claim; tool: titangrade found or made it (service/lti/lineitems.py)
+    origin: Mapped[str] = mapped_column(String(20), default="platform", server_default="platform")
 
 
 @dataclass(frozen=True, slots=True)

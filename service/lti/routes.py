@@ -20,13 +20,14 @@ from service.deps import (
     JwksCacheDep,
     KeyStoreDep,
     LtiLimitsDep,
+    PlatformCallsDep,
     SessionDep,
     SessionFactoryDep,
     SettingsDep,
     WebSecretDep,
 )
 from service.errors import NotFound
-from service.lti import binding, enter, launch, service
+from service.lti import advantage, binding, enter, launch, service
 from service.lti.errors import LtiError
 from service.lti.limits import LtiLimits
 from service.lti.models import LtiPlatform
@@ -63,6 +64,7 @@ class PlatformPublic(BaseModel):
     keyset_url: str
     deployment_ids: list[str]
     created_at: Timestamp
+    status: str = "active"  # or pending: registered itself, awaits an admin's approval
 
 
 def to_public(row: LtiPlatform) -> PlatformPublic:
@@ -76,6 +78,7 @@ def to_public(row: LtiPlatform) -> PlatformPublic:
         keyset_url=row.keyset_url,
         deployment_ids=list(row.deployment_ids),
         created_at=row.created_at,
+        status=row.status,
     )
 
 
@@ -177,6 +180,7 @@ async def launch_(
     keys: KeyStoreDep,
     web_secret: WebSecretDep,
     open_session: SessionFactoryDep,
+    calls: PlatformCallsDep,
 ):
     params = await _params(request)
     if not params.get("id_token") or not params.get("state"):
@@ -187,6 +191,7 @@ async def launch_(
     browser = "text/html" in request.headers.get("accept", "")
     secret = web_secret if browser else ""
     allow_http = settings.mode == "dev"
+    follow_ups: list[advantage.FollowUp] = []  # roster sync, line item: run after the answer (service/lti/advantage.py)
 
     def run() -> dict:
         with transaction(open_session) as session:  # spent in its own transaction: a replay fails even after an error
@@ -215,6 +220,11 @@ async def launch_(
             done = launch.resource_link(
                 session, platform=platform, claims=claims, catalogue=catalogue, session_s=settings.lti_session_s
             )
+            follow_ups.extend(
+                advantage.after_launch(
+                    session, platform=platform, claims=claims, launched=done, catalogue=catalogue, settings=settings
+                )
+            )
             if browser:
                 done["ticket"] = enter.issue_ticket(
                     session,
@@ -228,9 +238,12 @@ async def launch_(
             return done
 
     done = await run_in_threadpool(run)
+    background = advantage.tasks(follow_ups, sessions=open_session, calls=calls)
     if "ticket" in done:  # no cookie here: see service/lti/enter.py for why the session starts at /lti/enter
-        return RedirectResponse("/lti/enter?ticket=" + quote(done["ticket"], safe=""), status_code=303)
-    return JSONResponse(jsonable_encoder(done), headers={"Cache-Control": "no-store"})  # a bearer token inside
+        url = "/lti/enter?ticket=" + quote(done["ticket"], safe="")
+        return RedirectResponse(url, status_code=303, background=background)
+    # a bearer token inside
+    return JSONResponse(jsonable_encoder(done), headers={"Cache-Control": "no-store"}, background=background)
 
 
 @tool.get("/enter")

@@ -13,7 +13,7 @@ from service.db import utcnow
 from service.errors import Conflict, ServiceError, clip
 from service.lti.binding import wrong_browser
 from service.lti.errors import LtiError
-from service.lti.models import LtiLoginState, LtiPlatform
+from service.lti.models import LtiLoginState, LtiPlatform, PlatformStatus
 
 ISSUER_MAX = 200  # identities.issuer
 
@@ -100,9 +100,18 @@ def find(session: Session, *, issuer: str, client_id: str | None) -> LtiPlatform
     if client_id:
         stmt = stmt.where(LtiPlatform.client_id == client_id)
     rows = list(session.scalars(stmt))
+    if len(rows) > 1 and not client_id:  # a pending registration does not make an approved one ambiguous
+        rows = [r for r in rows if r.status == PlatformStatus.ACTIVE] or rows
     if len(rows) != 1:
         why = "is not registered" if not rows else "has several registrations; the platform must send client_id"
         raise LtiError("lti_unknown_platform", f"platform {clip(issuer)!r} {why} (titangrade lti platforms add)")
+    if rows[0].status != PlatformStatus.ACTIVE:  # registered itself (dynamic registration), not yet approved
+        raise LtiError(
+            "lti_platform_pending",
+            f"platform {clip(issuer)!r} registered itself but an admin has not approved it yet "
+            f"(titangrade lti platforms approve {rows[0].id})",
+            status_code=403,
+        )
     return rows[0]
 
 

@@ -1,21 +1,33 @@
 """An LTI 1.3 platform for tests, in its own process: a real HTTP server with its own RSA key and JWKS,
 an OIDC authorization endpoint, an OAuth2 token endpoint that verifies the tool's JWT client assertion
-against the tool's JWKS, and AGS line-item score endpoints that validate the payload strictly.
+against the tool's JWKS, AGS line-item score endpoints that validate the payload strictly, an AGS line-item
+container (GET with resource_link_id/resource_id/tag filters, POST) with result services, a Names and Role
+Provisioning Services membership container (paged with Link: rel="next"), and LTI Dynamic Registration (an
+OpenID configuration and a registration endpoint that checks the tool's registration and issues a client id).
 
 No external LMS (Moodle, Canvas) can run here; this harness stands in for one, written from the LTI 1.3,
-LTI Advantage Security and AGS 2.0 specifications, not from the tool's code.
+LTI Advantage Security, AGS 2.0, NRPS 2.0 and LTI Dynamic Registration 1.0 specifications, not from the
+tool's code.
 
     python lms_platform.py PORT TOOL_JWKS_URL CLIENT_ID REDIRECT_URI DEPLOYMENT_ID
 
 Where a real platform answers the authorization request with an auto-posting HTML form, this one answers
 JSON {"action", "id_token", "state"} that the test posts (the browser's part). Test-only endpoints:
 POST /_sign {claims, key: "platform"|"rogue"} signs arbitrary claims (negative tests); GET /_log returns
-what was received (scores, token grants, deep-linking responses).
+what was received (scores, token grants, deep-linking responses, line items, roster reads, registrations);
+POST /_roster {context, members, page_size, mode} sets a context's roster (mode "loop": the last page links
+back to the first; "endless": every page links to a next one; "offsite": the next page is on another
+origin; "huge": the page is padded past any sane size); POST /_registration_token issues a one-time
+registration token; GET /_lms_frame?src=URL is an LMS page that frames URL and records the messages it
+posts. GET /.well-known/openid-configuration?mode=... answers broken configurations for
+negative tests (wrong-issuer, no-registration, not-json, array, js-endpoint, no-rs256).
 """
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
+import re
 import secrets
 import sys
 import threading
@@ -35,7 +47,28 @@ SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ACTIVITY = {"Initialized", "Started", "InProgress", "Submitted", "Completed"}
 GRADING = {"FullyGraded", "Pending", "PendingManual", "Failed", "NotReady"}
-SCORE_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp", "activityProgress", "gradingProgress"}
+SCORE_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp", "activityProgress", "gradingProgress",
+              "submittedAt"}
+AGS = "https://purl.imsglobal.org/spec/lti-ags/scope/"
+NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+SCOPES = {SCORE_SCOPE, AGS + "lineitem", AGS + "lineitem.readonly", AGS + "result.readonly", NRPS_SCOPE}
+CONTAINER_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
+LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
+RESULTS_TYPE = "application/vnd.ims.lis.v2.resultcontainer+json"
+MEMBERSHIP_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
+LINEITEM_KEYS = {"scoreMaximum", "label", "resourceId", "resourceLinkId", "tag", "startDateTime", "endDateTime",
+                 "gradesReleased"}
+PLATFORM_CONF = "https://purl.imsglobal.org/spec/lti-platform-configuration"
+TOOL_CONF = "https://purl.imsglobal.org/spec/lti-tool-configuration"
+MESSAGE_TYPES = {"LtiResourceLinkRequest", "LtiDeepLinkingRequest"}
+ITEM_PATH = re.compile(r"^(?:/contexts/([^/]+))?/lineitems/([^/]+)/(scores|results)$")
+
+
+def is_url(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 def main() -> None:
@@ -44,10 +77,16 @@ def main() -> None:
     key, rogue = (rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
     kid = "platform-key-1"
     lock = threading.Lock()
-    log: dict[str, list] = {"scores": [], "tokens": [], "refused": [], "deep_links": []}
-    granted: dict[str, float] = {}  # access token -> expiry
+    log: dict[str, list] = {"scores": [], "tokens": [], "refused": [], "deep_links": [], "lineitems": [],
+                            "roster_reads": [], "registrations": [], "results_reads": []}
+    granted: dict[str, tuple[float, set]] = {}  # access token -> (expiry, scopes)
+    clients: dict[str, str] = {client_id: deployment}  # client id -> its deployment (dynamic ones are added)
+    rosters: dict[str, dict] = {}  # context -> {members, page_size, mode}
+    items: dict[str, dict] = {}  # line items made through the container: name -> item
+    reg_tokens: set[str] = set()
     seen_jti: set[str] = set()
     latest: dict[tuple[str, str], str] = {}  # (line item, user) -> newest timestamp kept
+    results_of: dict[tuple[str, str], dict] = {}  # (line item, user) -> the score kept (the result)
 
     def sign(claims: dict, *, with_key=key) -> str:
         return jwt.encode(claims, with_key, algorithm="RS256", headers={"kid": kid})
@@ -61,12 +100,12 @@ def main() -> None:
         return jwt.decode(token, match[0].key, algorithms=["RS256"], audience=audience,
                           options={"require": ["exp", "iat", "iss", "aud"]})
 
-    def launch_claims(hint: dict, *, nonce: str, sub: str) -> dict:
+    def launch_claims(hint: dict, *, nonce: str, sub: str, client: str) -> dict:
         now = int(time.time())
-        claims = {"iss": issuer, "aud": client_id, "azp": client_id, "sub": sub, "nonce": nonce,
+        claims = {"iss": issuer, "aud": client, "azp": client, "sub": sub, "nonce": nonce,
                   "iat": now, "exp": now + 300, "name": hint.get("name", sub),
                   LTI + "message_type": hint.get("message_type", "LtiResourceLinkRequest"),
-                  LTI + "version": "1.3.0", LTI + "deployment_id": deployment,
+                  LTI + "version": "1.3.0", LTI + "deployment_id": clients[client],
                   LTI + "target_link_uri": redirect_uri,
                   LTI + "roles": hint.get("roles", ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"]),
                   LTI + "context": {"id": hint.get("context", "course-1"), "title": "RL infrastructure"},
@@ -77,6 +116,14 @@ def main() -> None:
             claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = {
                 "scope": [SCORE_SCOPE], "lineitem": f"{issuer}/lineitems/{hint['lineitem']}",
                 "lineitems": f"{issuer}/lineitems"}
+        context = hint.get("context", "course-1")
+        if hint.get("lineitems_only"):  # the platform made no column: the tool finds or creates its own
+            claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = {
+                "scope": [SCORE_SCOPE, AGS + "lineitem", AGS + "result.readonly"],
+                "lineitems": f"{issuer}/contexts/{context}/lineitems"}
+        if hint.get("roster"):
+            claims["https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"] = {
+                "context_memberships_url": f"{issuer}/memberships/{context}", "service_versions": ["2.0"]}
         if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
             claims["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = {
                 "deep_link_return_url": f"{issuer}/deeplink/return", "accept_types": ["ltiResourceLink"],
@@ -109,6 +156,100 @@ def main() -> None:
             return "a FullyGraded score needs scoreGiven and scoreMaximum"
         if "comment" in body and not isinstance(body["comment"], str):
             return "comment must be a string"
+        if "submittedAt" in body:
+            try:
+                submitted = dt.datetime.fromisoformat(body["submittedAt"])
+            except (TypeError, ValueError):
+                return "submittedAt is not ISO 8601"
+            if submitted.tzinfo is None:
+                return "submittedAt needs an offset"
+        return None
+
+    def bearer(handler, scopes: set) -> bool:
+        """The request carries a live token granted with one of `scopes`; else it was refused (401)."""
+        scheme, _, token = (handler.headers.get("authorization") or "").partition(" ")
+        expiry, granted_scopes = granted.get(token, (0, set()))
+        if scheme != "Bearer" or expiry < time.time():
+            handler.refuse(401, "no valid bearer token")
+            return False
+        if not granted_scopes & scopes:
+            handler.refuse(403, f"the token's scopes {sorted(granted_scopes)} do not allow this")
+            return False
+        return True
+
+    def openid_configuration(mode: str) -> object:
+        config = {
+            "issuer": issuer, "authorization_endpoint": f"{issuer}/auth", "token_endpoint": f"{issuer}/token",
+            "jwks_uri": f"{issuer}/jwks", "registration_endpoint": f"{issuer}/register",
+            "token_endpoint_auth_methods_supported": ["private_key_jwt"],
+            "token_endpoint_auth_signing_alg_values_supported": ["RS256"],
+            "scopes_supported": ["openid", *sorted(SCOPES)], "response_types_supported": ["id_token"],
+            "id_token_signing_alg_values_supported": ["RS256"], "subject_types_supported": ["public", "pairwise"],
+            "claims_supported": ["sub", "iss", "name", "given_name", "family_name", "email"],
+            PLATFORM_CONF: {"product_family_code": "lms-harness", "version": "1.0",
+                            "messages_supported": [{"type": t} for t in sorted(MESSAGE_TYPES)], "variables": []}}
+        if mode == "wrong-issuer":
+            config["issuer"] = "https://lms.elsewhere.example"
+        elif mode == "no-registration":
+            del config["registration_endpoint"]
+        elif mode == "js-endpoint":
+            config["authorization_endpoint"] = "javascript:alert(1)"
+        elif mode == "no-rs256":
+            config["id_token_signing_alg_values_supported"] = ["HS256"]
+        elif mode == "array":
+            return [config]
+        return config
+
+    def check_registration(body: object) -> str | None:
+        """The tool's client registration, as Dynamic Registration 1.0 (and OIDC DCR) require it."""
+        if not isinstance(body, dict):
+            return "the registration is not a JSON object"
+        if body.get("application_type") != "web":
+            return "application_type must be web"
+        if "id_token" not in (body.get("response_types") or []):
+            return "response_types must include id_token"
+        if not {"implicit", "client_credentials"} <= set(body.get("grant_types") or []):
+            return "grant_types must include implicit and client_credentials"
+        if body.get("token_endpoint_auth_method") != "private_key_jwt":
+            return "token_endpoint_auth_method must be private_key_jwt"
+        for field in ("initiate_login_uri", "jwks_uri"):
+            if not is_url(body.get(field)):
+                return f"{field} must be a URL"
+        if not isinstance(body.get("redirect_uris"), list) or not body["redirect_uris"] or not all(
+                is_url(u) for u in body["redirect_uris"]):
+            return "redirect_uris must be a non-empty list of URLs"
+        if not isinstance(body.get("client_name"), str) or not body["client_name"]:
+            return "client_name is required"
+        if not isinstance(body.get("scope"), str) or not set(body["scope"].split()) <= SCOPES:
+            return "scope must be a space-separated list of scopes the platform supports"
+        conf = body.get(TOOL_CONF)
+        if not isinstance(conf, dict) or not isinstance(conf.get("domain"), str) or not conf["domain"]:
+            return "the LTI tool configuration needs a domain"
+        if urlsplit(body["initiate_login_uri"]).hostname != conf["domain"].split(":")[0]:
+            return "initiate_login_uri is not on the tool's domain"
+        if not is_url(conf.get("target_link_uri")):
+            return "the LTI tool configuration needs a target_link_uri"
+        messages = conf.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) and m.get("type") in MESSAGE_TYPES
+                                                     for m in messages):
+            return "messages must be a list of supported message types"
+        if not isinstance(conf.get("claims", []), list):
+            return "claims must be a list"
+        return None
+
+    def check_lineitem(body: object) -> str | None:
+        if not isinstance(body, dict):
+            return "the line item is not a JSON object"
+        if set(body) - LINEITEM_KEYS - {"id"}:
+            return f"unknown line item fields {sorted(set(body) - LINEITEM_KEYS - {'id'})}"
+        maximum = body.get("scoreMaximum")
+        if not isinstance(maximum, int | float) or isinstance(maximum, bool) or maximum <= 0:
+            return "scoreMaximum must be a number > 0"
+        if not isinstance(body.get("label"), str) or not body["label"].strip():
+            return "label is required"
+        for field in ("resourceId", "resourceLinkId", "tag"):
+            if field in body and not isinstance(body[field], str):
+                return f"{field} must be a string"
         return None
 
     class Handler(BaseHTTPRequestHandler):
@@ -117,13 +258,75 @@ def main() -> None:
         def log_message(self, *_a) -> None:
             pass
 
-        def reply(self, status: int, body: object = None, ctype: str = "application/json") -> None:
-            raw = b"" if body is None else json.dumps(body).encode()
+        def reply(self, status: int, body: object = None, ctype: str = "application/json",
+                  headers: dict | None = None, raw: bytes | None = None) -> None:
+            if raw is None:
+                raw = b"" if body is None else json.dumps(body).encode()
             self.send_response(status)
             self.send_header("content-type", ctype)
             self.send_header("content-length", str(len(raw)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(raw)
+
+        def accepts(self, media_type: str) -> bool:
+            if media_type not in (self.headers.get("accept") or ""):
+                self.refuse(406, f"Accept must name {media_type}")
+                return False
+            return True
+
+        def roster_page(self, context: str, q: dict) -> None:
+            if not bearer(self, {NRPS_SCOPE}) or not self.accepts(MEMBERSHIP_TYPE):
+                return
+            with lock:
+                roster = rosters.get(context)
+                log["roster_reads"].append({"context": context, "page": q.get("page", "1")})
+            if roster is None:
+                return self.refuse(404, f"no roster for context {context!r}")
+            page = int(q.get("page", "1"))
+            size, mode, members = roster.get("page_size", 100), roster.get("mode", ""), roster["members"]
+            chunk = members[(page - 1) * size: page * size]
+            pages = max(1, -(-len(members) // size))
+            body = {"id": f"{issuer}/memberships/{context}", "context": {"id": context, "title": "RL infrastructure"},
+                    "members": chunk}
+            if mode == "huge":
+                body["padding"] = "x" * (8 * 1024 * 1024)
+            nxt = None
+            if mode == "offsite" and page == 1:
+                nxt = f"http://localhost:{port}/memberships/{context}?page=2"
+            elif page < pages or mode == "endless":
+                nxt = f"{issuer}/memberships/{context}?page={page + 1}"
+            elif mode == "loop":
+                nxt = f"{issuer}/memberships/{context}?page=1"
+            links = {"link": f'<{nxt}>; rel="next"'} if nxt else {}
+            self.reply(200, body, ctype=MEMBERSHIP_TYPE, headers=links)
+
+        def container(self, context: str, q: dict) -> None:
+            if not bearer(self, {AGS + "lineitem", AGS + "lineitem.readonly"}) or not self.accepts(CONTAINER_TYPE):
+                return
+            with lock:
+                found = [i for i in items.values() if i["_context"] == context
+                         and all(i.get(k) == q[f] for f, k in (("resource_link_id", "resourceLinkId"),
+                                                               ("resource_id", "resourceId"), ("tag", "tag"))
+                                 if f in q)]
+            self.reply(200, [{k: v for k, v in i.items() if not k.startswith("_")} for i in found],
+                       ctype=CONTAINER_TYPE)
+
+        def results(self, item: str, q: dict) -> None:
+            if not bearer(self, {AGS + "result.readonly"}) or not self.accepts(RESULTS_TYPE):
+                return
+            with lock:
+                log["results_reads"].append({"lineitem": item, "page": q.get("page", "1")})
+                kept = [dict(b) for (i, _), b in sorted(results_of.items()) if i == item]
+            page, size = int(q.get("page", "1")), 2
+            chunk = kept[(page - 1) * size: page * size]
+            base = f"{issuer}{urlsplit(self.path).path}"
+            out = [{"id": f"{base}/{r['userId']}", "scoreOf": base.rsplit("/results", 1)[0], "userId": r["userId"],
+                    "resultScore": r.get("scoreGiven"), "resultMaximum": r.get("scoreMaximum"),
+                    "comment": r.get("comment")} for r in chunk]
+            links = {"link": f'<{base}?page={page + 1}>; rel="next"'} if page * size < len(kept) else {}
+            self.reply(200, out, ctype=RESULTS_TYPE, headers=links)
 
         def refuse(self, status: int, why: str) -> None:
             with lock:
@@ -142,15 +345,34 @@ def main() -> None:
             if url.path == "/_log":
                 with lock:
                     return self.reply(200, {**log, "issuer": issuer})
+            if url.path == "/_lms_frame":  # the LMS's admin page: the tool's registration URL in a frame
+                page = ('<!doctype html><html lang="en"><title>LMS</title><script>window.received = [];'
+                        'addEventListener("message", e => window.received.push({origin: e.origin, data: e.data}));'
+                        f'</script><iframe title="tool registration" src="{html.escape(q.get("src", ""))}"></iframe>'
+                        '</html>')
+                return self.reply(200, raw=page.encode(), ctype="text/html; charset=utf-8")
+            if url.path == "/.well-known/openid-configuration":
+                mode = q.get("mode", "")
+                if mode == "not-json":
+                    return self.reply(200, raw=b"<html>not json</html>", ctype="text/html")
+                return self.reply(200, openid_configuration(mode))
+            if url.path.startswith("/memberships/"):
+                return self.roster_page(url.path.split("/")[2], q)
+            if url.path.startswith("/contexts/") and url.path.endswith("/lineitems"):
+                return self.container(url.path.split("/")[2], q)
+            match = ITEM_PATH.match(url.path)
+            if match and match.group(3) == "results":
+                return self.results(match.group(2), q)
             if url.path == "/auth":
                 expected = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post",
-                            "prompt": "none", "client_id": client_id, "redirect_uri": redirect_uri}
+                            "prompt": "none", "redirect_uri": redirect_uri}
                 bad = [k for k, v in expected.items() if q.get(k) != v]
+                bad += [] if q.get("client_id") in clients else ["client_id"]
                 bad += [k for k in ("state", "nonce", "login_hint") if not q.get(k)]
                 if bad:
                     return self.refuse(400, f"authorization request: bad or missing {bad}")
                 hint = json.loads(q.get("lti_message_hint") or "{}")
-                token = sign(launch_claims(hint, nonce=q["nonce"], sub=q["login_hint"]))
+                token = sign(launch_claims(hint, nonce=q["nonce"], sub=q["login_hint"], client=q["client_id"]))
                 return self.reply(200, {"action": redirect_uri, "id_token": token, "state": q["state"]})
             self.reply(404, {"error": "no such path"})
 
@@ -170,25 +392,26 @@ def main() -> None:
                     claims = verify_tool_jwt(form.get("client_assertion", ""), audience=f"{issuer}/token")
                 except (jwt.InvalidTokenError, httpx.HTTPError, ValueError) as exc:
                     return self.refuse(401, f"client assertion: {exc}")
-                if claims.get("iss") != client_id or claims.get("sub") != client_id:
+                if claims.get("iss") not in clients or claims.get("sub") != claims.get("iss"):
                     return self.refuse(401, "client assertion: iss and sub must be the client id")
                 with lock:
                     if not claims.get("jti") or claims["jti"] in seen_jti:
                         return self.refuse(401, "client assertion: jti missing or replayed")
                     seen_jti.add(claims["jti"])
-                if SCORE_SCOPE not in form.get("scope", "").split():
-                    return self.refuse(400, "scope must include the AGS score scope")
+                asked = set(form.get("scope", "").split())
+                if not asked or not asked <= SCOPES:
+                    return self.refuse(400, "invalid_scope: scope must name services this platform offers")
                 token = secrets.token_urlsafe(24)
                 with lock:
-                    granted[token] = time.time() + 3600
-                    log["tokens"].append({"jti": claims["jti"], "kid": jwt.get_unverified_header(
-                        form["client_assertion"]).get("kid")})
+                    granted[token] = (time.time() + 3600, asked)
+                    log["tokens"].append({"jti": claims["jti"], "scope": sorted(asked), "client": claims["iss"],
+                                          "kid": jwt.get_unverified_header(form["client_assertion"]).get("kid")})
                 return self.reply(200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600,
-                                        "scope": SCORE_SCOPE})
-            if url.path.startswith("/lineitems/") and url.path.endswith("/scores"):
-                scheme, _, token = (self.headers.get("authorization") or "").partition(" ")
-                if scheme != "Bearer" or granted.get(token, 0) < time.time():
-                    return self.refuse(401, "no valid bearer token")
+                                        "scope": " ".join(sorted(asked))})
+            match = ITEM_PATH.match(url.path)
+            if match and match.group(3) == "scores":
+                if not bearer(self, {SCORE_SCOPE}):
+                    return
                 if self.headers.get("content-type") != SCORE_TYPE:
                     return self.refuse(415, f"content-type must be {SCORE_TYPE}")
                 try:
@@ -198,15 +421,69 @@ def main() -> None:
                 why = validate_score(body, None)
                 if why:
                     return self.refuse(400, why)
-                item = url.path.split("/")[2]
+                item = match.group(2)
                 with lock:
                     key_ = (item, body["userId"])
                     kept = key_ not in latest or dt.datetime.fromisoformat(latest[key_]) < dt.datetime.fromisoformat(
                         body["timestamp"])
                     if kept:
                         latest[key_] = body["timestamp"]
+                        results_of[key_] = body
                     log["scores"].append({"lineitem": item, "kept": kept, **body})
                 return self.reply(200, {})
+            if url.path.startswith("/contexts/") and url.path.endswith("/lineitems"):
+                if not bearer(self, {AGS + "lineitem"}):
+                    return
+                if self.headers.get("content-type") != LINEITEM_TYPE:
+                    return self.refuse(415, f"content-type must be {LINEITEM_TYPE}")
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    return self.refuse(400, "the body is not JSON")
+                why = check_lineitem(body)
+                if why:
+                    return self.refuse(400, why)
+                context = url.path.split("/")[2]
+                with lock:
+                    name = f"tool-{len(items) + 1}"
+                    item = {**body, "id": f"{issuer}/contexts/{context}/lineitems/{name}", "_context": context}
+                    items[name] = item
+                    log["lineitems"].append({k: v for k, v in item.items() if not k.startswith("_")})
+                return self.reply(201, {k: v for k, v in item.items() if not k.startswith("_")}, ctype=LINEITEM_TYPE)
+            if url.path == "/_roster":
+                spec = json.loads(raw)
+                with lock:
+                    rosters[spec["context"]] = spec
+                return self.reply(200, {})
+            if url.path == "/_registration_token":
+                token = secrets.token_urlsafe(16)
+                with lock:
+                    reg_tokens.add(token)
+                return self.reply(200, {"registration_token": token})
+            if url.path == "/register":
+                scheme, _, token = (self.headers.get("authorization") or "").partition(" ")
+                with lock:
+                    valid = scheme == "Bearer" and token in reg_tokens
+                    reg_tokens.discard(token)  # single use
+                if not valid:
+                    return self.refuse(401, "registration: no valid registration token")
+                if not (self.headers.get("content-type") or "").startswith("application/json"):
+                    return self.refuse(415, "registration: content-type must be application/json")
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    return self.refuse(400, "registration: the body is not JSON")
+                why = check_registration(body)
+                if why:
+                    return self.refuse(400, f"registration: {why}")
+                with lock:
+                    number = len(log["registrations"]) + 1
+                    new_client, new_deployment = f"dyn-client-{number}", f"dyn-deployment-{number}"
+                    clients[new_client] = new_deployment
+                    log["registrations"].append(body)
+                answer = {**body, "client_id": new_client,
+                          TOOL_CONF: {**body[TOOL_CONF], "deployment_id": new_deployment}}
+                return self.reply(200, answer)
             if url.path == "/deeplink/return":
                 form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
                 try:

@@ -54,7 +54,8 @@ def sqlite_writer_free(path: str) -> bool:
 
 class ProbeServer:
     """GET /jwks[/<name>] -> the keyset; POST /token -> an access token; POST /lineitems/<id>/scores and
-    POST /hook -> 200. `seen` lists (path, checked-out connections, SQLite writer free) per request."""
+    POST /hook -> 200; GET /memberships/<ctx> -> a roster of one; GET/POST /contexts/<ctx>/lineitems -> no
+    line item / a new one. `seen` lists (path, checked-out connections, SQLite writer free) per request."""
 
     def __init__(self, *, counter: CheckoutCounter, sqlite_path: str | None, delay_s: float = 0.0) -> None:
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -89,6 +90,12 @@ class ProbeServer:
                 if self.path.startswith("/jwks"):
                     jwk = json.loads(RSAAlgorithm.to_jwk(probe.key.public_key()))
                     return self._reply(200, {"keys": [{**jwk, "kid": KID, "alg": "RS256", "use": "sig"}]})
+                if self.path.startswith("/memberships/"):  # an NRPS membership container of one learner
+                    return self._reply(200, {"id": probe.url + self.path, "members": [
+                        {"user_id": "s-probe", "status": "Active",
+                         "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"]}]})
+                if self.path.startswith("/contexts/"):  # an AGS line-item container with no line item yet
+                    return self._reply(200, [])
                 self._reply(404, {})
 
             def do_POST(self) -> None:
@@ -97,6 +104,8 @@ class ProbeServer:
                 if self.path == "/token":
                     return self._reply(200, {"access_token": "probe-token", "token_type": "Bearer",
                                              "expires_in": 3600})
+                if self.path.startswith("/contexts/"):  # a line item made in the container
+                    return self._reply(201, {"id": probe.url + self.path + "/made-1"})
                 self._reply(200, {})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -44,6 +44,16 @@ class Platform:
     def sign(self, claims: dict, *, key: str = "platform") -> str:
         return httpx.post(self.url + "/_sign", json={"claims": claims, "key": key}, timeout=10).json()["id_token"]
 
+    def set_roster(self, context: str, members: list[dict], *, page_size: int = 100, mode: str = "") -> None:
+        httpx.post(self.url + "/_roster", json={"context": context, "members": members, "page_size": page_size,
+                                               "mode": mode}, timeout=10).raise_for_status()
+
+    def registration_token(self) -> str:
+        return httpx.post(self.url + "/_registration_token", timeout=10).json()["registration_token"]
+
+    def openid_configuration_url(self, mode: str = "") -> str:
+        return self.url + "/.well-known/openid-configuration" + (f"?mode={mode}" if mode else "")
+
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait(10)
@@ -58,12 +68,17 @@ class Browser:
         self.tool, self.platform = tool, platform
         self.client = httpx.Client(timeout=30)
 
-    def login(self, *, sub: str = "learner-1", client: httpx.Client | None = None, **hint) -> dict:
-        """Login initiation at the tool; returns the query the tool sends to the platform (state, nonce...)."""
-        resp = (client or self.client).post(self.tool + "/lti/login", data={
+    def login_response(self, *, sub: str = "learner-1", client: httpx.Client | None = None,
+                       client_id: str = CLIENT_ID, deployment: str = DEPLOYMENT, **hint) -> httpx.Response:
+        return (client or self.client).post(self.tool + "/lti/login", data={
             "iss": self.platform.url, "login_hint": sub, "target_link_uri": self.tool + "/lti/launch",
-            "lti_message_hint": json.dumps(hint), "client_id": CLIENT_ID, "lti_deployment_id": DEPLOYMENT},
+            "lti_message_hint": json.dumps(hint), "client_id": client_id, "lti_deployment_id": deployment},
             follow_redirects=False)
+
+    def login(self, *, sub: str = "learner-1", client: httpx.Client | None = None, client_id: str = CLIENT_ID,
+              deployment: str = DEPLOYMENT, **hint) -> dict:
+        """Login initiation at the tool; returns the query the tool sends to the platform (state, nonce...)."""
+        resp = self.login_response(sub=sub, client=client, client_id=client_id, deployment=deployment, **hint)
         assert resp.status_code == 302, resp.text
         location = resp.headers["location"]
         assert location.startswith(self.platform.url + "/auth?")
@@ -77,6 +92,7 @@ class Browser:
     def post_launch(self, id_token: str, state: str) -> httpx.Response:
         return self.client.post(self.tool + "/lti/launch", data={"id_token": id_token, "state": state})
 
-    def launch(self, *, sub: str = "learner-1", **hint) -> httpx.Response:
-        form = self.authorize(self.login(sub=sub, **hint))
+    def launch(self, *, sub: str = "learner-1", client_id: str = CLIENT_ID, deployment: str = DEPLOYMENT,
+               **hint) -> httpx.Response:
+        form = self.authorize(self.login(sub=sub, client_id=client_id, deployment=deployment, **hint))
         return self.post_launch(form["id_token"], form["state"])

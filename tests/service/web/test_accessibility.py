@@ -57,7 +57,7 @@ PAGES = (
     Page("not-found", "instructor", "/teach/nothing/here", status=404),
     Page("teach", "instructor", "/teach"),
     Page("gradebook", "instructor", "/teach/courses/c1/gradebook"),
-    Page("stats-invalid-query", "instructor", "/teach/exercises/ch05.svc_sum?queued=many", status=422),
+    Page("invalid-query", "instructor", "/submissions/{first}/compare?other=" + "x" * 65, status=422),
     Page("stats", "instructor", "/teach/exercises/ch05.svc_sum"),
     Page("failures", "instructor", "/teach/exercises/ch05.svc_sum/failures?check=word_value"),
     Page("regrade-confirm", "instructor", "/teach/exercises/ch05.svc_sum/regrade"),

@@ -72,11 +72,17 @@ class LtiTargets:
 
 
 def score_body(*, event: OutboxEvent, event_type: str, user_id: str) -> str:
-    """The AGS score (without the comment, added when sent): graded -> FullyGraded with the effective score,
-    not gradable -> Failed with no score (a grader fault is never a zero)."""
+    """The AGS score (without the comment, added when sent): graded -> FullyGraded with the score that counts
+    (an override, else the auto score after the late penalty), not gradable -> Failed with no score (a grader
+    fault is never a zero); `submission.submittedAt` is the upload time."""
     p = event.payload or {}
     body: dict = {"userId": user_id, "activityProgress": "Completed", "timestamp": rfc3339(event.created_at)}
-    score = p.get("manual_score") if p.get("manual_score") is not None else p.get("score")
+    if "final_score" in p:  # events since 0010: the override, else the auto score after the late penalty
+        score = p["final_score"]
+    else:
+        score = p.get("manual_score") if p.get("manual_score") is not None else p.get("score")
+    if p.get("submitted_at"):
+        body["submission"] = {"submittedAt": p["submitted_at"]}  # AGS 2.0 Score.submission
     if event_type == "submission.not_gradable" or score is None:
         body["gradingProgress"] = "Failed"
         body["activityProgress"] = "Submitted"
@@ -94,6 +100,8 @@ def feedback_comment(session: Session, *, submission_id: str, payload: dict) -> 
         parts.append(f"{sum(bool(c.get('passed')) for c in checks)}/{len(checks)} checks passed")
     if payload.get("manual_score") is not None and payload.get("reason"):
         parts.append(f"score set by the instructor: {str(payload['reason'])[:200]}")
+    if payload.get("late") and payload.get("manual_score") is None:
+        parts.append(f"submitted late: {payload.get('penalty_percent', 0):g}% late penalty")
     if payload.get("status") == SubmissionStatus.NOT_GRADABLE:
         parts.append("the grader could not grade this submission (not the learner's fault); it will be retried")
     parts.append(f"details: /api/v1/submissions/{submission_id}")

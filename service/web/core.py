@@ -101,7 +101,7 @@ def render(
     return HTMLResponse(html, status_code=status_code, headers=PAGE_HEADERS)
 
 
-VIEW_PARAMS = ("policy", "sort", "dir", "q", "exercise", "status", "page", "per_page")  # a page's view state
+VIEW_PARAMS = ("policy", "sort", "dir", "q", "exercise", "status", "late", "page", "per_page")  # a page's view state
 
 
 def _here(request: Request) -> str:

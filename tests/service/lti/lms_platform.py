@@ -35,7 +35,8 @@ SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ACTIVITY = {"Initialized", "Started", "InProgress", "Submitted", "Completed"}
 GRADING = {"FullyGraded", "Pending", "PendingManual", "Failed", "NotReady"}
-SCORE_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp", "activityProgress", "gradingProgress"}
+SCORE_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp", "activityProgress", "gradingProgress",
+              "submission"}  # submission: {"startedAt", "submittedAt"} (AGS 2.0, as Canvas documents it)
 
 
 def main() -> None:
@@ -99,6 +100,16 @@ def main() -> None:
             return "timestamp is not ISO 8601"
         if stamp.tzinfo is None or "." not in body["timestamp"]:
             return "timestamp needs an offset and sub-second precision"
+        if "submission" in body:
+            sub = body["submission"]
+            if not isinstance(sub, dict) or set(sub) - {"startedAt", "submittedAt"}:
+                return "submission has only startedAt and submittedAt"
+            for value in sub.values():
+                try:
+                    if not isinstance(value, str) or dt.datetime.fromisoformat(value).tzinfo is None:
+                        return "submission times need an offset"
+                except ValueError:
+                    return "submission times are not ISO 8601"
         if "scoreGiven" in body or "scoreMaximum" in body:
             given, maximum = body.get("scoreGiven"), body.get("scoreMaximum")
             if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (given, maximum)):

@@ -75,6 +75,7 @@ def put_schedule(
         policy=policy,
         by_user=user.user,
     )
+    session.commit()
     zone = schedules.zone_of(session, course=course)
     return schedules.schedule_public(row, course=course, exercise_id=exercise_id, zone=zone)
 
@@ -99,6 +100,7 @@ def grant_extension(
     ext = schedules.grant_extension(
         session, course=course, identity=ident, exercise_id=body.exercise_id, due_at=body.due_at, by_user=user.user
     )
+    session.commit()
     return schedules.extension_public(ext, ident, zone=schedules.zone_of(session, course=course))
 
 
@@ -108,4 +110,5 @@ def revoke_extension(
 ) -> Response:
     _require_teacher(user, course)
     schedules.revoke_extension(session, course=course, extension_id=extension_id)
+    session.commit()
     return Response(status_code=204)

@@ -113,7 +113,7 @@ def put_schedule(
     policy: LatePolicy,
     by_user: str,
 ) -> ExerciseSchedule:
-    """Set (replace) one exercise's schedule and recompute its submissions' lateness; commits."""
+    """Set (replace) one exercise's schedule and recompute its submissions' lateness (the caller commits)."""
     opens_at, due_at = naive_utc(opens_at), naive_utc(due_at)
     check_policy(opens_at=opens_at, due_at=due_at, policy=policy)
     row = session.get(ExerciseSchedule, (course, exercise_id))
@@ -124,7 +124,6 @@ def put_schedule(
     row.late_kind, row.late_percent, row.floor_percent = policy.kind.value, policy.percent, policy.floor_percent
     session.flush()
     recompute(session, course=course, exercise_id=exercise_id)
-    session.commit()
     return row
 
 
@@ -138,7 +137,7 @@ def find_learner(session: Session, *, subject: str, issuer: str = LOCAL_ISSUER) 
 def grant_extension(
     session: Session, *, course: str, identity: Identity, exercise_id: str, due_at: dt.datetime, by_user: str
 ) -> Extension:
-    """Give one learner their own due time for one exercise (a second grant replaces the first); commits."""
+    """Give one learner their own due time for one exercise (a second grant replaces the first; the caller commits)."""
     due = naive_utc(due_at)
     assert due is not None
     row = session.scalar(
@@ -152,7 +151,6 @@ def grant_extension(
     row.due_at, row.granted_by = due, by_user
     session.flush()
     recompute(session, course=course, exercise_id=exercise_id, identity_id=identity.id)
-    session.commit()
     return row
 
 
@@ -163,7 +161,6 @@ def revoke_extension(session: Session, *, course: str, extension_id: int) -> Non
     session.delete(row)
     session.flush()
     recompute(session, course=course, exercise_id=row.exercise_id, identity_id=row.identity_id)
-    session.commit()
 
 
 def extensions(session: Session, *, course: str) -> list[tuple[Extension, Identity]]:

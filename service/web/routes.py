@@ -10,7 +10,7 @@ from fastapi.staticfiles import StaticFiles
 
 from grading.errors import InvalidSubmission
 from service.errors import ServiceError, from_engine
-from service.web import learner, staff
+from service.web import learner, schedule_pages, staff
 from service.web.core import HERE, BadForm, SignInRequired, local_path, page_lang, render
 from service.web.i18n import t
 
@@ -29,6 +29,7 @@ def _is_page(request: Request) -> bool:
 def install(app: FastAPI) -> None:
     app.include_router(learner.router)
     app.include_router(staff.router)
+    app.include_router(schedule_pages.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     @app.exception_handler(SignInRequired)

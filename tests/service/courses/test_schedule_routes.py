@@ -8,15 +8,18 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
 
 from sqlalchemy import select
 
 from grading.result import GradeResult, Status
 from service.db import transaction, utcnow
 from service.grades.service import record_grade
+from service.lti.ags import score_body
 from service.outbox.models import OutboxEvent
 from service.queue import service as queue
 from service.submissions.models import Submission
+from service.webhooks.targets import envelope
 
 SUBS = "/api/v1/submissions"
 EX = "ch05.svc_sum"
@@ -151,9 +154,14 @@ def test_a_late_attempt_carries_its_penalty_everywhere_and_best_counts_after_it(
     row = next(r for r in csv.DictReader(io.StringIO(sheet)) if r["user"] == "alice" and r["exercise_id"] == EX)
     assert (row["late"], row["penalty_percent"], row["score"], row["raw_score"]) == ("True", "60.0", "1.2", "3.0")
     with api.app_state.sessions() as s:
-        payload = s.scalars(select(OutboxEvent.payload).where(OutboxEvent.submission_id == late)).one()
+        event = s.scalars(select(OutboxEvent).where(OutboxEvent.submission_id == late)).one()
+    payload = event.payload
     assert payload["late"] is True and payload["penalty_percent"] == 60.0 and payload["final_score"] == 1.2
     assert payload["score"] == 3.0 and payload["submitted_at"] == view["submitted_at"]
+    hook = json.loads(envelope(event=event, event_type="grade.stored", learner=None))["data"]
+    assert (hook["score"], hook["raw_score"], hook["auto_score"], hook["late"]) == (1.2, 3.0, 3.0, True)
+    ags = json.loads(score_body(event=event, event_type="grade.stored", user_id="u"))
+    assert ags["scoreGiven"] == 1.2 and ags["submission"] == {"submittedAt": view["submitted_at"]}
     over = api.post(f"{SUBS}/{late}/override", json={"score": 2.5, "reason": "fair"}, headers=teacher)
     assert over.json()["score"] == 2.5 and over.json()["penalty_percent"] == 60.0  # an override is final
     with api.app_state.sessions() as s:

@@ -4,8 +4,6 @@ that zone on the exercises page and has an upload refused with the reason; every
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from axe_support import assert_accessible, available, describe, violations
 from test_browser import CHROMIUM, Tab

@@ -29,11 +29,24 @@ from service.timefmt import rfc3339
 DEFAULT_ZONE = "UTC"
 
 
+EARLIEST, LATEST = dt.datetime(1970, 1, 1), dt.datetime(9000, 1, 1)  # shown in any zone without overflow
+
+
 def naive_utc(value: dt.datetime | None) -> dt.datetime | None:
-    """An aware time as stored: naive UTC."""
+    """An aware time as stored: naive UTC; one outside 1970..9000 is a 422 (no zone could show it)."""
     if value is None:
         return None
-    return value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo is not None else value
+    try:
+        stored = value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo is not None else value
+    except OverflowError:
+        stored = LATEST
+    if not EARLIEST <= stored < LATEST:
+        raise ServiceError(
+            f"{clip(value.isoformat())} is outside the years 1970 to 9000; give a real deadline",
+            code="bad_time",
+            status_code=422,
+        )
+    return stored
 
 
 def local_rfc3339(value: dt.datetime | None, zone: str) -> str | None:

@@ -187,3 +187,13 @@ def test_a_regrade_keeps_the_submission_time_so_on_time_work_stays_on_time(api, 
     view = _view(api, svc, sid)
     assert view["run"] == 2 and view["late"] is False and view["score"] == 2.0
     assert view["submitted_at"].startswith(_iso(now - dt.timedelta(days=2))[:16])
+
+
+def test_times_no_zone_could_show_are_422_not_500(api, svc):
+    teacher = svc.auth(api.tokens["teacher"])
+    for when in ("9999-12-31T23:59:00-14:00", "0001-01-01T00:00:00+14:00", "1969-12-31T23:59:59Z"):
+        put = _put(api, svc, {"due_at": when})
+        assert put.status_code == 422, (when, put.text)
+        ext = api.post("/api/v1/courses/c1/extensions", json={"user": "alice", "exercise_id": EX, "due_at": when},
+                       headers=teacher)
+        assert ext.status_code == 422, (when, ext.text)

@@ -16,6 +16,7 @@ from service.auth.routes import router as auth_router
 from service.catalogue.routes import router as catalogue_router
 from service.config import Settings
 from service.courses.routes import router as courses_router
+from service.courses.schedule_routes import router as schedule_router
 from service.db import make_engine, read_sessions
 from service.http_errors import install_error_handlers
 from service.intake.routes import INTAKE_PATH
@@ -146,6 +147,7 @@ def create_app(
         submissions_router,
         catalogue_router,
         courses_router,
+        schedule_router,
         auth_router,
         webhooks_router,
         intake_router,

@@ -42,11 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     webhook_commands.register(sub, deliver=commands.cmd_deliver)  # the outbox loop, wired in service/commands.py
     intake_commands.register(sub)
+    from service.courses import commands as course_commands
     from service.lti import commands as lti_commands
     from service.submissions import commands as submission_commands
 
     lti_commands.register(sub)
     submission_commands.register(sub)
+    course_commands.register(sub)
     grading_cli = _grading_cli()
     if grading_cli is not None:
         grading_cli.register(sub)

@@ -28,6 +28,51 @@ WEB = Catalogue(
             zh="表单已过期或并非来自本站；请刷新页面后重试。",
         ),
         "exercises": Message(en="Exercises", zh="练习"),
+        # deadlines and late work
+        "due": Message(en="Due", zh="截止"),
+        "opens": Message(en="Opens", zh="开放"),
+        "no_due": Message(en="no due date", zh="无截止时间"),
+        "late_policy": Message(en="Late policy", zh="迟交规则"),
+        "late_none": Message(en="late work accepted, no penalty", zh="接受迟交，不扣分"),
+        "late_per_day": Message(
+            en="{percent}% off per started day late, keeps at least {floor}%",
+            zh="每迟交一天（不足一天按一天）扣 {percent}%，至少保留 {floor}%",
+        ),
+        "late_per_hour": Message(
+            en="{percent}% off per started hour late, keeps at least {floor}%",
+            zh="每迟交一小时（不足一小时按一小时）扣 {percent}%，至少保留 {floor}%",
+        ),
+        "late_closed": Message(en="closed after the due date", zh="截止后关闭提交"),
+        "submitted_at": Message(en="Submitted", zh="提交时间"),
+        "on_time": Message(en="on time", zh="按时"),
+        "late_by": Message(en="late by {duration}, penalty {penalty}%", zh="迟交 {duration}，扣分 {penalty}%"),
+        "late": Message(en="late", zh="迟交"),
+        "times_in": Message(en="Times in {zone}", zh="时间均为 {zone} 时区"),
+        "schedule": Message(en="Deadlines", zh="截止时间"),
+        "schedule_of": Message(en="Deadlines of {course}", zh="{course} 的截止时间"),
+        "save": Message(en="Save", zh="保存"),
+        "timezone": Message(en="Time zone", zh="时区"),
+        "extensions": Message(en="Extensions", zh="延期"),
+        "add_extension": Message(en="Grant an extension", zh="批准延期"),
+        "learner_subject": Message(en="Learner (subject)", zh="学习者（subject）"),
+        "issuer": Message(en="Issuer", zh="发行方"),
+        "penalty_percent": Message(en="Percent per day or hour", zh="每天或每小时扣分百分比"),
+        "floor_percent": Message(en="Keeps at least (percent)", zh="至少保留（百分比）"),
+        "on_time_only": Message(en="on time", zh="按时"),
+        "late_only": Message(en="late", zh="迟交"),
+        "dur_d": Message(en="{n} d", zh="{n} 天"),
+        "dur_h": Message(en="{n} h", zh="{n} 小时"),
+        "dur_min": Message(en="{n} min", zh="{n} 分钟"),
+        "dur_s": Message(en="{n} s", zh="{n} 秒"),
+        "local_time_help": Message(
+            en="Times in the course's zone ({zone}); leave a field empty for none.",
+            zh="时间按课程时区（{zone}）填写；留空表示不设置。",
+        ),
+        "bad_local_time": Message(
+            en="{value!r} is not a date and time; use the date picker or YYYY-MM-DDTHH:MM",
+            zh="{value!r} 不是有效的日期时间；请使用日期选择器或 YYYY-MM-DDTHH:MM 格式",
+        ),
+        "extension_until": Message(en="extended to {due}", zh="已延期至 {due}"),
         "exercise": Message(en="Exercise", zh="练习"),
         "best": Message(en="Best score", zh="最高分"),
         "latest": Message(en="Latest", zh="最近一次"),
@@ -229,7 +274,6 @@ WEB = Catalogue(
         "reason_nothing_submitted": Message(en="nothing submitted", zh="尚未提交任何作业"),
         "reason_below_threshold": Message(en="below the threshold", zh="低于阈值"),
         "risk_work": Message(en="Work to follow up", zh="需跟进的练习"),
-        "due": Message(en="Due", zh="截止时间"),
         "due_soon": Message(en="due soon", zh="即将截止"),
         "no_at_risk": Message(en="No learner is at risk.", zh="没有需要关注的学员。"),
         "regrade_confirm_title": Message(
@@ -506,6 +550,36 @@ ERRORS = Catalogue(
         "attempt_limit": Message(
             en="you have used all {limit} attempts for {exercise}; ask an instructor if you need more",
             zh="{exercise} 的 {limit} 次提交机会已用完；如需更多请联系教师",
+        ),
+        # deadlines (service/courses/schedules.py)
+        "exercise_not_open": Message(
+            en="{exercise} opens at {opens_at} ({zone}); submit after that time",
+            zh="{exercise} 将于 {opens_at}（{zone}）开放；请在此之后提交",
+        ),
+        "exercise_closed": Message(
+            en="{exercise} closed at {due_at} ({zone}) and takes no late work; ask an instructor for an extension",
+            zh="{exercise} 已于 {due_at}（{zone}）截止，不接受迟交；如需延期请联系教师",
+        ),
+        "bad_timezone": Message(
+            en="unknown time zone {zone!r}; use an IANA name such as UTC, Europe/Berlin or Asia/Shanghai",
+            zh="未知时区 {zone!r}；请使用 IANA 名称，如 UTC、Europe/Berlin 或 Asia/Shanghai",
+        ),
+        "bad_schedule": Message(
+            en="opens_at ({opens_at}) must be before due_at ({due_at}); change one of them",
+            zh="opens_at（{opens_at}）必须早于 due_at（{due_at}）；请修改其中一个",
+        ),
+        "bad_late_policy": Message(
+            en="late policy {kind}: {problem}",
+            zh="迟交规则 {kind}：{problem}",
+        ),
+        "no_due_date": Message(
+            en="a {kind} late policy needs a due_at; set one or use kind none",
+            zh="迟交规则 {kind} 需要 due_at；请设置截止时间，或使用 none",
+        ),
+        "unknown_learner": Message(
+            en="no user {subject!r} at issuer {issuer!r}; give the learner's subject (and issuer) as the gradebook "
+            "shows",
+            zh="发行方 {issuer!r} 下没有用户 {subject!r}；请按成绩册所示填写学习者的 subject（及 issuer）",
         ),
         "streams_full": Message(
             en="you have {per_identity} event streams open already, the most one user may; close "

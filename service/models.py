@@ -2,6 +2,7 @@
 
 from service.auth.models import Identity, Membership, Token  # noqa: F401
 from service.courses.models import CourseSettings  # noqa: F401
+from service.courses.schedule_models import ExerciseSchedule, Extension  # noqa: F401
 from service.db import Base  # noqa: F401
 from service.grades.models import ScoreOverride  # noqa: F401
 from service.intake.models import IntakeIntegration  # noqa: F401

@@ -4,7 +4,7 @@ One row per request (kind regrade | problem, status open | answered | closed). A
 at most one open request per submission; the course index serves the staff's list (open first).
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 Create Date: 2026-12-03
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0011"
-down_revision = "0009"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 

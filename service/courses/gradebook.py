@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from grading.exercise import Catalogue
 from service.auth.models import Identity, Membership
+from service.courses.lateness import counted_score
 from service.states import SubmissionStatus
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
@@ -83,8 +84,9 @@ def _chosen_attempts(course: str, policy: Policy):
     """One row per (identity, exercise) that has attempts: the attempt the policy counts, with the counts.
 
     Scored attempts win over unscored ones (queued, not gradable, superseded); among scored ones `best` takes
-    the highest (the earliest on a tie) and `latest` the last. With nothing scored, the first attempt that
-    was not superseded stands in (the learner appears before grading), else the last superseded one."""
+    the highest score that counts (after the late penalty; an override as it is; the earliest on a tie) and
+    `latest` the last. With nothing scored, the first attempt that was not superseded stands in (the learner
+    appears before grading), else the last superseded one."""
     part = (Submission.identity_id, Submission.exercise_id)
     is_superseded = case((Submission.status == SubmissionStatus.SUPERSEDED, 1), else_=0)
     inner = (
@@ -93,7 +95,15 @@ def _chosen_attempts(course: str, policy: Policy):
             Submission.identity_id,
             Submission.exercise_id,
             Submission.user,
-            func.coalesce(Submission.manual_score, Submission.score).label("score"),
+            # what counts: an override (final), else the auto score after the late penalty; `best` ranks by it
+            func.coalesce(
+                Submission.manual_score, Submission.score * (100.0 - Submission.penalty_percent) / 100.0
+            ).label("score"),
+            Submission.score.label("auto_score"),
+            Submission.manual_score,
+            Submission.penalty_percent,
+            Submission.late_by_s,
+            Submission.created_at,
             Submission.max_score,
             Submission.status,
             Submission.graded_at,
@@ -118,6 +128,7 @@ def _chosen_attempts(course: str, policy: Policy):
     r = ranked.c
     return (
         select(r.identity_id, r.exercise_id, r.id, r.user, r.score, r.max_score, r.status, r.graded_at)
+        .add_columns(r.auto_score, r.manual_score, r.penalty_percent, r.late_by_s, r.created_at)
         .add_columns(r.attempts, r.superseded, Identity.issuer, Identity.subject, Identity.name)
         .join(Identity, Identity.id == r.identity_id)
         .where(r.rank == 1)
@@ -149,13 +160,19 @@ def build(session: Session, *, course: str, policy: Policy, catalogue: Catalogue
             "issuer": row.issuer,
             "subject": row.subject,
             "exercise_id": row.exercise_id,
-            "score": row.score,
+            "score": counted_score(manual=row.manual_score, raw=row.auto_score, penalty_percent=row.penalty_percent),
+            "raw_score": row.manual_score if row.manual_score is not None else row.auto_score,
             "max_score": row.max_score,
             "status": row.status,
             "attempts": int(row.attempts),
             "superseded": int(row.superseded or 0),
             "submission_id": row.id,
             "graded_at": rfc3339(row.graded_at),
+            "submitted_at": rfc3339(row.created_at),
+            "late": row.late_by_s > 0,
+            "late_by_s": int(row.late_by_s),
+            # an override is final: no penalty was applied to it
+            "penalty_percent": float(row.penalty_percent) if row.manual_score is None else 0.0,
         }
     exercises = sorted(max_of.items())
     for ident, learner in people.items():
@@ -180,10 +197,15 @@ def _missing(learner: Learner, exercise_id: str, max_score: float) -> dict:
         "subject": learner.subject,
         "exercise_id": exercise_id,
         "score": None,
+        "raw_score": None,
         "max_score": max_score,
         "status": CellStatus.MISSING,
         "attempts": 0,
         "superseded": 0,
         "submission_id": None,
         "graded_at": None,
+        "submitted_at": None,
+        "late": False,
+        "late_by_s": 0,
+        "penalty_percent": 0.0,
     }

@@ -18,6 +18,7 @@ PER_PAGE = 50
 MAX_PER_PAGE = 200
 FIXED_SORTS = ("user", "total", "percent")  # and any exercise id: that column's score
 STATUSES: tuple[str, ...] = (CellStatus.MISSING, *SubmissionStatus)
+LATE_FILTERS = ("late", "on_time")  # learners with a shown cell counted late / with no shown cell late
 
 
 @dataclass(slots=True, kw_only=True)
@@ -29,6 +30,7 @@ class View:
     q: str = ""  # part of a learner's name or subject, any case
     exercise: str = ""  # one exercise id: only its column, and `status` looks at it alone
     status: str = ""  # learners with at least one shown cell in this state
+    late: str = ""  # one of LATE_FILTERS
     page: int = 1
     per_page: int = PER_PAGE
 
@@ -45,7 +47,16 @@ class Page:
 
 
 def parse_view(
-    book: Gradebook, *, sort: str, direction: str, q: str, exercise: str, status: str, page: str, per_page: str
+    book: Gradebook,
+    *,
+    sort: str,
+    direction: str,
+    q: str,
+    exercise: str,
+    status: str,
+    page: str,
+    per_page: str,
+    late: str = "",
 ) -> View:
     """A View from the query string: a page is never refused for a bad parameter, it shows the default."""
     ids = {ex_id for ex_id, _ in book.exercises}
@@ -57,6 +68,7 @@ def parse_view(
         q=q.strip()[:200],
         exercise=exercise if exercise in ids else "",
         status=status if status in STATUSES else "",
+        late=late if late in LATE_FILTERS else "",
         page=_positive(page, 1),
         per_page=min(_positive(per_page, PER_PAGE), MAX_PER_PAGE),
     )
@@ -77,6 +89,14 @@ def _sort_key(sort: str):
     return lambda p: (p.cells[sort]["score"] is not None, p.cells[sort]["score"] or 0.0)
 
 
+def _late_matches(wanted: str, late_cells: list[bool]) -> bool:
+    if wanted == "late":
+        return any(late_cells)
+    if wanted == "on_time":
+        return not any(late_cells)
+    return True
+
+
 def select_page(book: Gradebook, view: View) -> Page:
     columns = [(ex_id, m) for ex_id, m in book.exercises if not view.exercise or ex_id == view.exercise]
     shown = [ex_id for ex_id, _ in columns]
@@ -86,6 +106,7 @@ def select_page(book: Gradebook, view: View) -> Page:
         for p in book.learners
         if (not needle or needle in p.user.casefold() or needle in p.subject.casefold())
         and (not view.status or any(p.cells[ex_id]["status"] == view.status for ex_id in shown))
+        and _late_matches(view.late, [bool(p.cells[ex_id].get("late")) for ex_id in shown])
     ]
     learners.sort(key=_sort_key("user"))  # the tie order, kept by the stable sort below in both directions
     if view.sort != "user":
@@ -117,6 +138,7 @@ def href(base: str, *, policy: str, view: View, over: Mapping[str, object]) -> s
         "q": view.q,
         "exercise": view.exercise,
         "status": view.status,
+        "late": view.late,
         "page": view.page,
         "per_page": view.per_page,
     }

@@ -16,5 +16,6 @@ class CourseSettings(Base):
     course: Mapped[str] = mapped_column(String(200), primary_key=True)
     # off | training | all: which exercises' queued attempts a newer attempt supersedes; null = the default
     supersede: Mapped[str | None] = mapped_column(String(10), nullable=True)
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")  # IANA name: how the course's times are shown
     updated_by: Mapped[str] = mapped_column(String(200), default="")
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from grading.exercise import Catalogue
 from service.courses import gradebook as books
+from service.courses import schedules
 from service.courses import timing as timings
 from service.courses.stats import percent_of
 from service.courses.stats_schemas import CourseStats, ExerciseColumn, LearnerAtRisk, RiskItem
@@ -121,7 +122,10 @@ def course_stats(
     window_days: int = timings.DEFAULT_WINDOW_DAYS,
     now: dt.datetime | None = None,
 ) -> CourseStats:
-    """The caller checked `can_teach(course)`. `due` is optional: without it nothing ranks as due soon."""
+    """The caller checked `can_teach(course)`. `due` defaults to the course's schedules (the due times set
+    per exercise; an exercise without one never ranks as due soon)."""
+    if due is None:
+        due = {eid: row.due_at for eid, row in schedules.schedules(session, course=course).items() if row.due_at}
     book = books.build(session, course=course, policy="best", catalogue=catalogue)
     since, runs = timings.runs(session, courses=[course], window_days=window_days, now=now)
     medians = {ex_id: timings.summarise(d).p50_s for ex_id, (_, d) in runs.items()}

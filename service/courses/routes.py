@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import PlainTextResponse
 
 from service.courses import gradebook as books
-from service.courses import risk, service
+from service.courses import risk, schedules, service
 from service.courses import timing as timings
 from service.courses.schemas import CourseSettingsPublic, CourseSettingsUpdate, GradebookPublic
 from service.courses.stats_schemas import CourseStats
@@ -39,14 +39,17 @@ def gradebook(
     catalogue: CatalogueDep,
     policy: Literal["best", "latest"] = "best",
     format: Literal["json", "csv"] = "json",
+    late: Literal["late", "on_time"] | None = None,
 ):
     """Every learner of the course x every exercise of the catalogue, under the best- or latest-attempt
-    policy, with a `missing` row (attempts 0, no score) where there is no attempt; `?format=csv` for a sheet."""
+    policy (by the score after the late penalty), with a `missing` row (attempts 0, no score) where there is
+    no attempt; `?late=late` keeps the rows counted late, `?late=on_time` the others; `?format=csv` for a sheet."""
     _require_teacher(user, course)
     book = books.build(session, course=course, policy=policy, catalogue=catalogue)
+    rows = [r for r in book.rows() if late is None or r["late"] == (late == "late")]
     if format == "csv":
         return PlainTextResponse(
-            service.to_csv(book.rows()),
+            service.to_csv(rows),
             media_type="text/csv",
             headers={
                 "Content-Disposition": service.attachment(f"{course}-gradebook.csv"),
@@ -57,7 +60,7 @@ def gradebook(
     return {
         "course": course,
         "policy": policy,
-        "rows": book.rows(),
+        "rows": rows,
         "exercises": [{"exercise_id": ex_id, "max_score": m} for ex_id, m in book.exercises],
         "totals": book.totals(),
     }
@@ -92,7 +95,10 @@ def _settings_public(session, *, course: str, default: str) -> CourseSettingsPub
     policy = service.supersede_policy(session, course=course, default=default)
     row = service.get_settings(session, course=course)
     return CourseSettingsPublic(
-        course=course, supersede=policy, supersede_is_default=row is None or row.supersede is None
+        course=course,
+        supersede=policy,
+        supersede_is_default=row is None or row.supersede is None,
+        timezone=schedules.zone_of(session, course=course),
     )
 
 
@@ -109,7 +115,12 @@ def course_settings(
 def update_course_settings(
     course: COURSE, body: CourseSettingsUpdate, user: StaffUser, session: SessionDep, settings: SettingsDep
 ) -> CourseSettingsPublic:
-    """Set the course's supersede policy (`null` returns to the service default)."""
+    """Set the course's supersede policy (`null` returns to the service default) and its time zone (an IANA
+    name); a field left out is unchanged."""
     _require_teacher(user, course)
-    service.update_settings(session, course=course, supersede=body.supersede, by_user=user.user)
+    if body.timezone is not None:
+        schedules.set_zone(session, course=course, zone=body.timezone, by_user=user.user)
+    if "supersede" in body.model_fields_set:
+        service.update_settings(session, course=course, supersede=body.supersede, by_user=user.user)
+    session.commit()
     return _settings_public(session, course=course, default=settings.supersede_queued)

@@ -26,6 +26,12 @@ CSV_COLUMNS = (
     "superseded",
     "submission_id",
     "graded_at",
+    # since 0010, after the older columns so a sheet's column positions stay
+    "raw_score",
+    "submitted_at",
+    "late",
+    "late_by_s",
+    "penalty_percent",
 )
 
 

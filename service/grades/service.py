@@ -169,6 +169,7 @@ def _write(session: Session, *, submission_id: str, result: dict | None, fault: 
                 "max_score": sub.max_score,
                 "attempt": sub.attempt,
                 "timestamp": rfc3339(now),
+                **sub.lateness_fields(manual_score=sub.manual_score),
             },
         )
     )

@@ -69,18 +69,34 @@ class LtiTargets:
 
     def body(self, *, event: OutboxEvent, event_type: str, target_id: int, learner: dict | None) -> str:
         p = event.payload or {}
-        score = p.get("manual_score") if p.get("manual_score") is not None else p.get("score")
+        manual = p.get("manual_score")
+        score = manual if manual is not None else p.get("score")
         status = SubmissionStatus.NOT_GRADABLE if event_type == "submission.not_gradable" else p.get("status")
-        # The late penalty (course deadlines) is wired here: pass penalty=LatePenalty(points=..., reason=...)
-        # for this submission; `score` stays the effective score before it.
         return score_body(
             user_id=(learner or {}).get("subject", ""),
             timestamp=rfc3339(event.created_at) or "",
             status=str(status or ""),
             score=score,
             max_score=p.get("max_score"),
-            penalty=None,
+            penalty=late_penalty(p),
+            submitted_at=p.get("submitted_at"),
         )
+
+
+def late_penalty(payload: dict) -> LatePenalty | None:
+    """The points the course's late policy took off (events since migration 0010 carry `final_score`, the
+    score after the penalty); none for an override, which is final (docs/service.md, deadlines)."""
+    raw, final = payload.get("score"), payload.get("final_score")
+    if (
+        payload.get("manual_score") is not None
+        or not isinstance(raw, int | float)
+        or not isinstance(final, int | float)
+    ):
+        return None
+    points = float(raw) - float(final)
+    if points <= 0:
+        return None
+    return LatePenalty(points=points, reason=f"submitted late, {float(payload.get('penalty_percent') or 0):g}% penalty")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,12 +118,15 @@ def score_body(
     score: float | None,
     max_score: float | None,
     penalty: LatePenalty | None = None,
+    submitted_at: str | None = None,
 ) -> str:
-    """The AGS score (its comment and `submittedAt` are added when sent, see AgsSender.prepare):
-    graded -> Completed / FullyGraded with `score` less the late penalty; queued or running -> Submitted /
-    Pending with no score; not gradable (or no score) -> Submitted / Failed with no score (a grader fault
-    is never a zero)."""
+    """The AGS score (its feedback comment is added when sent, see AgsSender.prepare): graded -> Completed /
+    FullyGraded with `score` less the late penalty; queued or running -> Submitted / Pending with no score;
+    not gradable (or no score) -> Submitted / Failed with no score (a grader fault is never a zero).
+    `submission.submittedAt` (AGS 2.0's Score.submission, as Canvas documents it) is the upload time."""
     body: dict = {"userId": user_id, "timestamp": timestamp, "activityProgress": "Submitted"}
+    if submitted_at:
+        body["submission"] = {"submittedAt": submitted_at}
     if status in PENDING_STATUSES:
         body["gradingProgress"] = "Pending"
     elif status == SubmissionStatus.NOT_GRADABLE or score is None or not max_score:
@@ -189,8 +208,8 @@ class AgsSender:
             comment = feedback_comment(session, submission_id=event.submission_id, payload=event.payload or {})
             body["comment"] = "; ".join(filter(None, (body.get("comment"), comment)))
             sub = session.get(Submission, event.submission_id)
-            if sub is not None:
-                body["submittedAt"] = rfc3339(sub.created_at)
+            if sub is not None and "submission" not in body:  # an event from before 0010 names no time
+                body["submission"] = {"submittedAt": rfc3339(sub.created_at)}
         return AgsWork(
             token_url=platform.auth_token_url,
             client_id=platform.client_id,

@@ -30,6 +30,7 @@ from service import signals
 from service.auth.principal import Principal
 from service.config import Settings
 from service.courses import service as courses
+from service.courses.schedules import Deadlines
 from service.db import utcnow
 from service.errors import Forbidden, ServiceError, TooMany, clip
 from service.messages import error
@@ -103,6 +104,9 @@ def write(session: Session, items: Sequence[Upload], *, settings: Settings) -> l
     earlier = _earlier_keys(session, items)
     counts = limit_counts(session, identity_ids={i.user.identity_id for i in items})
     policies = courses.supersede_policies(session, courses={i.course for i in items}, default=settings.supersede_queued)
+    deadlines = Deadlines.load(
+        session, courses={i.course for i in items}, identity_ids={i.user.identity_id for i in items}
+    )
     results: list[ServiceError | Accepted | _New] = []
     rows: list[dict] = []
     by_key: dict[tuple[int, str], _New] = {}
@@ -120,11 +124,19 @@ def write(session: Session, items: Sequence[Upload], *, settings: Settings) -> l
             continue
         now = utcnow()
         try:
+            late = deadlines.admit(
+                course=item.course,
+                exercise_id=item.exercise.id,
+                identity_id=uid,
+                at=now,
+                exempt=limits_exempt(item.user, item.course),
+            )
             attempt = _admit(item, counts, now=now, settings=settings)
         except ServiceError as exc:
             results.append(exc)
             continue
         row = _row(item, attempt=attempt, now=now)
+        row["late_by_s"], row["penalty_percent"] = late.late_by_s, late.penalty_percent
         rows.append(row)
         new = _New(row)
         results.append(new)
@@ -289,7 +301,8 @@ def _supersede(session: Session, row: dict, latest: dict[tuple[int, str, str], d
 
 _COLUMNS = (
     "id", "identity_id", "user", "course", "exercise_id", "lang", "attempt", "idempotency_key", "request_hash",
-    "run", "notebook", "status", "max_score", "message", "created_at", "superseded_by",
+    "run", "notebook", "status", "max_score", "message", "created_at", "superseded_by", "late_by_s",
+    "penalty_percent",
 )  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from grading.progress import Event, kind_of
 from service.auth.models import LOCAL_ISSUER, Identity  # registers the FK target wherever submissions are used
+from service.courses.lateness import counted_score
 from service.db import Base, utcnow
 from service.states import SubmissionStatus
 
@@ -71,10 +72,32 @@ class Submission(Base):
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     graded_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
     superseded_by: Mapped[str | None] = mapped_column(String(32), nullable=True)  # a later attempt's id
+    # lateness against the learner's due time (service/courses/lateness.py), set at upload, recomputed when the
+    # schedule or an extension changes, kept by a regrade (the submission time is created_at)
+    late_by_s: Mapped[int] = mapped_column(Integer, default=0)
+    penalty_percent: Mapped[float] = mapped_column(Float, default=0.0)
 
     @property
     def effective_score(self) -> float | None:
+        """Before any late penalty: the override if any, else the auto score."""
         return self.manual_score if self.manual_score is not None else self.score
+
+    @property
+    def final_score(self) -> float | None:
+        """The score that counts: the override if any (final, no penalty on top), else the auto score after
+        the late penalty."""
+        return counted_score(manual=self.manual_score, raw=self.score, penalty_percent=self.penalty_percent)
+
+    def lateness_fields(self, *, manual_score: float | None) -> dict:
+        """What a grade event says about time and lateness (docs/lms.md); `final_score` with `manual_score` as
+        the override in force (an override event passes its new score)."""
+        return {
+            "submitted_at": self.created_at.replace(tzinfo=dt.UTC).isoformat(timespec="milliseconds"),
+            "late": self.late_by_s > 0,
+            "late_by_s": self.late_by_s,
+            "penalty_percent": self.penalty_percent,
+            "final_score": counted_score(manual=manual_score, raw=self.score, penalty_percent=self.penalty_percent),
+        }
 
 
 def _current_run(context) -> int:

@@ -58,8 +58,12 @@ class SubmissionPublic(BaseModel):
         description="queued | running | graded | error | not_gradable | superseded (a later "
         "attempt replaced it before it started; see superseded_by)"
     )
-    score: float | None = Field(description="the score that counts: a manual override if any, else the auto score")
-    auto_score: float | None
+    score: float | None = Field(
+        description="the score that counts: a manual override if any (final: no late penalty on top), else "
+        "auto_score after the late penalty (penalty_percent)"
+    )
+    raw_score: float | None = Field(None, description="before any late penalty: the override if any, else auto_score")
+    auto_score: float | None = Field(description="the grader's score, before any late penalty")
     manual_score: float | None
     max_score: float
     attempt: int
@@ -79,6 +83,12 @@ class SubmissionPublic(BaseModel):
     sandbox: str = ""
     grading_s: float | None
     created_at: Timestamp
+    submitted_at: Timestamp | None = Field(
+        None, description="when it was uploaded (= created_at; a regrade keeps it): what lateness is measured from"
+    )
+    late: bool = Field(False, description="submitted after the learner's due time (their extension's, if any)")
+    late_by_s: int = Field(0, description="whole seconds after the due time, rounded up; 0 when on time")
+    penalty_percent: float = Field(0.0, description="what the late policy takes off auto_score, 0..100")
     started_at: Timestamp | None
     graded_at: Timestamp | None
     superseded_by: str | None = None

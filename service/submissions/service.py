@@ -54,7 +54,8 @@ def to_public(
         course=sub.course,
         exercise_id=sub.exercise_id,
         status=sub.status,
-        score=sub.effective_score,
+        score=sub.final_score,
+        raw_score=sub.effective_score,
         auto_score=sub.score,
         manual_score=sub.manual_score,
         max_score=sub.max_score,
@@ -68,6 +69,10 @@ def to_public(
         sandbox=result.get("sandbox", ""),
         grading_s=sub.grading_s,
         created_at=sub.created_at,
+        submitted_at=sub.created_at,
+        late=sub.late_by_s > 0,
+        late_by_s=sub.late_by_s,
+        penalty_percent=sub.penalty_percent,
         started_at=sub.started_at,
         graded_at=sub.graded_at,
         superseded_by=sub.superseded_by,
@@ -332,6 +337,7 @@ def override(session: Session, *, user: Principal, sub: Submission, score: float
                 "reason": reason,
                 "by": user.name,
                 "timestamp": rfc3339(utcnow()),
+                **sub.lateness_fields(manual_score=score),
             },
         )
     )

@@ -115,7 +115,10 @@ def render(
 
 
 # a page's view state: the gradebook's, and the statistics pages' (failed check, course, at-risk threshold)
-VIEW_PARAMS = ("policy", "sort", "dir", "q", "exercise", "status", "page", "per_page", "check", "course", "threshold")
+VIEW_PARAMS = (
+    *("policy", "sort", "dir", "q", "exercise", "status", "late", "page", "per_page"),
+    *("check", "course", "threshold"),
+)
 
 
 def _here(request: Request) -> str:

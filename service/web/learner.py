@@ -35,7 +35,7 @@ from service.submissions import batch, events, notebook_view, stream_slots
 from service.submissions import service as submissions
 from service.submissions.models import Submission
 from service.submissions.notebook_view import NOTEBOOK_MEDIA_TYPE, notebook_disposition
-from service.web import charts, sessions
+from service.web import charts, schedule_pages, sessions
 from service.web.core import LANG_COOKIE, BadForm, ViewerDep, local_path, page_lang, render
 from service.web.i18n import LANGS
 from service.web.notices import page_error
@@ -132,18 +132,23 @@ def _exercise_rows(
             if s.identity_id == viewer.principal.identity_id
         ]
         counts = batch.limit_counts(session, identity_ids={viewer.principal.identity_id})
+        offered = [viewer.principal.scope] if viewer.principal.scope else sorted(viewer.principal.memberships)
+        deadlines = schedule_pages.learner_deadlines(
+            session, courses=offered, identity_id=viewer.principal.identity_id, lang=viewer.lang
+        )
         session.expunge_all()
         session.commit()
     rows = []
     for ex in catalogue_service.list_all(catalogue):
         mine = [s for s in subs if s.exercise_id == ex.id]
-        scores = [s.effective_score for s in mine if s.effective_score is not None]
+        scores = [s.final_score for s in mine if s.final_score is not None]  # after any late penalty
         rows.append(
             {
                 "ex": ex,
                 "title": ex.title_zh if viewer.lang == "zh" and ex.title_zh else ex.title,
                 "best": max(scores) if scores else None,
                 "attempts": len(mine),
+                "deadlines": deadlines.get(ex.id, []),
                 "left": _attempts_left(counts, viewer.principal, ex.id, settings.max_attempts_per_exercise),
             }
         )
@@ -278,6 +283,7 @@ def submission_context(viewer, sub, *, catalogue: Catalogue, session: Session) -
         "override": submissions.current_overrides(session, subs=[sub]).get(sub.id),  # the reason behind a manual score
         "fault": message_key(sub.status, sub.message),  # a grader fault: the catalogue's text, not the stored detail
         "requests": requests.for_submission(session, submission_id=sub.id),  # the thread (_requests.html)
+        "stamp": schedule_pages.submission_stamp(session, sub=sub, lang=viewer.lang),
     }
 
 

@@ -22,7 +22,7 @@ from grading.errors import InvalidSubmission
 from service.deps import get_session_factory, get_web_secret
 from service.errors import ServiceError, clip, from_engine
 from service.http_errors import allowed_methods, too_large_text, validation_problems
-from service.web import learner, requests_pages, staff, stats_pages
+from service.web import learner, requests_pages, schedule_pages, staff, stats_pages
 from service.web.core import HERE, BadForm, SignInRequired, local_path, optional_viewer, page_lang, render
 from service.web.i18n import t
 
@@ -94,6 +94,7 @@ def install(app: FastAPI) -> None:
     app.include_router(staff.router)
     app.include_router(requests_pages.router)
     app.include_router(stats_pages.router)
+    app.include_router(schedule_pages.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     @app.exception_handler(SignInRequired)

@@ -69,6 +69,7 @@ def gradebook_page(
     q: str = "",
     exercise: str = "",
     status: str = "",
+    late: str = "",
     page: str = "1",
     per_page: str = "",
 ) -> Response:
@@ -79,7 +80,7 @@ def gradebook_page(
         book = books.build(session, course=course, policy=chosen, catalogue=catalogue)
         session.commit()
     view = matrix.parse_view(
-        book, sort=sort, direction=dir, q=q, exercise=exercise, status=status, page=page, per_page=per_page
+        book, sort=sort, direction=dir, q=q, exercise=exercise, status=status, page=page, per_page=per_page, late=late
     )
     base = f"/teach/courses/{quote(course, safe='')}/gradebook"
     return render(
@@ -91,6 +92,7 @@ def gradebook_page(
         view=view,
         page=matrix.select_page(book, view),
         statuses=matrix.STATUSES,
+        late_filters=matrix.LATE_FILTERS,
         all_exercises=book.exercises,
         learners_total=len(book.learners),
         link=lambda **over: matrix.href(base, policy=chosen, view=view, over=over),

@@ -34,12 +34,16 @@ class WebhookTargets:
 
 
 def envelope(*, event: OutboxEvent, event_type: str, learner: dict | None) -> str:
-    """The body receivers get. `data.score` is the effective score (the override when there is one), as the
-    API's `score` is; `data.auto_score` is the engine's (the outbox payload's `score`)."""
+    """The body receivers get. `data.score` is the score that counts, as the API's `score` is: the override
+    when there is one, else the engine's after the late penalty; `data.raw_score` the same before the penalty;
+    `data.auto_score` is the engine's (the outbox payload's `score`)."""
     data = dict(event.payload or {})
     data["auto_score"] = data.get("score")
     if data.get("manual_score") is not None:
         data["score"] = data["manual_score"]
+    if "final_score" in data:  # events since 0010 also carry submitted_at, late, late_by_s, penalty_percent
+        data["raw_score"] = data["score"]
+        data["score"] = data.pop("final_score")
     if learner is not None:
         data["learner"] = learner
     data["event_id"] = event.id

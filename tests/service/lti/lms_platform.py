@@ -48,7 +48,7 @@ ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ACTIVITY = {"Initialized", "Started", "InProgress", "Submitted", "Completed"}
 GRADING = {"FullyGraded", "Pending", "PendingManual", "Failed", "NotReady"}
 SCORE_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp", "activityProgress", "gradingProgress",
-              "submittedAt"}
+              "submission"}  # submission: {"startedAt", "submittedAt"} (AGS 2.0, as Canvas documents it)
 AGS = "https://purl.imsglobal.org/spec/lti-ags/scope/"
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 SCOPES = {SCORE_SCOPE, AGS + "lineitem", AGS + "lineitem.readonly", AGS + "result.readonly", NRPS_SCOPE}
@@ -146,6 +146,16 @@ def main() -> None:
             return "timestamp is not ISO 8601"
         if stamp.tzinfo is None or "." not in body["timestamp"]:
             return "timestamp needs an offset and sub-second precision"
+        if "submission" in body:
+            sub = body["submission"]
+            if not isinstance(sub, dict) or set(sub) - {"startedAt", "submittedAt"}:
+                return "submission has only startedAt and submittedAt"
+            for value in sub.values():
+                try:
+                    if not isinstance(value, str) or dt.datetime.fromisoformat(value).tzinfo is None:
+                        return "submission times need an offset"
+                except ValueError:
+                    return "submission times are not ISO 8601"
         if "scoreGiven" in body or "scoreMaximum" in body:
             given, maximum = body.get("scoreGiven"), body.get("scoreMaximum")
             if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (given, maximum)):
@@ -156,13 +166,6 @@ def main() -> None:
             return "a FullyGraded score needs scoreGiven and scoreMaximum"
         if "comment" in body and not isinstance(body["comment"], str):
             return "comment must be a string"
-        if "submittedAt" in body:
-            try:
-                submitted = dt.datetime.fromisoformat(body["submittedAt"])
-            except (TypeError, ValueError):
-                return "submittedAt is not ISO 8601"
-            if submitted.tzinfo is None:
-                return "submittedAt needs an offset"
         return None
 
     def bearer(handler, scopes: set) -> bool:

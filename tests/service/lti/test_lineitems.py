@@ -74,7 +74,7 @@ def test_the_tool_creates_its_line_item_once_and_grades_go_there_with_progress(l
     assert score["lineitem"] == item.url.rsplit("/", 1)[1]
     assert (score["activityProgress"], score["gradingProgress"], score["scoreGiven"]) == ("Completed",
                                                                                            "FullyGraded", 2.0)
-    submitted = dt.datetime.fromisoformat(score["submittedAt"])
+    submitted = dt.datetime.fromisoformat(score["submission"]["submittedAt"])
     assert submitted.tzinfo is not None and submitted <= dt.datetime.fromisoformat(score["timestamp"])
     assert not lti.platform.log()["refused"], lti.platform.log()["refused"]
 

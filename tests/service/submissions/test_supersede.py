@@ -106,6 +106,7 @@ def test_light_exercises_are_kept_unless_the_course_says_all(api, svc):
         "course": "c1",
         "supersede": "training",
         "supersede_is_default": True,
+        "timezone": "UTC",
     }
     first = _submit(api, svc, exercise="ch05.svc_sum")
     _submit(api, svc, exercise="ch05.svc_sum")

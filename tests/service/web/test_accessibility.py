@@ -63,6 +63,7 @@ PAGES = (
     Page("regrade-confirm", "instructor", "/teach/exercises/ch05.svc_sum/regrade"),
     Page("course-stats", "instructor", "/teach/courses/c1/stats"),
     Page("requests", "instructor", "/teach/courses/c1/requests"),
+    Page("schedule", "instructor", "/teach/courses/c1/schedule"),
     Page("queue", "instructor", "/teach/queue"),
     Page("staff-submission", "instructor", "/teach/submissions/{second}"),
     Page("staff-rejected-override", "instructor", "/teach/submissions/{second}", 400, then="reject_override"),

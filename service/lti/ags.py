@@ -68,19 +68,24 @@ class LtiTargets:
         )
 
     def body(self, *, event: OutboxEvent, event_type: str, target_id: int, learner: dict | None) -> str:
-        p = event.payload or {}
-        manual = p.get("manual_score")
-        score = manual if manual is not None else p.get("score")
-        status = SubmissionStatus.NOT_GRADABLE if event_type == "submission.not_gradable" else p.get("status")
-        return score_body(
-            user_id=(learner or {}).get("subject", ""),
-            timestamp=rfc3339(event.created_at) or "",
-            status=str(status or ""),
-            score=score,
-            max_score=p.get("max_score"),
-            penalty=late_penalty(p),
-            submitted_at=p.get("submitted_at"),
-        )
+        return event_score(event=event, event_type=event_type, user_id=(learner or {}).get("subject", ""))
+
+
+def event_score(*, event: OutboxEvent, event_type: str, user_id: str) -> str:
+    """A grade event's AGS score: the override or the engine's score, less the late penalty."""
+    p = event.payload or {}
+    manual = p.get("manual_score")
+    score = manual if manual is not None else p.get("score")
+    status = SubmissionStatus.NOT_GRADABLE if event_type == "submission.not_gradable" else p.get("status")
+    return score_body(
+        user_id=user_id,
+        timestamp=rfc3339(event.created_at) or "",
+        status=str(status or ""),
+        score=score,
+        max_score=p.get("max_score"),
+        penalty=late_penalty(p),
+        submitted_at=p.get("submitted_at"),
+    )
 
 
 def late_penalty(payload: dict) -> LatePenalty | None:

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from grading.result import GradeResult, Status
 from service.db import transaction, utcnow
 from service.grades.service import record_grade
-from service.lti.ags import score_body
+from service.lti.ags import event_score
 from service.outbox.models import OutboxEvent
 from service.queue import service as queue
 from service.submissions.models import Submission
@@ -160,8 +160,9 @@ def test_a_late_attempt_carries_its_penalty_everywhere_and_best_counts_after_it(
     assert payload["score"] == 3.0 and payload["submitted_at"] == view["submitted_at"]
     hook = json.loads(envelope(event=event, event_type="grade.stored", learner=None))["data"]
     assert (hook["score"], hook["raw_score"], hook["auto_score"], hook["late"]) == (1.2, 3.0, 3.0, True)
-    ags = json.loads(score_body(event=event, event_type="grade.stored", user_id="u"))
+    ags = json.loads(event_score(event=event, event_type="grade.stored", user_id="u"))
     assert ags["scoreGiven"] == 1.2 and ags["submission"] == {"submittedAt": view["submitted_at"]}
+    assert ags["comment"] == "late penalty: 1.8 of 3 points taken off (submitted late, 60% penalty)"
     over = api.post(f"{SUBS}/{late}/override", json={"score": 2.5, "reason": "fair"}, headers=teacher)
     assert over.json()["score"] == 2.5 and over.json()["penalty_percent"] == 60.0  # an override is final
     with api.app_state.sessions() as s:

@@ -109,3 +109,12 @@ def test_the_same_late_prints_are_kept_for_a_learner_cell_they_print_during(toy_
     result = grade_notebook(nbformat.writes(nb), catalogue=toy_catalogue, sandbox=engine_sandbox)
     during = _texts(result.cells[-1])
     assert "LATE-FROM-HOOK" in during and "LATE-FROM-THREAD" in during, during
+
+
+def test_a_cell_that_killed_its_kernel_keeps_what_it_printed_before(toy_catalogue, toy_solution, engine_sandbox):
+    nb = nbformat.read(toy_solution, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(
+        "import os, sys, time\nprint('last words', flush=True)\ntime.sleep(0.5)\nos._exit(1)"))
+    result = grade_notebook(nbformat.writes(nb), catalogue=toy_catalogue, sandbox=engine_sandbox)
+    assert result.cells[0].status == "killed" and _texts(result.cells[0]) == "last words\n"
+    assert result.score == result.max_score  # the other cells re-ran in a fresh kernel

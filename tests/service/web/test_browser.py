@@ -318,6 +318,9 @@ def test_the_submitted_notebook_is_shown_downloaded_and_compared(site, tmp_path)
     graded = section.locator(".nb-graded")  # what the grader's run printed, beside each report
     assert graded.count() == 3 and graded.first.locator("h4").inner_text() == "Output when graded"
     assert section.locator(".nb-graded[data-recorded=no]").count() == 0
+    from axe_support import assert_accessible
+
+    assert_accessible(page, where="the submission page with its notebook")
     section.locator(".nb-outputs summary").first.click()
     assert "<Rich>" in section.locator(".nb-outputs .nb-output").first.inner_text()
     assert section.locator(".nb-outputs .nb-omitted").count() == 0 and "Z" * 4001 not in section.inner_text()

@@ -23,7 +23,7 @@ from grading.progress import Cell, Checks, Done, Event, Started
 from grading.result import GradeResult, Status
 from grading.sandbox import CPU_ONLY, DeviceGrant, KernelRequest, Sandbox, make_sandbox
 from grading.scoring import decide_status, score_checks, total
-from grading.steps import grader_cells
+from grading.steps import graded_outputs, grader_cells
 from grading.steps.execute import run_notebook
 from grading.steps.grader_cells import GraderPlan
 from grading.steps.sanitize import clear_outputs
@@ -218,6 +218,9 @@ def _grade(
     )
     if execution.fault is not None:
         raise GraderFault(execution.fault)
+    # only the learner's cells: the grader's cells never put an output in execution.outputs
+    marker = t("output_truncated_marker", lang, limit_kb=request.limits.max_output_kb)
+    graded_outputs.attach(execution.cells, execution.outputs, marker=marker)
     emit(Checks())
     with observer.phase(CHECKS):
         checks = score_checks(exercise, execution, lang=lang, reference=reference, plan=plan)

@@ -91,12 +91,16 @@ class CheckResult:
 
 @dataclass(slots=True, kw_only=True)
 class CellReport:
-    """What happened to one learner cell (index counts code cells of the submitted notebook)."""
+    """What happened to one learner cell (index counts code cells of the submitted notebook). `outputs` are
+    what the grader's kernel printed for it (grading/steps/graded_outputs.py: plain text, bounded; each
+    {"kind": stdout|stderr|result|display|error, "text", optional "mimes"}); None: not recorded."""
 
     index: int
     status: str  # ok | error | timeout | killed | skipped
     message: str = ""
     duration_s: float = 0.0
+    outputs: list[dict[str, Any]] | None = None
+    outputs_cut: bool = False  # some of this cell's outputs were left out (the run's or the result's bounds)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -129,6 +133,8 @@ class GradeResult:
             c.name, c.feedback, c.title = clean_text(c.name), clean_text(c.feedback), clean_text(c.title)
         for cell in self.cells:
             cell.status, cell.message = clean_text(cell.status), clean_text(cell.message)
+            if cell.outputs is not None:
+                cell.outputs = clean_value(cell.outputs)
         self.trace = clean_value(self.trace)
         self.profile = clean_text(self.profile) if self.profile is not None else None
 
@@ -147,6 +153,10 @@ class GradeResult:
             c.feedback, c.title, c.name = clean(c.feedback), clean(c.title), clean(c.name)
         for cell in self.cells:
             cell.message, cell.status = clean(cell.message), clean(cell.status)
+            for out in cell.outputs or []:  # the learner's own prints: a replayed hidden input goes too
+                out["text"] = clean(str(out.get("text", "")))
+                if "mimes" in out:
+                    out["mimes"] = [clean(str(m)) for m in out["mimes"]]
 
     def to_dict(self) -> dict[str, Any]:
         return {

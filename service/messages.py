@@ -388,9 +388,20 @@ WEB = Catalogue(
         "nb_grader_says": Message(en="Grader", zh="评分器"),
         "nb_outputs_note": Message(
             en="The grader cleared the outputs and ran every code cell again; beside each cell is what that run "
-            "reported. The outputs saved in the upload (the learner's own run) are shown as text only.",
-            zh="评分器清除了输出并重新运行了每个代码单元；每个单元旁是该次运行的结果。"
-            "上传文件中保存的输出（学员自己运行的结果）仅以纯文本显示。",
+            "reported and printed (as text only). The outputs saved in the upload (the learner's own run) are "
+            "folded apart, as text only.",
+            zh="评分器清除了输出并重新运行了每个代码单元；每个单元旁是该次运行的结果和输出（仅以纯文本显示）。"
+            "上传文件中保存的输出（学员自己运行的结果）另行折叠显示，仅以纯文本显示。",
+        ),
+        "nb_graded_outputs": Message(en="Output when graded", zh="评分时的输出"),
+        "nb_graded_none": Message(en="No output.", zh="无输出。"),
+        "nb_graded_not_recorded": Message(en="Not recorded for this attempt.", zh="此次提交未记录评分时的输出。"),
+        "nb_graded_omitted": Message(
+            en="Output not kept ({kinds}): only text is recorded from the grading run.",
+            zh="未保留的输出（{kinds}）：评分运行只记录文本。",
+        ),
+        "nb_graded_cut": Message(
+            en="The grader kept only part of this cell's output.", zh="评分器只保留了此单元的部分输出。"
         ),
         "nb_saved_outputs": Message(en="Outputs saved in the upload", zh="上传文件中保存的输出"),
         "nb_omitted": Message(

@@ -83,6 +83,7 @@ def run_notebook(
     learner = [c for c in nb.cells if c.cell_type == "code"]
     result = Execution(sandbox_mode=getattr(sandbox, "mode", ""))
     skip: dict[int, CellReport] = {}
+    skipped_outputs: dict[int, list] = {}  # what a cell that killed its kernel printed before it did
     run = _Run(
         deadline=time.monotonic() + limits.run_timeout_s,
         limits=limits,
@@ -118,6 +119,7 @@ def run_notebook(
             break
         if done.restart_for is not None:
             skip[done.restart_for] = done.reports[done.restart_for]
+            skipped_outputs[done.restart_for] = done.outputs.get(done.restart_for, [])
         else:  # see _run_extraction_once: run again, each check's calls in a cell of their own
             run.plan, run.unsure_death = run.plan.isolated(), False
         result.restarts += 1
@@ -126,7 +128,7 @@ def run_notebook(
         result.limits_hit = [limit for limit in result.limits_hit if limit != "answer limit"]
         progress(Restart(skipped=done.restart_for))
     result.cells = [done.reports[i] for i in range(len(learner))]
-    result.outputs = [done.outputs.get(i, []) for i in range(len(learner))]
+    result.outputs = [done.outputs.get(i, skipped_outputs.get(i, [])) for i in range(len(learner))]
     for report in result.cells:
         if report.status != "ok" and report.message and report.message not in result.messages:
             result.messages.append(report.message)

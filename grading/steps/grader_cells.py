@@ -254,9 +254,10 @@ def call_cell(label: str, *, parts: tuple[CallPart, ...], handle: str, nonce: st
 
 
 def _public_text(exercise: Exercise, checks: dict[str, Any]) -> str:
-    """Everything a learner may see anyway: public calls, hints, the manifest, the engine's messages, and
-    the names feedback gives by design (a mapping's expected keys; a trace's metrics, run.json keys and
-    file patterns). A hidden string found in it is not secret, and scrubbing it would mangle feedback."""
+    """Everything a learner may see anyway: public calls, hints, the manifest, the engine's messages, the
+    released template's cells, and the names feedback gives by design (a mapping's expected keys; a trace's
+    metrics, run.json keys and file patterns). A hidden string found in it is not secret, and scrubbing it
+    would mangle feedback and the outputs the result keeps (a template's self-check naming a result key)."""
     shown: list[Any] = [exercise.manifest.model_dump(mode="json"), MESSAGES]
     kinds = {c.name: c.kind for c in exercise.manifest.checks}
     for name, spec in checks.items():
@@ -271,7 +272,18 @@ def _public_text(exercise: Exercise, checks: dict[str, Any]) -> str:
                 [spec.get("metrics"), spec.get("absent_files"), spec.get("present_files")]
                 + [list(spec.get(k) or {}) for k in ("equals", "band", "monotone", "bounded", "run")]
             )
-    return json.dumps(shown, ensure_ascii=False)
+    return "\n".join([json.dumps(shown, ensure_ascii=False), *_template_sources(exercise)])  # sources as written
+
+
+def _template_sources(exercise: Exercise) -> list[str]:
+    """The cell sources of the notebook learners are given (tests/exercises/test_catalogue.py keeps hidden
+    expected values out of it); none when the exercise has no template file."""
+    try:
+        cells = json.loads(exercise.notebook_path.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    sources = (c.get("source", "") for c in cells if isinstance(c, dict))
+    return ["".join(s) if isinstance(s, list) else str(s) for s in sources]
 
 
 def _strings(value: Any) -> list[str]:

@@ -1,9 +1,11 @@
 """A submitted notebook as the submission page shows it, and two attempts compared cell by cell.
 
 Pure functions of the stored upload (`Submission.notebook`, the bytes as uploaded) and the stored result:
-no database. The grader clears a notebook's outputs and runs it again, and keeps per code cell only its
-report (status, message, time: grading/result.py CellReport), not its outputs; so a cell shows its report,
-and the outputs saved in the upload are shown apart, labelled as the learner's own run. Everything returned
+no database. The grader clears a notebook's outputs and runs it again, and keeps per code cell its report
+(status, message, time) and, since engine results carry them, the outputs its kernel printed for that cell
+as bounded plain text (grading/result.py CellReport, grading/steps/graded_outputs.py); so a cell shows its
+report and "Output when graded", and the outputs saved in the upload are shown apart, labelled as the
+learner's own run. An older result without recorded outputs says so. Everything returned
 is plain text for Jinja to escape: no output is ever rendered as HTML or run as script (text/html,
 JavaScript and other rich outputs show their text/plain form or a note), and an image is shown only as a
 PNG that really is one, up to IMAGE_MAX_BYTES. The upload holds none of the grader's cells, names or hidden
@@ -26,6 +28,7 @@ from grading.text import clean_text
 SOURCE_MAX_CHARS = 20_000  # one cell's source as shown; the rest is cut with a note
 OUTPUT_MAX_CHARS = 4_000  # one cell's text outputs together, as shown
 IMAGE_MAX_BYTES = 64 * 1024  # a decoded PNG output; larger ones are left out with a note
+GRADED_OUTPUTS_MAX = 32  # entries of one cell's recorded outputs shown (the engine keeps no more)
 MAX_CELLS = 400  # cells shown (an upload is already capped in size and code cells by validate_upload)
 DIFF_MAX_LINES = 400  # diff lines shown per changed cell
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -52,6 +55,8 @@ class CellView:
     report: dict[str, Any] | None = None  # status, message, duration_s of the grading run
     outputs: list[OutputView] = field(default_factory=list)
     outputs_cut: bool = False
+    graded: list[OutputView] | None = None  # what the grader's run printed; None: not recorded (older results)
+    graded_cut: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -161,12 +166,38 @@ def _outputs(cell: dict[str, Any]) -> tuple[list[OutputView], bool]:
     return shown, False
 
 
+def _graded_outputs(report: dict[str, Any]) -> tuple[list[OutputView] | None, bool]:
+    """A stored report's outputs of the grading run (text kinds, and a note naming rich types), capped at
+    OUTPUT_MAX_CHARS together: the stored result is read as untrusted as the upload."""
+    raw = report.get("outputs")
+    if not isinstance(raw, list):
+        return None, False
+    shown: list[OutputView] = []
+    left = OUTPUT_MAX_CHARS
+    for out in raw[:GRADED_OUTPUTS_MAX]:
+        if not isinstance(out, dict):
+            continue
+        kind = {"stderr": "stderr", "error": "error"}.get(str(out.get("kind")), "text")
+        text, cut = _cut(_text(out.get("text")), left)
+        left -= len(text)
+        if text:
+            shown.append(OutputView(kind=kind, text=text))
+        mimes = out.get("mimes")
+        if isinstance(mimes, list) and mimes:
+            names = ", ".join(clean_text(str(m))[:60] for m in mimes[:5])
+            shown.append(OutputView(kind="omitted", text=names))
+        if cut or left <= 0:
+            return shown, True
+    return shown, bool(report.get("outputs_cut")) or len(raw) > GRADED_OUTPUTS_MAX
+
+
 def render_notebook(*, raw: bytes, result: dict[str, Any] | None) -> NotebookView:
     """The page's view of one upload: its cells, each code cell with its grading report and saved outputs."""
     cells = load_cells(raw)
     if cells is None:
         return NotebookView(readable=False)
-    reports = {}
+    reports: dict[int, dict[str, Any]] = {}
+    graded: dict[int, tuple[list[OutputView] | None, bool]] = {}
     for r in (result or {}).get("cells") or []:
         if isinstance(r, dict) and isinstance(r.get("index"), int):
             reports[r["index"]] = {
@@ -174,6 +205,7 @@ def render_notebook(*, raw: bytes, result: dict[str, Any] | None) -> NotebookVie
                 "message": clean_text(str(r.get("message", "")))[:OUTPUT_MAX_CHARS],
                 "duration_s": float(r.get("duration_s") or 0.0),
             }
+            graded[r["index"]] = _graded_outputs(r)
     view = NotebookView(readable=True, cells_cut=max(0, len(cells) - MAX_CELLS))
     code_index = 0
     for position, cell in enumerate(cells, start=1):
@@ -184,6 +216,7 @@ def render_notebook(*, raw: bytes, result: dict[str, Any] | None) -> NotebookVie
         shown = CellView(position=position, cell_type=str(cell_type), source=source, source_cut=source_cut)
         if cell_type == "code":
             shown.code_index, shown.report = code_index, reports.get(code_index)
+            shown.graded, shown.graded_cut = graded.get(code_index, (None, False))
             shown.outputs, shown.outputs_cut = _outputs(cell)
             code_index += 1
         view.cells.append(shown)

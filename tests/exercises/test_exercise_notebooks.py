@@ -1,7 +1,8 @@
 """Every exercise graded end to end by the real engine in real kernels.
 
-solution -> graded, full marks; template -> 0 (graded or error); each mistake fixture -> exactly the
-`metadata.titangrade.expect` it declares (status, score, and a feedback substring per named check).
+solution -> graded, full marks, and nothing hidden among the outputs the result keeps of its cells;
+template -> 0 (graded or error); each mistake fixture -> exactly the `metadata.titangrade.expect` it
+declares (status, score, and a feedback substring per named check).
 Training exercises (world_size > 1 ranks) are marked slow.
 """
 from __future__ import annotations
@@ -10,10 +11,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_catalogue import hidden_leaks
 
 from grading.exercise import REPO_ROOT, Catalogue
 from grading.pipeline import grade_notebook
+from grading.result import SCRUB_FRAGMENT
 from grading.sandbox import make_sandbox
+from grading.steps.grader_cells import plan
 
 CATALOGUE = Catalogue()
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "notebooks"
@@ -43,6 +47,24 @@ def _summary(result) -> str:
     return "\n".join(lines)
 
 
+def _assert_nothing_hidden_printed(ex, result) -> None:
+    """What the result keeps of the cells' outputs (shown on the submission page) holds no hidden case's
+    inputs or expected values: no string the engine scrubs with a fragment in nothing public (one made only
+    of public words, such as a config key the template names in parts, is not a secret), and no distinctive
+    expected number or string (the template guard of test_catalogue.py, on outputs)."""
+    assert all(c.outputs is not None for c in result.cells), "the engine recorded no outputs"
+    printed = "\n".join(e["text"] + " ".join(e.get("mimes", [])) for c in result.cells for e in c.outputs or [])
+    reference = ex.reference()
+    p = plan(ex, reference=reference)
+
+    def secret(needle: str) -> bool:  # as the engine's scrub decides: some fragment of it is in nothing public
+        k = min(SCRUB_FRAGMENT, len(needle))
+        return any(needle[i : i + k] not in p.public_text for i in range(len(needle) - k + 1))
+
+    assert [s for s in p.scrub if s in printed and secret(s)] == []
+    assert hidden_leaks(reference, printed) == []
+
+
 @pytest.mark.parametrize(("ex", "path", "kind"), list(_cases()))
 def test_notebook_grades_as_declared(ex, path: Path, kind: str, sandbox):
     result = grade_notebook(path.read_bytes(), exercise_id=ex.id, catalogue=CATALOGUE, sandbox=sandbox)
@@ -50,6 +72,7 @@ def test_notebook_grades_as_declared(ex, path: Path, kind: str, sandbox):
     if kind == "solution":
         assert result.status.value == "graded", info
         assert result.score == pytest.approx(ex.manifest.max_score), info
+        _assert_nothing_hidden_printed(ex, result)
         return
     if kind == "template":
         assert result.status.value in ("graded", "error"), info

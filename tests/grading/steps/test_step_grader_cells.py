@@ -108,6 +108,23 @@ def test_scrub_list_skips_hidden_strings_that_are_public_anyway(toy_catalogue):
     assert "attn_type" not in p.scrub  # mapping feedback names the expected keys by design
 
 
+def test_the_released_template_is_public_text_so_its_words_survive_the_scrub():
+    """ch07.wordle_reward's template self-check prints `num_guesses`, a key of hidden cases' expected results:
+    the learner's own output kept "[hidden]" in its place until the template counted as public."""
+    from grading.exercise import Catalogue
+    from grading.result import CellReport, GradeResult, Status
+
+    exercise = Catalogue().get("ch07.wordle_reward")
+    p = plan(exercise, reference=exercise.reference())
+    line = "5: <guess>crane</guess> num_guesses"
+    assert line in p.public_text
+    result = GradeResult(exercise_id=exercise.id, status=Status.GRADED, score=0, max_score=1,
+                         cells=[CellReport(index=0, status="ok", outputs=[{"kind": "stdout", "text": line}])])
+    result.scrub(p.scrub, "[hidden]", public=p.public_text)
+    assert result.cells[0].outputs == [{"kind": "stdout", "text": line}]
+    assert p.public_text.count("\n") > 10  # the sources as written, not escaped inside JSON
+
+
 def test_each_plan_has_fresh_nonce_and_handle(toy_catalogue):
     exercise = toy_catalogue.get("ch05.toy")
     a, b = (plan(exercise, reference=exercise.reference()) for _ in range(2))

@@ -20,8 +20,8 @@ from sqlalchemy import select
 from grading.result import CellReport, CheckResult, GradeResult, Status
 from grading.text import clean_text
 from service.db import transaction
-from service.outbox.models import OutboxEvent
 from service.grades.service import record_grade
+from service.outbox.models import OutboxEvent
 from service.queue import service as queue
 from service.queue.models import Job
 from service.submissions.models import Submission
@@ -41,7 +41,8 @@ def _result(s: str, **overrides) -> GradeResult:
         exercise_id="ch05.svc_sum", status=Status.ERROR, score=1.0, max_score=3.0,
         checks=[CheckResult(name="total_value", score=1.0, max_score=2.0, passed=False, feedback=f"got {s}", title=s)],
         message=f"cell 1 raised ValueError: {s}",
-        cells=[CellReport(index=0, status="error", message=s, duration_s=0.1)],
+        cells=[CellReport(index=0, status="error", message=s, duration_s=0.1, outputs=[
+            {"kind": "stdout", "text": f"printed {s}"}, {"kind": "display", "text": s, "mimes": [s]}])],
         limits_hit=[s], sandbox="unsafe-local", device="cpu", duration_s=0.5, engine_version="1",
         trace=[{"step": 1, f"loss{s}": 0.5}], profile=s,
     )
@@ -103,6 +104,21 @@ def test_a_result_the_database_refuses_is_stored_as_an_error_with_the_reason(ses
         assert [o.kind for o in s.scalars(select(OutboxEvent))] == ["grade.stored"]
 
 
+def test_a_refused_result_drops_the_recorded_outputs_first(sessions, add_submission, db_url):
+    """The outputs the grader saw are text a kernel grew: the smaller results record_grade falls back to keep
+    none of them (the page then says they were not recorded)."""
+    db_kind = "sqlite" if db_url.startswith("sqlite") else "postgres"
+    with transaction(sessions) as s:
+        sub, _ = add_submission(s)
+    with transaction(sessions) as s:
+        refused = _refuse_big_values(s, db_kind)
+        record_grade(s, submission_id=sub.id, result=refused)
+    with sessions() as s:
+        stored = s.get(Submission, sub.id)
+        assert stored.status == "error" and stored.result["cells"] == []
+        assert "printed" not in str(stored.result)
+
+
 def test_a_fault_whose_partial_result_is_refused_stays_a_grader_fault(sessions, add_submission, db_url):
     db_kind = "sqlite" if db_url.startswith("sqlite") else "postgres"
     with transaction(sessions) as s:
@@ -134,7 +150,8 @@ def test_any_kernel_string_goes_through_store_api_cli_and_page_safely(api, svc, 
                           message=f"cell 1 raised ValueError: {s}", sandbox="unsafe-local",
                           checks=[CheckResult(name="total_value", score=1.0, max_score=2.0, passed=False,
                                               feedback=f"got {s}", title=s)],
-                          cells=[CellReport(index=0, status="error", message=s)], limits_hit=[s],
+                          cells=[CellReport(index=0, status="error", message=s,
+                                            outputs=[{"kind": "stderr", "text": s, "mimes": [s]}])], limits_hit=[s],
                           trace=[{"step": 1, f"loss{s}": 0.5}], profile=s)
         raw.normalise()
         result = raw
@@ -143,7 +160,7 @@ def test_any_kernel_string_goes_through_store_api_cli_and_page_safely(api, svc, 
         result = _result(s)
     sessions = api.app_state.sessions
     with transaction(sessions) as session:
-        sub, _ = add_submission(session)
+        sub, _ = add_submission(session, notebook=svc.notebook())  # a notebook: the page shows its cells
     with transaction(sessions) as session:
         record_grade(session, submission_id=sub.id, result=result)
     learner, teacher = svc.auth(api.tokens["alice"]), svc.auth(api.tokens["teacher"])
@@ -166,6 +183,7 @@ def test_any_kernel_string_goes_through_store_api_cli_and_page_safely(api, svc, 
     assert page.status_code == 200
     assert_safe(page.text.replace("\r", ""))
     assert str(markupsafe.escape(f"got {clean_text(s)}")) in page.text
+    assert "Output when graded" in page.text  # the recorded outputs are on the page, escaped like the rest
 
 
 @pytest.mark.slow

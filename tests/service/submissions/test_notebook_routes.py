@@ -121,6 +121,31 @@ def test_the_page_shows_a_hostile_notebook_escaped_and_capped(api, svc):
     assert api.get(f"/submissions/{sid}/notebook").status_code == 404
 
 
+def test_the_page_shows_the_outputs_the_grader_saw_escaped_and_says_when_none_were_recorded(api, svc):
+    from sqlalchemy import update
+
+    from service.db import transaction
+    from service.submissions.models import Submission
+
+    sid = _post(api, svc, "alice", svc.notebook())
+    graded = {"index": 0, "status": "ok", "outputs": [{"kind": "stdout", "text": f"total {SCRIPT}"},
+                                                      {"kind": "display", "text": "", "mimes": ["text/html"]}]}
+    older = {"index": 1, "status": "ok"}  # stored before outputs were recorded
+    with transaction(api.app_state.sessions) as s:
+        s.execute(update(Submission).where(Submission.id == sid).values(result={"cells": [graded, older]}))
+    for who, page in (("alice", f"/submissions/{sid}"), ("teacher", f"/teach/submissions/{sid}")):
+        _sign_in(api, who)
+        html = api.get(page).text
+        notebook = html[html.index('<section id="notebook"') :]
+        first, second = notebook.split('<article class="nb-cell"')[1:3]
+        assert "Output when graded" in first and f"total {SCRIPT}".replace("<", "&lt;").replace(">", "&gt;") in first
+        assert "<script>window" not in notebook and "Output not kept (text/html)" in first
+        assert "Not recorded for this attempt." in second and 'data-recorded="no"' in second
+    api.get("/lang/zh", follow_redirects=False)
+    html = api.get(f"/teach/submissions/{sid}").text
+    assert "评分时的输出" in html and "此次提交未记录评分时的输出。" in html
+
+
 def _edited(svc) -> bytes:
     nb = json.loads(svc.notebook())
     nb["cells"][0]["source"] = "total = 2 + 2\nprint(total)"

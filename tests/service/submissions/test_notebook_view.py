@@ -90,6 +90,41 @@ def test_each_code_cell_gets_its_grading_report():
     assert [c.code_index for c in view.cells] == [0, None, 1]
 
 
+def test_the_outputs_the_grader_saw_are_shown_as_text_next_to_the_report():
+    outputs = [
+        {"kind": "stdout", "text": f"printed {SCRIPT}\n"},
+        {"kind": "stderr", "text": "warned\x1b[2J\n"},
+        {"kind": "display", "text": "", "mimes": ["text/html", "application/javascript"]},
+        {"kind": "result", "text": "<Obj>", "mimes": ["image/png"]},
+        {"kind": "error", "text": "ZeroDivisionError: division by zero"},
+    ]
+    result = {"cells": [{"index": 0, "status": "error", "message": "m", "outputs": outputs, "outputs_cut": True},
+                        {"index": 1, "status": "ok"}]}
+    saved = {"output_type": "stream", "name": "stdout", "text": "from the learner's own run"}
+    view = nv.render_notebook(raw=_nb(_code("x", [saved]), _code("y"), _code("z")), result=result)
+    graded, older, unrun = view.cells
+    assert [(o.kind, o.text) for o in graded.graded] == [
+        ("text", f"printed {SCRIPT}\n"), ("stderr", "warned\n"), ("omitted", "text/html, application/javascript"),
+        ("text", "<Obj>"), ("omitted", "image/png"), ("error", "ZeroDivisionError: division by zero")]
+    assert graded.graded_cut and [o.text for o in graded.outputs] == ["from the learner's own run"]  # kept apart
+    assert older.report is not None and older.graded is None  # a result from before outputs were recorded
+    assert unrun.report is None and unrun.graded is None
+
+
+def test_a_hostile_stored_result_is_read_as_untrusted_as_the_upload():
+    outputs = [{"kind": "stdout", "text": "q" * 100_000}, {"kind": "stdout", "text": "never"}]
+    bad = [7, "text", {"kind": "<b>", "text": ["a", 1]}, {"kind": "display", "mimes": "text/html"}]
+    result = {"cells": [{"index": 0, "status": "ok", "outputs": outputs}, {"index": 1, "status": "ok", "outputs": bad},
+                        {"index": 2, "status": "ok", "outputs": "not a list"},
+                        {"index": 3, "status": "ok", "outputs": [{"kind": "stdout", "text": "n"}] * 100}]}
+    view = nv.render_notebook(raw=_nb(*[_code(str(i)) for i in range(4)]), result=result)
+    huge, odd, not_list, many = view.cells
+    assert [len(o.text) for o in huge.graded] == [nv.OUTPUT_MAX_CHARS] and huge.graded_cut
+    assert [(o.kind, o.text) for o in odd.graded] == [("text", "a")] and not odd.graded_cut
+    assert not_list.graded is None
+    assert len(many.graded) == nv.GRADED_OUTPUTS_MAX and many.graded_cut
+
+
 def test_bytes_that_are_not_a_notebook_are_not_shown():
     assert not nv.render_notebook(raw=b"\x89PNG", result=None).readable
     assert not nv.render_notebook(raw=b'{"hello": 1}', result=None).readable

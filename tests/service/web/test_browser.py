@@ -320,9 +320,15 @@ def test_the_submitted_notebook_is_shown_downloaded_and_compared(site, tmp_path)
     if SHOTS:  # the notebook section alone: the page above it is in web-submission-mistake-en.png
         page.set_viewport_size({"width": 1100, "height": 760})
         section.screenshot(path=str(Path(SHOTS) / "web-submission-notebook.png"))
+    graded = section.locator(".nb-graded")  # what the grader's run printed, beside each report
+    assert graded.count() == 3 and graded.first.locator("h4").inner_text() == "Output when graded"
+    assert section.locator(".nb-graded[data-recorded=no]").count() == 0
+    from axe_support import assert_accessible
+
+    assert_accessible(page, where="the submission page with its notebook")
     section.locator(".nb-outputs summary").first.click()
-    assert "<Rich>" in section.locator(".nb-output").first.inner_text()
-    assert section.locator(".nb-omitted").count() == 0 and "Z" * 4001 not in section.inner_text()
+    assert "<Rich>" in section.locator(".nb-outputs .nb-output").first.inner_text()
+    assert section.locator(".nb-outputs .nb-omitted").count() == 0 and "Z" * 4001 not in section.inner_text()
     with page.expect_download() as download:
         page.click("#nb-download")
     assert Path(download.value.path()).read_bytes() == first_path.read_bytes()

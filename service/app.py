@@ -20,6 +20,7 @@ from service.db import make_engine, read_sessions
 from service.http_errors import install_error_handlers
 from service.intake.routes import INTAKE_PATH
 from service.intake.routes import router as intake_router
+from service.lti.framing import LtiFraming
 from service.lti.routes import api as lti_api_router
 from service.lti.routes import tool as lti_tool_router
 from service.middleware import RequestGuard, install_request_id, install_security_headers
@@ -124,6 +125,7 @@ def create_app(
     install_error_handlers(app)
     chosen = list(authenticators or default_authenticators())
     app.state.credential_cache = credential_cache.for_authenticators(chosen, ttl_s=settings.auth_cache_s)
+    app.add_middleware(LtiFraming)  # /lti/ error pages may be framed by the registered platforms
     app.add_middleware(
         RequestGuard,
         api_prefix=API_PREFIX,

@@ -25,13 +25,14 @@ from service.deps import (
     SettingsDep,
     WebSecretDep,
 )
-from service.errors import NotFound
-from service.lti import binding, enter, launch, service
+from service.errors import NotFound, clip, preferred_lang
+from service.lti import binding, deep_link, enter, launch, links, picker, service, unbound
 from service.lti.errors import LtiError
 from service.lti.limits import LtiLimits
 from service.lti.models import LtiPlatform
 from service.lti.tokens import LTI, unverified_issuer
-from service.lti.urls import frame_origins
+from service.lti.urls import frame_origins, origin
+from service.messages import error
 from service.openapi import errors
 from service.timefmt import Timestamp
 from service.web.learner import start_session
@@ -200,9 +201,14 @@ async def launch_(
             jwks=jwks_cache,
             leeway_s=settings.lti_clock_skew_s,
         )
+        from_line_item = _line_item_exercise(claims, platform)
+        page = {  # how a picker page would be shown: the launch's language, framed by its platform only
+            "lang": picker.launch_lang(claims, preferred_lang(request.headers.get("accept-language"))),
+            "frame": frame_origins(platform, allow_http=allow_http, extra=settings.lti_frame_ancestors),
+        }
         with transaction(open_session) as session:  # nothing else is stored unless every check passes
             if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
-                return launch.deep_link_request(
+                return page | deep_link.deep_link_request(
                     session,
                     platform=platform,
                     claims=claims,
@@ -213,23 +219,67 @@ async def launch_(
                     allow_http=allow_http,
                 )
             done = launch.resource_link(
-                session, platform=platform, claims=claims, catalogue=catalogue, session_s=settings.lti_session_s
+                session,
+                platform=platform,
+                claims=claims,
+                catalogue=catalogue,
+                session_s=settings.lti_session_s,
+                from_line_item=from_line_item,
             )
-            if browser:
-                done["ticket"] = enter.issue_ticket(
+            if done.get("unbound"):  # an instructor chooses the exercise of this graded link
+                return page | unbound.offer(
                     session,
-                    secret=secret,
-                    platform_id=platform.id,
-                    launched=done,
-                    session_s=settings.lti_session_s,
+                    platform=platform,
+                    claims=claims,
+                    course=done["course"],
+                    catalogue=catalogue,
+                    keys=keys,
+                    ttl_s=settings.lti_pick_ttl_s,
                     browser_hash=browser_hash,
-                    frame_origins=frame_origins(platform, allow_http=allow_http, extra=settings.lti_frame_ancestors),
                 )
+            if browser:
+                done["ticket"] = _ticket(session, platform.id, done, frame=page["frame"])
             return done
 
-    done = await run_in_threadpool(run)
+    def _line_item_exercise(claims: dict, platform) -> str | None:
+        """A resource link naming no exercise: its binding, else its line item's resourceId, read from the
+        platform with no transaction open."""
+        wanted = links.needs_line_item(claims)
+        if wanted is None:
+            return None
+        with transaction(open_session) as session:
+            if links.bound_exercise(session, platform=platform, claims=claims) is not None:
+                return None
+        return links.fetch_resource_id(
+            jwks_cache.client,
+            keys=keys,
+            platform=platform,
+            url=wanted[0],
+            scope=wanted[1],
+            deployment_id=str(claims.get(LTI + "deployment_id")),
+        )
+
+    def _ticket(session, platform_id: int, done: dict, *, frame: str) -> str:
+        return enter.issue_ticket(
+            session,
+            secret=secret,
+            platform_id=platform_id,
+            launched=done,
+            session_s=settings.lti_session_s,
+            browser_hash=browser_hash,
+            frame_origins=frame,
+        )
+
+    return _answer(await run_in_threadpool(run), browser=browser)
+
+
+def _answer(done: dict, *, browser: bool):
+    """A launch's (or a bind's) answer: the sign-in redirect, the picker page for a browser, else JSON."""
     if "ticket" in done:  # no cookie here: see service/lti/enter.py for why the session starts at /lti/enter
         return RedirectResponse("/lti/enter?ticket=" + quote(done["ticket"], safe=""), status_code=303)
+    lang, frame = done.pop("lang", "en"), done.pop("frame", "'none'")
+    if browser and ("pick_token" in done or "bind_token" in done):
+        return picker.page(done, lang=lang, frame_origins=frame)
     return JSONResponse(jsonable_encoder(done), headers={"Cache-Control": "no-store"})  # a bearer token inside
 
 
@@ -268,8 +318,28 @@ async def enter_(
     return resp
 
 
+def _same_origin(request: Request, settings) -> None:
+    """The picker's forms are posted from the tool's own page: a POST naming another origin is refused (the
+    pick or bind token, bound to the browser, is the CSRF token; this is a second lock). No Origin, or
+    `null` (privacy settings), is left to the token."""
+    sent = request.headers.get("origin")
+    if not sent or sent == "null":
+        return
+    own = {origin(str(request.base_url))} | ({origin(settings.lti_tool_url)} if settings.lti_tool_url else set())
+    if sent.rstrip("/").lower() not in own:
+        raise LtiError("lti_cross_origin", error("lti_cross_origin", origin=clip(sent)), status_code=403)
+
+
+async def _form(request: Request) -> list[tuple[str, str]]:
+    form = await request.form()
+    items = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
+    if len(items) > 2000 or any(len(v) > FORM_FIELD_CHARS for _, v in items):
+        raise LtiError("lti_parameter_too_long", "the picker form is too large")
+    return items
+
+
 @tool.post("/deep-link", response_class=HTMLResponse)
-async def deep_link(
+async def deep_link_(
     request: Request,
     settings: SettingsDep,
     catalogue: CatalogueDep,
@@ -278,17 +348,21 @@ async def deep_link(
 ):
     """The instructor's pick: answer with a page that posts the signed LtiDeepLinkingResponse to the LMS.
     The pick token is spent here, once, and only by the browser that made the deep-linking launch."""
-    params = await _params(request)
-    if not params.get("pick_token") or not params.get("exercise_id"):
+    form = await _form(request)
+    fields = dict(form)
+    if not fields.get("pick_token"):
         raise LtiError("lti_missing_parameter", "send pick_token (from the deep-linking launch) and exercise_id")
+    _same_origin(request, settings)
     browser_hash = binding.required_digest(request)
+    choices, target = deep_link.read_choices(form)
 
-    def run() -> launch.DeepLinkAnswer:
+    def run() -> deep_link.DeepLinkAnswer:
         with transaction(open_session) as session:
-            return launch.deep_link_response(
+            return deep_link.deep_link_response(
                 session,
-                pick_token=params["pick_token"],
-                exercise_id=params["exercise_id"],
+                pick_token=fields["pick_token"],
+                choices=choices,
+                target=target,
                 catalogue=catalogue,
                 keys=keys,
                 launch_url=tool_urls(settings)["launch_url"],
@@ -297,5 +371,51 @@ async def deep_link(
                 frame_ancestors=settings.lti_frame_ancestors,
             )
 
-    page, headers = launch.autopost(await run_in_threadpool(run))
+    page, headers = deep_link.autopost(await run_in_threadpool(run))
     return HTMLResponse(page, headers=headers)
+
+
+@tool.post("/bind")
+async def bind_(
+    request: Request,
+    settings: SettingsDep,
+    catalogue: CatalogueDep,
+    keys: KeyStoreDep,
+    web_secret: WebSecretDep,
+    open_session: SessionFactoryDep,
+):
+    """An instructor's choice of exercise for an unbound graded link: bind it, then sign in as the launch
+    would have (a browser: the one-time sign-in link; an API client: the launch's JSON)."""
+    fields = dict(await _form(request))
+    if not fields.get("bind_token") or not fields.get("exercise_id"):
+        raise LtiError("lti_missing_parameter", "send bind_token (from the launch) and exercise_id")
+    _same_origin(request, settings)
+    browser_hash = binding.required_digest(request)
+    browser = "text/html" in request.headers.get("accept", "")
+    allow_http = settings.mode == "dev"
+
+    def run() -> dict:
+        with transaction(open_session) as session:
+            done, platform_id = unbound.redeem(
+                session,
+                bind_token=fields["bind_token"],
+                exercise_id=fields["exercise_id"],
+                catalogue=catalogue,
+                keys=keys,
+                browser_hash=browser_hash,
+                session_s=settings.lti_session_s,
+            )
+            if browser:
+                platform = launch.platform_for_launch(session, platform_id=platform_id)
+                done["ticket"] = enter.issue_ticket(
+                    session,
+                    secret=web_secret,
+                    platform_id=platform_id,
+                    launched=done,
+                    session_s=settings.lti_session_s,
+                    browser_hash=browser_hash,
+                    frame_origins=frame_origins(platform, allow_http=allow_http, extra=settings.lti_frame_ancestors),
+                )
+            return done
+
+    return _answer(await run_in_threadpool(run), browser=browser)

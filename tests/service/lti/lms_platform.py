@@ -10,7 +10,14 @@ LTI Advantage Security and AGS 2.0 specifications, not from the tool's code.
 Where a real platform answers the authorization request with an auto-posting HTML form, this one answers
 JSON {"action", "id_token", "state"} that the test posts (the browser's part). Test-only endpoints:
 POST /_sign {claims, key: "platform"|"rogue"} signs arbitrary claims (negative tests); GET /_log returns
-what was received (scores, token grants, deep-linking responses).
+what was received (scores, token grants, deep-linking responses, the line items it made from them).
+
+Deep linking: the launch's `deep_linking_settings` come from the login hint (accept_types, accept_multiple,
+accept_lineitem, accept_presentation_document_targets), and the return endpoint refuses an answer that
+breaks them (a type not accepted, several items when one was asked for, a lineItem when accept_lineitem
+is false, a malformed lineItem or window/iframe). Each lineItem becomes a line item `dl-<n>` with its
+`resourceId`, readable at GET /lineitems/<id> with a lineitem(.readonly) token. The token endpoint checks
+the assertion's deployment_id when it carries one, and grants only the AGS scopes it knows.
 """
 from __future__ import annotations
 
@@ -35,6 +42,14 @@ SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ACTIVITY = {"Initialized", "Started", "InProgress", "Submitted", "Completed"}
 GRADING = {"FullyGraded", "Pending", "PendingManual", "Failed", "NotReady"}
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+LINEITEM_READ_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
+SCOPES = {SCORE_SCOPE, LINEITEM_SCOPE, LINEITEM_READ_SCOPE}
+LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
+DL_SETTINGS = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
+DL_ITEMS = "https://purl.imsglobal.org/spec/lti-dl/claim/content_items"
+DL_DATA = "https://purl.imsglobal.org/spec/lti-dl/claim/data"
+ACCEPT_FLAGS = ("accept_multiple", "accept_lineitem", "accept_presentation_document_targets")
 SCORE_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp", "activityProgress", "gradingProgress"}
 
 
@@ -44,8 +59,10 @@ def main() -> None:
     key, rogue = (rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
     kid = "platform-key-1"
     lock = threading.Lock()
-    log: dict[str, list] = {"scores": [], "tokens": [], "refused": [], "deep_links": []}
-    granted: dict[str, float] = {}  # access token -> expiry
+    log: dict[str, list] = {"scores": [], "tokens": [], "refused": [], "deep_links": [], "line_items": []}
+    granted: dict[str, tuple[float, set[str]]] = {}  # access token -> (expiry, scopes)
+    dl_asked: dict[str, dict] = {}  # deep-linking `data` -> the settings that request sent
+    line_items: dict[str, dict] = {}  # line item id -> what the deep-linking answer's lineItem said
     seen_jti: set[str] = set()
     latest: dict[tuple[str, str], str] = {}  # (line item, user) -> newest timestamp kept
 
@@ -70,18 +87,59 @@ def main() -> None:
                   LTI + "target_link_uri": redirect_uri,
                   LTI + "roles": hint.get("roles", ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"]),
                   LTI + "context": {"id": hint.get("context", "course-1"), "title": "RL infrastructure"},
-                  LTI + "resource_link": {"id": hint.get("resource_link", "rl-1")}}
+                  LTI + "resource_link": {"id": hint.get("resource_link") or "rl-" + uuid.uuid4().hex[:12]}}
+        if hint.get("locale"):
+            claims[LTI + "launch_presentation"] = {"locale": hint["locale"], "document_target": "iframe"}
         if hint.get("exercise_id"):
             claims[LTI + "custom"] = {"exercise_id": hint["exercise_id"]}
         if hint.get("lineitem"):
             claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = {
-                "scope": [SCORE_SCOPE], "lineitem": f"{issuer}/lineitems/{hint['lineitem']}",
+                "scope": hint.get("scopes", [SCORE_SCOPE]), "lineitem": f"{issuer}/lineitems/{hint['lineitem']}",
                 "lineitems": f"{issuer}/lineitems"}
         if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
-            claims["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = {
-                "deep_link_return_url": f"{issuer}/deeplink/return", "accept_types": ["ltiResourceLink"],
-                "data": "opaque-dl-data"}
+            settings = {"deep_link_return_url": f"{issuer}/deeplink/return",
+                        "accept_types": hint.get("accept_types", ["ltiResourceLink"]),
+                        "data": hint.get("dl_data", "opaque-dl-data")}
+            settings.update({k: hint[k] for k in ACCEPT_FLAGS if k in hint})
+            with lock:
+                dl_asked[settings["data"]] = settings
+            claims[DL_SETTINGS] = settings
         return claims
+
+    def check_content_items(claims: dict) -> str | None:
+        """What in a deep-linking answer breaks the settings its request sent (Deep Linking 2.0 section 4)."""
+        asked = dl_asked.get(claims.get(DL_DATA))
+        if asked is None:
+            return "the answer's data names no deep-linking request of this platform"
+        items = claims.get(DL_ITEMS)
+        if not isinstance(items, list):
+            return "content_items must be a list"
+        if len(items) > 1 and asked.get("accept_multiple") is not True:
+            return f"{len(items)} items, but accept_multiple was not true"
+        for item in items:
+            if not isinstance(item, dict) or item.get("type") not in asked["accept_types"]:
+                return f"an item of type {item.get('type') if isinstance(item, dict) else item!r} was not accepted"
+            if item["type"] != "ltiResourceLink":
+                continue
+            if not isinstance(item.get("url"), str) or not isinstance(item.get("title", ""), str):
+                return "an ltiResourceLink needs a url and a string title"
+            if not isinstance(item.get("custom", {}), dict) or not all(
+                    isinstance(v, str) for v in item.get("custom", {}).values()):
+                return "custom must map names to strings"
+            targets = asked.get("accept_presentation_document_targets") or []
+            for target in ("window", "iframe"):
+                if target in item and (target not in targets or not isinstance(item[target], dict)):
+                    return f"{target} was not an accepted presentation target"
+            if "lineItem" in item:
+                if asked.get("accept_lineitem") is False:
+                    return "a lineItem was sent, but accept_lineitem was false"
+                line = item["lineItem"]
+                score_max = line.get("scoreMaximum") if isinstance(line, dict) else None
+                if not isinstance(score_max, int | float) or isinstance(score_max, bool) or score_max <= 0:
+                    return "lineItem.scoreMaximum must be a number > 0"
+                if any(not isinstance(line.get(k, ""), str) for k in ("label", "resourceId", "tag")):
+                    return "lineItem label, resourceId and tag must be strings"
+        return None
 
     def validate_score(body: object, user_ok) -> str | None:
         if not isinstance(body, dict):
@@ -130,6 +188,11 @@ def main() -> None:
                 log["refused"].append({"path": self.path, "status": status, "why": why})
             self.reply(status, {"error": why})
 
+        def bearer(self, *scopes: str) -> bool:
+            scheme, _, token = (self.headers.get("authorization") or "").partition(" ")
+            expiry, held = granted.get(token, (0.0, set()))
+            return scheme == "Bearer" and expiry > time.time() and bool(held & set(scopes))
+
         def body(self) -> bytes:
             return self.rfile.read(int(self.headers.get("content-length") or 0))
 
@@ -142,6 +205,14 @@ def main() -> None:
             if url.path == "/_log":
                 with lock:
                     return self.reply(200, {**log, "issuer": issuer})
+            if url.path.startswith("/lineitems/") and url.path.count("/") == 2:
+                if not self.bearer(LINEITEM_SCOPE, LINEITEM_READ_SCOPE):
+                    return self.refuse(401, "no valid bearer token with a line-item scope")
+                with lock:
+                    item = line_items.get(url.path.split("/")[2])
+                if item is None:
+                    return self.refuse(404, "no such line item")
+                return self.reply(200, {"id": f"{issuer}{url.path}", **item}, ctype=LINEITEM_TYPE)
             if url.path == "/auth":
                 expected = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post",
                             "prompt": "none", "client_id": client_id, "redirect_uri": redirect_uri}
@@ -172,23 +243,26 @@ def main() -> None:
                     return self.refuse(401, f"client assertion: {exc}")
                 if claims.get("iss") != client_id or claims.get("sub") != client_id:
                     return self.refuse(401, "client assertion: iss and sub must be the client id")
+                if LTI + "deployment_id" in claims and claims[LTI + "deployment_id"] != deployment:
+                    return self.refuse(401, "client assertion: deployment_id is not a deployment of this tool")
                 with lock:
                     if not claims.get("jti") or claims["jti"] in seen_jti:
                         return self.refuse(401, "client assertion: jti missing or replayed")
                     seen_jti.add(claims["jti"])
-                if SCORE_SCOPE not in form.get("scope", "").split():
-                    return self.refuse(400, "scope must include the AGS score scope")
+                scopes = set(form.get("scope", "").split())
+                if not scopes or scopes - SCOPES:
+                    return self.refuse(400, f"scope must be AGS scopes of {sorted(SCOPES)}")
                 token = secrets.token_urlsafe(24)
                 with lock:
-                    granted[token] = time.time() + 3600
+                    granted[token] = (time.time() + 3600, scopes)
                     log["tokens"].append({"jti": claims["jti"], "kid": jwt.get_unverified_header(
-                        form["client_assertion"]).get("kid")})
+                        form["client_assertion"]).get("kid"), "scopes": sorted(scopes),
+                        "deployment_id": claims.get(LTI + "deployment_id")})
                 return self.reply(200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600,
-                                        "scope": SCORE_SCOPE})
+                                        "scope": " ".join(sorted(scopes))})
             if url.path.startswith("/lineitems/") and url.path.endswith("/scores"):
-                scheme, _, token = (self.headers.get("authorization") or "").partition(" ")
-                if scheme != "Bearer" or granted.get(token, 0) < time.time():
-                    return self.refuse(401, "no valid bearer token")
+                if not self.bearer(SCORE_SCOPE):
+                    return self.refuse(401, "no valid bearer token with the score scope")
                 if self.headers.get("content-type") != SCORE_TYPE:
                     return self.refuse(415, f"content-type must be {SCORE_TYPE}")
                 try:
@@ -215,9 +289,22 @@ def main() -> None:
                     return self.refuse(401, f"deep-linking response: {exc}")
                 if claims.get("iss") != client_id or claims.get(LTI + "message_type") != "LtiDeepLinkingResponse":
                     return self.refuse(400, "deep-linking response: wrong iss or message type")
+                if claims.get(LTI + "deployment_id") != deployment:
+                    return self.refuse(400, "deep-linking response: wrong deployment_id")
+                with lock:
+                    why = check_content_items(claims)
+                if why:
+                    return self.refuse(400, f"deep-linking response: {why}")
+                made = []
                 with lock:
                     log["deep_links"].append(claims)
-                return self.reply(200, {"id": str(uuid.uuid4())})
+                    for item in claims[DL_ITEMS]:
+                        if "lineItem" in item:
+                            item_id = f"dl-{len(line_items) + 1}"
+                            line_items[item_id] = dict(item["lineItem"])
+                            log["line_items"].append({"id": item_id, **item["lineItem"]})
+                            made.append(item_id)
+                return self.reply(200, {"id": str(uuid.uuid4()), "line_items": made})
             self.reply(404, {"error": "no such path"})
 
     server = ThreadingHTTPServer(("127.0.0.1", int(port)), Handler)

@@ -48,8 +48,9 @@ def registered_origins(sessions, *, allow_http: bool, extra: str) -> str:
 
 
 class LtiFraming:
-    """HTML answers under /lti/ with the pages' default framing (`frame-ancestors 'none'`) may instead be
-    framed by the registered platforms; `X-Frame-Options` goes (the CSP decides). Other paths: untouched."""
+    """HTML answers under /lti/ with the pages' default headers (`frame-ancestors 'none'` and X-Frame-Options)
+    may instead be framed by the registered platforms; X-Frame-Options goes (the CSP decides). Pages with
+    their own CSP and other paths: untouched."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -79,12 +80,14 @@ class LtiFraming:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
                 csp = headers.get("content-security-policy", "")
-                if headers.get("content-type", "").lower().startswith("text/html") and DEFAULT_FRAMING in csp:
+                html = headers.get("content-type", "").lower().startswith("text/html")
+                # only the pages' defaults (render() sends X-Frame-Options with them); a page with its own CSP
+                # decided its framing, 'none' included
+                if html and DEFAULT_FRAMING in csp and "x-frame-options" in headers:
                     origins = await self._origins(state)
                     if origins != "'none'":
                         headers["content-security-policy"] = csp.replace(DEFAULT_FRAMING, f"frame-ancestors {origins}")
-                        if "x-frame-options" in headers:
-                            del headers["x-frame-options"]
+                        del headers["x-frame-options"]
             await send(message)
 
         await self.app(scope, receive, send_framable)

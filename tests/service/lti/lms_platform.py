@@ -22,6 +22,7 @@ the assertion's deployment_id when it carries one, and grants only the AGS scope
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 import secrets
 import sys
@@ -176,7 +177,7 @@ def main() -> None:
             pass
 
         def reply(self, status: int, body: object = None, ctype: str = "application/json") -> None:
-            raw = b"" if body is None else json.dumps(body).encode()
+            raw = b"" if body is None else body.encode() if isinstance(body, str) else json.dumps(body).encode()
             self.send_response(status)
             self.send_header("content-type", ctype)
             self.send_header("content-length", str(len(raw)))
@@ -222,7 +223,18 @@ def main() -> None:
                     return self.refuse(400, f"authorization request: bad or missing {bad}")
                 hint = json.loads(q.get("lti_message_hint") or "{}")
                 token = sign(launch_claims(hint, nonce=q["nonce"], sub=q["login_hint"]))
+                if hint.get("autopost"):  # what a real platform answers: a form the browser posts to the tool
+                    return self.reply(200, (
+                        f'<!doctype html><title>launch</title><form method="post" action="{html.escape(redirect_uri)}">'
+                        f'<input type="hidden" name="id_token" value="{html.escape(token)}">'
+                        f'<input type="hidden" name="state" value="{html.escape(q["state"])}"></form>'
+                        "<script>document.forms[0].submit()</script>"), ctype="text/html; charset=utf-8")
                 return self.reply(200, {"action": redirect_uri, "id_token": token, "state": q["state"]})
+            if url.path == "/_frame":  # an LMS page that shows the tool in its iframe (another origin)
+                return self.reply(200, (
+                    '<!doctype html><html lang="en"><title>LMS course</title><h1>LMS course page</h1>'
+                    f'<iframe id="lms" title="titangrade" width="1000" height="800" src="{html.escape(q["src"])}">'
+                    "</iframe>"), ctype="text/html; charset=utf-8")
             self.reply(404, {"error": "no such path"})
 
         def do_POST(self) -> None:

@@ -183,3 +183,27 @@ def test_the_ags_client_assertion_names_the_deployment(lti):
         "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
         "scope": "https://purl.imsglobal.org/spec/lti-ags/scope/score"})
     assert refused.status_code == 401 and "deployment_id" in refused.text  # the harness checks it
+
+
+def test_over_https_a_partitioned_twin_of_the_binding_cookie_keeps_a_framed_flow_bound(lti):
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from service.lti import binding
+
+    https = lti.app.state.settings.model_copy(update={"lti_tool_url": "https://grader.example"})
+    request = Request({"type": "http", "scheme": "https", "path": "/lti/login", "headers": [], "server": None})
+    out = Response()
+    binding.bind(request, out, settings=https, value="v" * 43, max_age_s=900)
+    plain, framed = [v.decode().lower() for k, v in out.raw_headers if k == b"set-cookie"]
+    assert plain.startswith("tg_lti_browser=") and "partitioned" not in plain
+    assert framed.startswith("tg_lti_browser_p=") and "partitioned" in framed and "samesite=none" in framed
+    assert "secure" in framed and "httponly" in framed and "path=/lti" in framed
+    only_framed = Request({"type": "http", "headers": [(b"cookie", b"tg_lti_browser_p=" + b"v" * 43)]})
+    assert binding.sent_digest(only_framed) == binding.digest("v" * 43)
+    forged = Request({"type": "http", "headers": [(b"cookie", b"tg_lti_browser_p=short")]})
+    assert binding.sent_digest(forged) is None
+    dev = Response()
+    binding.bind(Request({"type": "http", "scheme": "http", "path": "/lti/login", "headers": [], "server": None}),
+                 dev, settings=lti.app.state.settings, value="v" * 43, max_age_s=900)
+    assert len([k for k, _ in dev.raw_headers if k == b"set-cookie"]) == 1  # no Partitioned without Secure

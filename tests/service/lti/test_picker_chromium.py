@@ -1,0 +1,90 @@
+"""The content picker in a real browser (Debian's Chromium, headless, through Playwright), inside an iframe
+of an LMS page on another origin (the platform harness): the whole deep-linking flow runs in the frame
+(login -> the platform's auto-posting form -> the picker -> the auto-posting answer), an instructor picks
+two exercises, and the platform receives both as resource links; the picker passes axe-core; a page
+outside /lti/ (/exercises) refuses to be framed there. HTTP tests cannot see framing or the pages' CSP."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from lti_support import CLIENT_ID, DEPLOYMENT, INSTRUCTOR
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))  # axe_support lives with the page tests
+from axe_support import assert_accessible
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = Path("/usr/bin/chromium")
+ITEMS = "https://purl.imsglobal.org/spec/lti-dl/claim/content_items"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"),
+]
+
+
+def _framed(lti, src: str) -> str:
+    return lti.platform.url + "/_frame?" + urlencode({"src": src})
+
+
+def _login_url(lti, **hint) -> str:
+    return lti.url + "/lti/login?" + urlencode({
+        "iss": lti.platform.url, "login_hint": "t-chromium-picker", "target_link_uri": lti.url + "/lti/launch",
+        "client_id": CLIENT_ID, "lti_deployment_id": DEPLOYMENT, "lti_message_hint": json.dumps(hint)})
+
+
+def _wait_for(check, timeout_s: float = 20.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    return None
+
+
+def test_an_instructor_picks_two_exercises_in_the_lms_frame(lti):
+    before = len(lti.platform.log()["deep_links"])
+    hint = {"roles": [INSTRUCTOR], "message_type": "LtiDeepLinkingRequest", "accept_multiple": True,
+            "accept_presentation_document_targets": ["iframe", "window"], "autopost": True, "dl_data": "dl-chromium"}
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_context().new_page()
+            messages: list[str] = []
+            page.on("console", lambda m: messages.append(m.text))
+            page.goto(_framed(lti, _login_url(lti, **hint)))
+            frame_ = page.frame_locator("#lms")
+            frame_.locator("#picker").wait_for(timeout=20_000)  # framing allowed: the platform's origin
+            frame = next(f for f in page.frames if f.url.startswith(lti.url + "/lti/launch"))
+            assert frame.locator("h1").inner_text() == "Add titangrade exercises"
+            assert_accessible(frame, where="the picker in the LMS frame")
+            frame.check('input[name="exercise_id"][value="ch05.svc_sum"]')
+            frame.check('input[name="exercise_id"][value="ch05.svc_long"]')
+            frame.fill('input[name="points.ch05.svc_long"]', "7.5")
+            frame.select_option("#target", "iframe")
+            frame.click("#add")
+            got = _wait_for(lambda: len(lti.platform.log()["deep_links"]) > before)
+            assert got, messages
+            refused = [m for m in messages if "Refused" in m or "Content Security Policy" in m]
+            assert refused == [], refused
+
+            other = browser.new_context().new_page()
+            blocked: list[str] = []
+            other.on("console", lambda m: blocked.append(m.text))
+            other.goto(_framed(lti, lti.url + "/exercises"))
+            assert _wait_for(lambda: any("frame-ancestors" in m or "X-Frame-Options" in m for m in blocked)), blocked
+            framed = other.frames[1]
+            assert "titangrade" not in framed.content()  # the browser refused to show it in the LMS's frame
+        finally:
+            browser.close()
+    answer = lti.platform.log()["deep_links"][-1]
+    items = answer[ITEMS]
+    assert [i["custom"]["exercise_id"] for i in items] == ["ch05.svc_long", "ch05.svc_sum"] or [
+        i["custom"]["exercise_id"] for i in items] == ["ch05.svc_sum", "ch05.svc_long"]
+    points = {i["custom"]["exercise_id"]: i["lineItem"]["scoreMaximum"] for i in items}
+    assert points["ch05.svc_long"] == 7.5 and all("iframe" in i for i in items)
+    assert not lti.platform.log()["refused"], lti.platform.log()["refused"]

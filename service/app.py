@@ -21,6 +21,7 @@ from service.http_errors import install_error_handlers
 from service.intake.routes import INTAKE_PATH
 from service.intake.routes import router as intake_router
 from service.lti.framing import LtiFraming
+from service.lti.picker_routes import router as lti_picker_router
 from service.lti.routes import api as lti_api_router
 from service.lti.routes import tool as lti_tool_router
 from service.middleware import RequestGuard, install_request_id, install_security_headers
@@ -137,6 +138,7 @@ def create_app(
     app.add_middleware(http_deadlines.BodyDeadline, timeout_s=settings.http_body_timeout_s)  # outermost
     app.include_router(ops_router)
     app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token
+    app.include_router(lti_picker_router)  # the picker's form posts (deep-link answer, binding an unbound link)
     for router in (
         submissions_router,
         catalogue_router,

@@ -15,6 +15,7 @@ from service.lti.errors import LtiError
 from service.lti.models import LtiContext, LtiLineItem, LtiPlatform, PlatformRef
 from service.lti.tokens import LTI
 from service.messages import error
+from service.web.i18n import LANGS
 
 AGS_SCORE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership#"
@@ -176,7 +177,7 @@ def resource_link(
             exercise_id=exercise_id,
             deployment_id=str(claims[LTI + "deployment_id"]),
         )
-    return enrol(
+    done = enrol(
         session,
         platform=platform,
         sub=str(claims["sub"]),
@@ -186,3 +187,7 @@ def resource_link(
         exercise_id=exercise_id,
         session_s=session_s,
     )
+    custom_ = claims.get(LTI + "custom")
+    lang = custom_.get("lang") if isinstance(custom_, dict) else None
+    done["language"] = lang if lang in LANGS else None  # the link's language, chosen in the picker
+    return done

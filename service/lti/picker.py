@@ -11,8 +11,10 @@ pick or bind token in its form is the CSRF token, bound to the launching browser
 from __future__ import annotations
 
 from itertools import groupby
+from urllib.parse import quote
 
-from fastapi.responses import HTMLResponse
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from service.lti import framing
 from service.web.core import env
@@ -63,3 +65,13 @@ def page(answer: dict, *, lang: str, frame_origins: str) -> HTMLResponse:
     headers = framing.page_headers(frame_origins)
     headers["Referrer-Policy"] = "same-origin"  # the form's POST carries our Origin (checked there)
     return HTMLResponse(html, headers=headers)
+
+
+def launch_answer(done: dict, *, browser: bool) -> Response:
+    """A launch's (or a bind's) answer: the sign-in redirect, the picker page for a browser, else JSON."""
+    if "ticket" in done:  # no cookie here: see service/lti/enter.py for why the session starts at /lti/enter
+        return RedirectResponse("/lti/enter?ticket=" + quote(done["ticket"], safe=""), status_code=303)
+    lang, frame = done.pop("lang", "en"), done.pop("frame", "'none'")
+    if browser and ("pick_token" in done or "bind_token" in done):
+        return page(done, lang=lang, frame_origins=frame)
+    return JSONResponse(jsonable_encoder(done), headers={"Cache-Control": "no-store"})  # a bearer token inside

@@ -1,5 +1,6 @@
-"""LTI endpoints: the tool's browser-facing URLs under /lti (login, launch, deep-link answer, JWKS, config)
-and platform registration under /api/v1/lti/platforms (admins). Thin wrappers over service/lti."""
+"""LTI endpoints: the tool's browser-facing URLs under /lti (login, launch, sign-in hand-off, JWKS, config)
+and platform registration under /api/v1/lti/platforms (admins). Thin wrappers over service/lti; the
+picker's form posts (deep-link answer, binding) are in service/lti/picker_routes.py."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Request
-from fastapi.encoders import jsonable_encoder
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -25,16 +25,17 @@ from service.deps import (
     SettingsDep,
     WebSecretDep,
 )
-from service.errors import NotFound, clip, preferred_lang
+from service.errors import NotFound, preferred_lang
 from service.lti import binding, deep_link, enter, launch, links, picker, service, unbound
 from service.lti.errors import LtiError
 from service.lti.limits import LtiLimits
 from service.lti.models import LtiPlatform
 from service.lti.tokens import LTI, unverified_issuer
-from service.lti.urls import frame_origins, origin
-from service.messages import error
+from service.lti.urls import frame_origins
 from service.openapi import errors
 from service.timefmt import Timestamp
+from service.web.core import LANG_COOKIE
+from service.web.i18n import LANGS
 from service.web.learner import start_session
 
 # Browser-facing (form posts and redirects between the LMS and the tool), not part of the JSON API's schema.
@@ -270,17 +271,7 @@ async def launch_(
             frame_origins=frame,
         )
 
-    return _answer(await run_in_threadpool(run), browser=browser)
-
-
-def _answer(done: dict, *, browser: bool):
-    """A launch's (or a bind's) answer: the sign-in redirect, the picker page for a browser, else JSON."""
-    if "ticket" in done:  # no cookie here: see service/lti/enter.py for why the session starts at /lti/enter
-        return RedirectResponse("/lti/enter?ticket=" + quote(done["ticket"], safe=""), status_code=303)
-    lang, frame = done.pop("lang", "en"), done.pop("frame", "'none'")
-    if browser and ("pick_token" in done or "bind_token" in done):
-        return picker.page(done, lang=lang, frame_origins=frame)
-    return JSONResponse(jsonable_encoder(done), headers={"Cache-Control": "no-store"})  # a bearer token inside
+    return picker.launch_answer(await run_in_threadpool(run), browser=browser)
 
 
 @tool.get("/enter")
@@ -306,116 +297,15 @@ async def enter_(
         )
     browser_hash = binding.required_digest(request)
 
-    def run() -> tuple[str, str]:
+    def run() -> tuple[str, str, str | None]:
         with transaction(open_session) as session:
             return enter.redeem_ticket(session, secret=secret, ticket=ticket, browser_hash=browser_hash)
 
-    cookie, path = await run_in_threadpool(run)
+    cookie, path, lang = await run_in_threadpool(run)
     resp = RedirectResponse(
         path, status_code=303, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
     )
     start_session(resp, settings, cookie=cookie)
+    if lang in LANGS:  # the link was added in this language (the picker): its pages open in it
+        resp.set_cookie(LANG_COOKIE, lang, max_age=365 * 86400, httponly=True, samesite="lax", path="/")
     return resp
-
-
-def _same_origin(request: Request, settings) -> None:
-    """The picker's forms are posted from the tool's own page: a POST naming another origin is refused (the
-    pick or bind token, bound to the browser, is the CSRF token; this is a second lock). No Origin, or
-    `null` (privacy settings), is left to the token."""
-    sent = request.headers.get("origin")
-    if not sent or sent == "null":
-        return
-    own = {origin(str(request.base_url))} | ({origin(settings.lti_tool_url)} if settings.lti_tool_url else set())
-    if sent.rstrip("/").lower() not in own:
-        raise LtiError("lti_cross_origin", error("lti_cross_origin", origin=clip(sent)), status_code=403)
-
-
-async def _form(request: Request) -> list[tuple[str, str]]:
-    form = await request.form()
-    items = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
-    if len(items) > 2000 or any(len(v) > FORM_FIELD_CHARS for _, v in items):
-        raise LtiError("lti_parameter_too_long", "the picker form is too large")
-    return items
-
-
-@tool.post("/deep-link", response_class=HTMLResponse)
-async def deep_link_(
-    request: Request,
-    settings: SettingsDep,
-    catalogue: CatalogueDep,
-    keys: KeyStoreDep,
-    open_session: SessionFactoryDep,
-):
-    """The instructor's pick: answer with a page that posts the signed LtiDeepLinkingResponse to the LMS.
-    The pick token is spent here, once, and only by the browser that made the deep-linking launch."""
-    form = await _form(request)
-    fields = dict(form)
-    if not fields.get("pick_token"):
-        raise LtiError("lti_missing_parameter", "send pick_token (from the deep-linking launch) and exercise_id")
-    _same_origin(request, settings)
-    browser_hash = binding.required_digest(request)
-    choices, target = deep_link.read_choices(form)
-
-    def run() -> deep_link.DeepLinkAnswer:
-        with transaction(open_session) as session:
-            return deep_link.deep_link_response(
-                session,
-                pick_token=fields["pick_token"],
-                choices=choices,
-                target=target,
-                catalogue=catalogue,
-                keys=keys,
-                launch_url=tool_urls(settings)["launch_url"],
-                browser_hash=browser_hash,
-                allow_http=settings.mode == "dev",
-                frame_ancestors=settings.lti_frame_ancestors,
-            )
-
-    page, headers = deep_link.autopost(await run_in_threadpool(run))
-    return HTMLResponse(page, headers=headers)
-
-
-@tool.post("/bind")
-async def bind_(
-    request: Request,
-    settings: SettingsDep,
-    catalogue: CatalogueDep,
-    keys: KeyStoreDep,
-    web_secret: WebSecretDep,
-    open_session: SessionFactoryDep,
-):
-    """An instructor's choice of exercise for an unbound graded link: bind it, then sign in as the launch
-    would have (a browser: the one-time sign-in link; an API client: the launch's JSON)."""
-    fields = dict(await _form(request))
-    if not fields.get("bind_token") or not fields.get("exercise_id"):
-        raise LtiError("lti_missing_parameter", "send bind_token (from the launch) and exercise_id")
-    _same_origin(request, settings)
-    browser_hash = binding.required_digest(request)
-    browser = "text/html" in request.headers.get("accept", "")
-    allow_http = settings.mode == "dev"
-
-    def run() -> dict:
-        with transaction(open_session) as session:
-            done, platform_id = unbound.redeem(
-                session,
-                bind_token=fields["bind_token"],
-                exercise_id=fields["exercise_id"],
-                catalogue=catalogue,
-                keys=keys,
-                browser_hash=browser_hash,
-                session_s=settings.lti_session_s,
-            )
-            if browser:
-                platform = launch.platform_for_launch(session, platform_id=platform_id)
-                done["ticket"] = enter.issue_ticket(
-                    session,
-                    secret=web_secret,
-                    platform_id=platform_id,
-                    launched=done,
-                    session_s=settings.lti_session_s,
-                    browser_hash=browser_hash,
-                    frame_origins=frame_origins(platform, allow_http=allow_http, extra=settings.lti_frame_ancestors),
-                )
-            return done
-
-    return _answer(await run_in_threadpool(run), browser=browser)

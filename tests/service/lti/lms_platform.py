@@ -93,6 +93,8 @@ def main() -> None:
             claims[LTI + "launch_presentation"] = {"locale": hint["locale"], "document_target": "iframe"}
         if hint.get("exercise_id"):
             claims[LTI + "custom"] = {"exercise_id": hint["exercise_id"]}
+            if hint.get("lang"):
+                claims[LTI + "custom"]["lang"] = hint["lang"]
         if hint.get("lineitem"):
             claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = {
                 "scope": hint.get("scopes", [SCORE_SCOPE]), "lineitem": f"{issuer}/lineitems/{hint['lineitem']}",

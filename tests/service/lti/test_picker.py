@@ -207,3 +207,20 @@ def test_over_https_a_partitioned_twin_of_the_binding_cookie_keeps_a_framed_flow
     binding.bind(Request({"type": "http", "scheme": "http", "path": "/lti/login", "headers": [], "server": None}),
                  dev, settings=lti.app.state.settings, value="v" * 43, max_age_s=900)
     assert len([k for k, _ in dev.raw_headers if k == b"set-cookie"]) == 1  # no Partitioned without Secure
+
+
+def test_the_language_chosen_in_the_picker_opens_the_learners_pages_in_it(lti):
+    client = httpx.Client(base_url=lti.url, headers=HTML, timeout=30)
+    form = lti.browser.authorize(lti.browser.login(client=client, sub="s-zh", context="course-ZH",
+                                                   exercise_id="ch05.svc_sum", lang="zh"))
+    launched = client.post("/lti/launch", data=form)
+    assert launched.status_code == 303, launched.text
+    entered = client.get(launched.headers["location"])
+    assert entered.status_code == 303 and "tg_lang=zh" in entered.headers.get("set-cookie", "")
+    page = client.get("/exercises")
+    assert page.status_code == 200 and '<html lang="zh-CN">' in page.text
+    plain = httpx.Client(base_url=lti.url, headers=HTML, timeout=30)
+    form = lti.browser.authorize(lti.browser.login(client=plain, sub="s-en", context="course-ZH",
+                                                   exercise_id="ch05.svc_sum"))
+    entered = plain.get(plain.post("/lti/launch", data=form).headers["location"])
+    assert "tg_lang" not in entered.headers.get("set-cookie", "")  # no language chosen: the browser's

@@ -2,7 +2,9 @@
 of an LMS page on another origin (the platform harness): the whole deep-linking flow runs in the frame
 (login -> the platform's auto-posting form -> the picker -> the auto-posting answer), an instructor picks
 two exercises, and the platform receives both as resource links; the picker passes axe-core; a page
-outside /lti/ (/exercises) refuses to be framed there. HTTP tests cannot see framing or the pages' CSP."""
+outside /lti/ (/exercises) refuses to be framed there. An unbound graded link in the frame: the learner
+sees the message, the instructor the bind picker (axe-checked), and after the binding the learner's launch
+goes on to the sign-in hand-off. HTTP tests cannot see framing or the pages' CSP."""
 from __future__ import annotations
 
 import json
@@ -12,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from lti_support import CLIENT_ID, DEPLOYMENT, INSTRUCTOR
+from lti_support import CLIENT_ID, DEPLOYMENT, INSTRUCTOR, LEARNER
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))  # axe_support lives with the page tests
 from axe_support import assert_accessible
@@ -30,9 +32,9 @@ def _framed(lti, src: str) -> str:
     return lti.platform.url + "/_frame?" + urlencode({"src": src})
 
 
-def _login_url(lti, **hint) -> str:
+def _login_url(lti, sub: str = "t-chromium-picker", **hint) -> str:
     return lti.url + "/lti/login?" + urlencode({
-        "iss": lti.platform.url, "login_hint": "t-chromium-picker", "target_link_uri": lti.url + "/lti/launch",
+        "iss": lti.platform.url, "login_hint": sub, "target_link_uri": lti.url + "/lti/launch",
         "client_id": CLIENT_ID, "lti_deployment_id": DEPLOYMENT, "lti_message_hint": json.dumps(hint)})
 
 
@@ -88,3 +90,34 @@ def test_an_instructor_picks_two_exercises_in_the_lms_frame(lti):
     points = {i["custom"]["exercise_id"]: i["lineItem"]["scoreMaximum"] for i in items}
     assert points["ch05.svc_long"] == 7.5 and all("iframe" in i for i in items)
     assert not lti.platform.log()["refused"], lti.platform.log()["refused"]
+
+
+def test_unbound_links_in_the_lms_frame_bind_picker_for_the_instructor_message_for_the_learner(lti):
+    link = {"context": "course-CB", "resource_link": "rl-chromium", "lineitem": "li-chromium", "autopost": True}
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            learner = browser.new_context().new_page()
+            learner.goto(_framed(lti, _login_url(lti, "s-chromium", roles=[LEARNER], **link)))
+            message = learner.frame_locator("#lms").locator("#message")
+            message.wait_for(timeout=20_000)  # the refusal is shown inside the LMS frame, not "refused to connect"
+            assert "ask your instructor" in message.inner_text()
+            assert_accessible(next(f for f in learner.frames if f.url.startswith(lti.url)), where="unbound message")
+
+            page = browser.new_context().new_page()
+            page.goto(_framed(lti, _login_url(lti, roles=[INSTRUCTOR], **link)))
+            picker = page.frame_locator("#lms")
+            picker.locator("#picker").wait_for(timeout=20_000)
+            frame = next(f for f in page.frames if f.url.startswith(lti.url + "/lti/launch"))
+            assert frame.locator("h1").inner_text() == "Choose the exercise of this link"
+            assert_accessible(frame, where="the bind picker in the LMS frame")
+            frame.check('input[name="exercise_id"][value="ch05.svc_long"]')
+            frame.click("#add")
+            # bound; the sign-in continues in a new tab (the pages refuse framing): the framed hand-off link
+            picker.locator('a[target="_blank"]').wait_for(timeout=20_000)
+
+            again = browser.new_context().new_page()
+            again.goto(_framed(lti, _login_url(lti, "s-chromium", roles=[LEARNER], **link)))
+            again.frame_locator("#lms").locator('a[target="_blank"]').wait_for(timeout=20_000)  # now it resolves
+        finally:
+            browser.close()

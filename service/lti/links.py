@@ -13,6 +13,7 @@ import logging
 
 import httpx
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from grading.exercise import Catalogue
@@ -79,31 +80,39 @@ def bind(
     exercise_id: str,
     bound_by: str,
 ) -> None:
-    """Bind (or re-bind) a resource link to an exercise."""
+    """Bind (or re-bind) a resource link to an exercise. Concurrent first launches of one link both try
+    the insert: the loser's savepoint rolls back and it updates the winner's row instead (never a 500)."""
     deployment_id, context_id, link_id = key
-    row = session.scalar(
-        select(LtiResourceLink).where(
-            LtiResourceLink.platform_id == platform_id,
-            LtiResourceLink.deployment_id == deployment_id,
-            LtiResourceLink.context_id == context_id,
-            LtiResourceLink.resource_link_id == link_id,
-        )
+    where = (
+        LtiResourceLink.platform_id == platform_id,
+        LtiResourceLink.deployment_id == deployment_id,
+        LtiResourceLink.context_id == context_id,
+        LtiResourceLink.resource_link_id == link_id,
     )
+    row = session.scalar(select(LtiResourceLink).where(*where))
     if row is None:
-        session.add(
-            LtiResourceLink(
-                platform_id=platform_id,
-                deployment_id=deployment_id,
-                context_id=context_id,
-                resource_link_id=link_id,
-                course=course,
-                exercise_id=exercise_id,
-                bound_by=bound_by,
-            )
-        )
-    elif row.exercise_id != exercise_id:
+        try:
+            with session.begin_nested():
+                session.add(
+                    LtiResourceLink(
+                        platform_id=platform_id,
+                        deployment_id=deployment_id,
+                        context_id=context_id,
+                        resource_link_id=link_id,
+                        course=course,
+                        exercise_id=exercise_id,
+                        bound_by=bound_by,
+                    )
+                )
+                session.flush()
+            return
+        except IntegrityError:
+            row = session.scalar(select(LtiResourceLink).where(*where))
+            if row is None:
+                raise
+    if row.exercise_id != exercise_id:
         row.exercise_id, row.bound_by, row.updated_at = exercise_id, bound_by, utcnow()
-    session.flush()
+        session.flush()
 
 
 def resolve(

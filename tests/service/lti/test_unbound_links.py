@@ -148,3 +148,37 @@ def test_an_unreadable_line_item_leaves_the_link_unbound(lti):
     resp = lti.browser.launch(sub="s-missing", roles=[LEARNER], **hint)
     assert resp.status_code == 409 and resp.json()["error"]["code"] == "lti_unbound_link", resp.text
     assert _binding(lti, "rl-missing") is None
+
+
+def test_two_first_launches_of_one_link_at_once_bind_it_without_an_error(lti):
+    """The second insert waits for the first (PostgreSQL: the unique index; SQLite: the writer lock), then
+    updates the row the first made instead of failing the launch."""
+    import threading
+    import time
+
+    from service.lti import links
+    from service.lti.models import LtiPlatform
+
+    key = (DEPLOYMENT, "course-race", "rl-race")
+    first = lti.app.state.sessions()
+    assert first.get(LtiPlatform, lti.platform_id) is not None
+    links.bind(first, platform_id=lti.platform_id, key=key, course="c", exercise_id="ch05.svc_sum", bound_by="launch")
+    failures: list[BaseException] = []
+
+    def second() -> None:
+        from service.db import transaction
+        try:
+            with transaction(lti.app.state.sessions) as s:
+                links.bind(s, platform_id=lti.platform_id, key=key, course="c", exercise_id="ch05.svc_long",
+                           bound_by="instructor")
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    time.sleep(0.5)  # the second is waiting on the first's uncommitted insert
+    first.commit()
+    first.close()
+    thread.join(30)
+    assert not thread.is_alive() and failures == [], failures
+    assert _binding(lti, "rl-race") == ("ch05.svc_long", "instructor")

@@ -9,10 +9,11 @@ from sqlalchemy.orm import Session
 
 from grading.exercise import Catalogue
 from service.auth.service import create_token, get_or_create_identity
+from service.db import utcnow
 from service.errors import clip
 from service.lti import links, tokens
 from service.lti.errors import LtiError
-from service.lti.models import LtiContext, LtiLineItem, LtiPlatform, PlatformRef
+from service.lti.models import LtiContext, LtiLineItem, LtiLoginState, LtiPlatform, PlatformRef
 from service.lti.tokens import LTI
 from service.messages import error
 from service.web.i18n import LANGS
@@ -39,6 +40,17 @@ def platform_for_launch(session: Session, *, platform_id: int) -> PlatformRef:
     if platform is None or platform.removed_at is not None:
         raise LtiError("lti_unknown_platform", "the platform of this login was removed")
     return PlatformRef.of(platform)
+
+
+def platform_of_state(session: Session, *, state: str) -> PlatformRef:
+    """The platform of a live login state, read without spending it (the cookie-less launch's first leg)."""
+    row = session.scalar(select(LtiLoginState).where(LtiLoginState.state == state, LtiLoginState.expires_at > utcnow()))
+    if row is None:
+        raise LtiError(
+            "lti_state_invalid",
+            "the launch's state is unknown, already used or expired; start the launch again from the LMS",
+        )
+    return platform_for_launch(session, platform_id=row.platform_id)
 
 
 def validate(*, id_token: str, platform: PlatformRef, nonce: str, jwks: tokens.JwksCache, leeway_s: float) -> dict:

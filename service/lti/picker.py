@@ -61,6 +61,7 @@ def page(answer: dict, *, lang: str, frame_origins: str) -> HTMLResponse:
         targets=list(accept.get("targets") or []),
         chapters=chapters(answer["exercises"], lang),
         langs=LANGS,
+        tg_bind=answer.get("tg_bind") or "",
     )
     headers = framing.page_headers(frame_origins)
     headers["Referrer-Policy"] = "same-origin"  # the form's POST carries our Origin (checked there)
@@ -72,6 +73,8 @@ def launch_answer(done: dict, *, browser: bool) -> Response:
     if "ticket" in done:  # no cookie here: see service/lti/enter.py for why the session starts at /lti/enter
         return RedirectResponse("/lti/enter?ticket=" + quote(done["ticket"], safe=""), status_code=303)
     lang, frame = done.pop("lang", "en"), done.pop("frame", "'none'")
+    if not browser:
+        done.pop("tg_bind", None)
     if browser and ("pick_token" in done or "bind_token" in done):
         return page(done, lang=lang, frame_origins=frame)
     return JSONResponse(jsonable_encoder(done), headers={"Cache-Control": "no-store"})  # a bearer token inside

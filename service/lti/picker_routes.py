@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from service.db import transaction
 from service.deps import CatalogueDep, KeyStoreDep, SessionFactoryDep, SettingsDep, WebSecretDep
 from service.errors import clip
-from service.lti import binding, deep_link, enter, launch, picker, unbound
+from service.lti import binding, deep_link, enter, launch, picker, storage, unbound
 from service.lti.errors import LtiError
 from service.lti.routes import FORM_FIELD_CHARS, tool_urls
 from service.lti.urls import frame_origins, origin
@@ -55,7 +55,9 @@ async def deep_link_(
     if not fields.get("pick_token"):
         raise LtiError("lti_missing_parameter", "send pick_token (from the deep-linking launch) and exercise_id")
     _same_origin(request, settings)
-    browser_hash = binding.required_digest(request)
+    browser_hash = storage.sent_digest(request, fields, tool_url=settings.lti_tool_url)
+    if browser_hash is None:
+        raise binding.wrong_browser()
     choices, target = deep_link.read_choices(form)
 
     def run() -> deep_link.DeepLinkAnswer:
@@ -92,7 +94,9 @@ async def bind_(
     if not fields.get("bind_token") or not fields.get("exercise_id"):
         raise LtiError("lti_missing_parameter", "send bind_token (from the launch) and exercise_id")
     _same_origin(request, settings)
-    browser_hash = binding.required_digest(request)
+    browser_hash = storage.sent_digest(request, fields, tool_url=settings.lti_tool_url)
+    if browser_hash is None:
+        raise binding.wrong_browser()
     browser = "text/html" in request.headers.get("accept", "")
     allow_http = settings.mode == "dev"
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import html
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 from fastapi import APIRouter, Path, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -26,12 +26,12 @@ from service.deps import (
     WebSecretDep,
 )
 from service.errors import NotFound, preferred_lang
-from service.lti import binding, deep_link, enter, launch, links, picker, service, unbound
+from service.lti import binding, deep_link, enter, launch, links, picker, service, storage, unbound
 from service.lti.errors import LtiError
 from service.lti.limits import LtiLimits
-from service.lti.models import LtiPlatform
+from service.lti.models import LtiPlatform, PlatformRef
 from service.lti.tokens import LTI, unverified_issuer
-from service.lti.urls import frame_origins
+from service.lti.urls import frame_origins, origin
 from service.openapi import errors
 from service.timefmt import Timestamp
 from service.web.core import LANG_COOKIE
@@ -153,17 +153,32 @@ async def login(request: Request, settings: SettingsDep, limits: LtiLimitsDep, o
     _limit(limits, request, "login", params.get("iss"))
     browser = binding.value_for(request)  # the state is bound to this browser (login CSRF)
 
-    def run() -> str:
+    store = storage.target(params)
+
+    def run() -> tuple[str, str]:
         with transaction(open_session) as session:
-            return service.login_redirect(
+            location = service.login_redirect(
                 session,
                 params=params,
                 redirect_uri=tool_urls(settings)["launch_url"],
                 ttl_s=settings.lti_state_ttl_s,
                 browser_hash=binding.digest(browser),
             )
+            platform = PlatformRef.of(service.find(session, issuer=params["iss"], client_id=params.get("client_id")))
+        return location, frame_origins(platform, allow_http=settings.mode == "dev", extra=settings.lti_frame_ancestors)
 
-    resp = RedirectResponse(await run_in_threadpool(run), status_code=302)
+    location, frames = await run_in_threadpool(run)
+    resp: Response = RedirectResponse(location, status_code=302)
+    if store is not None:  # the platform offers its storage: the binding goes there too (cookie-less frames)
+        page, headers = storage.login_page(
+            store=store,
+            platform_origin=origin(location),
+            state=parse_qs(urlsplit(location).query)["state"][0],
+            value=browser,
+            next_url=location,
+            frame_origins=frames,
+        )
+        resp = HTMLResponse(page, headers=headers)
     follow_up_s = max(settings.lti_pick_ttl_s, enter.TICKET_TTL_S)
     binding.bind(request, resp, settings=settings, value=browser, max_age_s=settings.lti_state_ttl_s + follow_up_s)
     return resp
@@ -184,7 +199,27 @@ async def launch_(
     if not params.get("id_token") or not params.get("state"):
         raise LtiError("lti_missing_parameter", "a launch is a form post of id_token and state from the platform")
     _limit(limits, request, "launch", _issuer_hint(params["id_token"]))
-    browser_hash = binding.required_digest(request)  # only the browser that started the login (login CSRF)
+    # only the browser that started the login (login CSRF): its cookie, or the value in the platform's storage
+    browser_hash = storage.sent_digest(request, params, tool_url=settings.lti_tool_url)
+    if browser_hash is None:
+        store = storage.target(params)
+        if store is None or params.get(storage.FIELD):
+            raise binding.wrong_browser()
+
+        def state_platform() -> PlatformRef:
+            with transaction(open_session) as session:
+                return launch.platform_of_state(session, state=params["state"])
+
+        platform_ = await run_in_threadpool(state_platform)
+        page, headers = storage.fetch_page(
+            store=store,
+            platform_origin=origin(platform_.auth_login_url),
+            params=params,
+            frame_origins=frame_origins(
+                platform_, allow_http=settings.mode == "dev", extra=settings.lti_frame_ancestors
+            ),
+        )
+        return HTMLResponse(page, headers=headers)
     # A browser (an LMS form post) is sent on to its page; API clients (Accept without text/html) keep JSON.
     browser = "text/html" in request.headers.get("accept", "")
     secret = web_secret if browser else ""
@@ -203,21 +238,26 @@ async def launch_(
             leeway_s=settings.lti_clock_skew_s,
         )
         from_line_item = _line_item_exercise(claims, platform)
+        tg_bind = {"tg_bind": params[storage.FIELD]} if binding.sent_digest(request) is None else {}
         page = {  # how a picker page would be shown: the launch's language, framed by its platform only
             "lang": picker.launch_lang(claims, preferred_lang(request.headers.get("accept-language"))),
             "frame": frame_origins(platform, allow_http=allow_http, extra=settings.lti_frame_ancestors),
         }
         with transaction(open_session) as session:  # nothing else is stored unless every check passes
             if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
-                return page | deep_link.deep_link_request(
-                    session,
-                    platform=platform,
-                    claims=claims,
-                    catalogue=catalogue,
-                    keys=keys,
-                    ttl_s=settings.lti_pick_ttl_s,
-                    browser_hash=browser_hash,
-                    allow_http=allow_http,
+                return (
+                    page
+                    | tg_bind
+                    | deep_link.deep_link_request(
+                        session,
+                        platform=platform,
+                        claims=claims,
+                        catalogue=catalogue,
+                        keys=keys,
+                        ttl_s=settings.lti_pick_ttl_s,
+                        browser_hash=browser_hash,
+                        allow_http=allow_http,
+                    )
                 )
             done = launch.resource_link(
                 session,
@@ -228,15 +268,19 @@ async def launch_(
                 from_line_item=from_line_item,
             )
             if done.get("unbound"):  # an instructor chooses the exercise of this graded link
-                return page | unbound.offer(
-                    session,
-                    platform=platform,
-                    claims=claims,
-                    course=done["course"],
-                    catalogue=catalogue,
-                    keys=keys,
-                    ttl_s=settings.lti_pick_ttl_s,
-                    browser_hash=browser_hash,
+                return (
+                    page
+                    | tg_bind
+                    | unbound.offer(
+                        session,
+                        platform=platform,
+                        claims=claims,
+                        course=done["course"],
+                        catalogue=catalogue,
+                        keys=keys,
+                        ttl_s=settings.lti_pick_ttl_s,
+                        browser_hash=browser_hash,
+                    )
                 )
             if browser:
                 done["ticket"] = _ticket(session, platform.id, done, frame=page["frame"])

@@ -51,6 +51,22 @@ DL_SETTINGS = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_setting
 DL_ITEMS = "https://purl.imsglobal.org/spec/lti-dl/claim/content_items"
 DL_DATA = "https://purl.imsglobal.org/spec/lti-dl/claim/data"
 ACCEPT_FLAGS = ("accept_multiple", "accept_lineitem", "accept_presentation_document_targets")
+# LTI client-side storage (lti.put_data / lti.get_data over postMessage): kept per sender origin, as the
+# specification asks, in this page (this browser) only
+STORAGE_SCRIPT = """
+const store = new Map();
+window.addEventListener('message', (e) => {
+  const m = e.data || {};
+  if (m.subject === 'lti.put_data') {
+    store.set(e.origin + ' ' + m.key, m.value);
+    e.source.postMessage({subject: 'lti.put_data.response', message_id: m.message_id, key: m.key, value: m.value},
+                         e.origin);
+  } else if (m.subject === 'lti.get_data') {
+    e.source.postMessage({subject: 'lti.get_data.response', message_id: m.message_id, key: m.key,
+                          value: store.get(e.origin + ' ' + m.key)}, e.origin);
+  }
+});
+"""
 SCORE_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp", "activityProgress", "gradingProgress"}
 
 
@@ -229,14 +245,17 @@ def main() -> None:
                     return self.reply(200, (
                         f'<!doctype html><title>launch</title><form method="post" action="{html.escape(redirect_uri)}">'
                         f'<input type="hidden" name="id_token" value="{html.escape(token)}">'
-                        f'<input type="hidden" name="state" value="{html.escape(q["state"])}"></form>'
-                        "<script>document.forms[0].submit()</script>"), ctype="text/html; charset=utf-8")
+                        f'<input type="hidden" name="state" value="{html.escape(q["state"])}">'
+                        + (f'<input type="hidden" name="lti_storage_target" value="{html.escape(hint["storage"])}">'
+                           if hint.get("storage") else "")
+                        + "</form><script>document.forms[0].submit()</script>"), ctype="text/html; charset=utf-8")
                 return self.reply(200, {"action": redirect_uri, "id_token": token, "state": q["state"]})
             if url.path == "/_frame":  # an LMS page that shows the tool in its iframe (another origin)
                 return self.reply(200, (
                     '<!doctype html><html lang="en"><title>LMS course</title><h1>LMS course page</h1>'
                     f'<iframe id="lms" title="titangrade" width="1000" height="800" src="{html.escape(q["src"])}">'
-                    "</iframe>"), ctype="text/html; charset=utf-8")
+                    "</iframe>" + ("" if q.get("nostore") else f"<script>{STORAGE_SCRIPT}</script>")),
+                    ctype="text/html; charset=utf-8")
             self.reply(404, {"error": "no such path"})
 
         def do_POST(self) -> None:

@@ -224,3 +224,35 @@ def test_the_language_chosen_in_the_picker_opens_the_learners_pages_in_it(lti):
                                                    exercise_id="ch05.svc_sum"))
     entered = plain.get(plain.post("/lti/launch", data=form).headers["location"])
     assert "tg_lang" not in entered.headers.get("set-cookie", "")  # no language chosen: the browser's
+
+
+def test_the_cookieless_binding_is_taken_only_from_the_tools_own_page(lti):
+    """With `lti_storage_target` the login's page stores the binding value in the platform's storage; a launch
+    without the cookie gets the page that reads it back. A `tg_bind` field counts only when the POST's Origin
+    is the tool's own, and only with the value of the browser that started the login."""
+    client = httpx.Client(timeout=30)
+    login = client.post(lti.url + "/lti/login", data={
+        "iss": lti.platform.url, "login_hint": "t-store", "target_link_uri": lti.url + "/lti/launch",
+        "lti_message_hint": '{"roles": ["' + INSTRUCTOR + '"], "message_type": "LtiDeepLinkingRequest"}',
+        "lti_storage_target": "_parent"}, headers=HTML)
+    assert login.status_code == 200 and login.headers["content-type"].startswith("text/html"), login.text
+    csp = login.headers["content-security-policy"]
+    assert re.search(r"script-src 'sha256-[A-Za-z0-9+/=]+'", csp) and f"frame-ancestors {lti.platform.url};" in csp
+    value = client.cookies["tg_lti_browser"]
+    assert f'data-value="{value}"' in login.text and f'data-origin="{lti.platform.url}"' in login.text
+    auth = html.unescape(re.search(r'data-next="([^"]+)"', login.text).group(1))
+    form = httpx.get(auth, timeout=30).json()
+    launch = {"id_token": form["id_token"], "state": form["state"], "lti_storage_target": "_parent"}
+    bare = httpx.Client(timeout=30)  # the launch arrives without the cookie
+    first = bare.post(lti.url + "/lti/launch", data=launch, headers=HTML)
+    assert first.status_code == 200 and 'name="tg_bind" value=""' in first.text, first.text
+    assert "script-src 'sha256-" in first.headers["content-security-policy"]
+    for origin_, sent in [("https://evil.example", value), (None, value), (lti.url, "x" * 43)]:
+        headers = {"Origin": origin_} if origin_ else {}
+        refused = bare.post(lti.url + "/lti/launch", data={**launch, "tg_bind": sent}, headers=headers)
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "lti_wrong_browser", refused.text
+    done = bare.post(lti.url + "/lti/launch", data={**launch, "tg_bind": value}, headers={"Origin": lti.url})
+    assert done.status_code == 200 and "pick_token" in done.json() and "tg_bind" not in done.json(), done.text
+    pick = bare.post(lti.url + "/lti/deep-link", headers={"Origin": lti.url},
+                     data={"pick_token": done.json()["pick_token"], "exercise_id": "ch05.svc_sum", "tg_bind": value})
+    assert pick.status_code == 200 and 'name="JWT"' in pick.text, pick.text

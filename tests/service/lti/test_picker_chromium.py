@@ -121,3 +121,49 @@ def test_unbound_links_in_the_lms_frame_bind_picker_for_the_instructor_message_f
             again.frame_locator("#lms").locator('a[target="_blank"]').wait_for(timeout=20_000)  # now it resolves
         finally:
             browser.close()
+
+
+def test_without_the_tools_cookies_the_framed_picker_is_bound_through_the_platforms_storage(lti):
+    """A browser that keeps no cookie of the tool's frame (simulated: the cookies are cleared when the login
+    goes on to the platform, so the launch and the pick carry none): the login stores the binding in the
+    platform's storage (postMessage), the launch reads it back, and the pick still works; on a platform page
+    whose storage holds nothing for the login, the launch goes no further."""
+    before = len(lti.platform.log()["deep_links"])
+    hint = {"roles": [INSTRUCTOR], "message_type": "LtiDeepLinkingRequest", "autopost": True, "storage": "_parent",
+            "dl_data": "dl-storage"}
+    url = _login_url(lti, "t-storage", **hint) + "&lti_storage_target=_parent"
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            context = browser.new_context()
+
+            def forget_cookies(route):  # as a browser that keeps no cookie of the tool's frame would
+                context.clear_cookies()
+                route.continue_()
+
+            context.route(lti.platform.url + "/auth?*", forget_cookies)  # after the login, before the launch
+            page = context.new_page()
+            seen: list[str] = []
+            page.on("console", lambda m: seen.append(m.text))
+            page.on("response", lambda r: seen.append(f"{r.status} {r.request.method} {r.url[:80]}"))
+            page.goto(_framed(lti, url))
+            frame_ = page.frame_locator("#lms")
+            try:
+                frame_.locator("#picker").wait_for(timeout=20_000)
+            except playwright_api.TimeoutError as exc:
+                raise AssertionError("\n".join(seen + [f.url + " " + f.content()[:1500] for f in page.frames])) from exc
+            frame_.locator('input[name="exercise_id"][value="ch05.svc_sum"]').check()
+            frame_.locator("#add").click()
+            got = _wait_for(lambda: len(lti.platform.log()["deep_links"]) > before)
+            assert got, "\n".join(seen)
+            assert context.cookies(lti.url) == []  # it was the platform's storage, not a cookie
+            launches = [m for m in seen if m.startswith("200 POST " + lti.url + "/lti/launch")]
+            assert len(launches) == 2, seen  # the cookie-less first leg, then the launch with the stored value
+
+            elsewhere = context.new_page()  # a page of a platform whose storage holds nothing for this login
+            elsewhere.goto(_framed(lti, _login_url(lti, "t-storage", **hint) + "&lti_storage_target=_parent")
+                           + "&nostore=1")
+            elsewhere.frame_locator("#lms").locator("#tg-none").wait_for(timeout=20_000)
+            assert elsewhere.frame_locator("#lms").locator("#picker").count() == 0
+        finally:
+            browser.close()

@@ -5,6 +5,7 @@ short-lived bearer token. Deep-linking requests get the picker instead (service/
 from __future__ import annotations
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from grading.exercise import Catalogue
@@ -94,19 +95,29 @@ def course_for(session: Session, *, platform: PlatformRef, context: object) -> s
 def remember_line_item(
     session: Session, *, platform_id: int, url: str, course: str, exercise_id: str, deployment_id: str | None
 ) -> None:
-    """The line item grades of `exercise_id` go back to (the outbox's "lti" target), with its deployment."""
-    item = session.scalar(select(LtiLineItem).where(LtiLineItem.platform_id == platform_id, LtiLineItem.url == url))
+    """The line item grades of `exercise_id` go back to (the outbox's "lti" target), with its deployment.
+    Learners launching a new link at once all try the insert: the losers' savepoints roll back (no 500)."""
+    where = (LtiLineItem.platform_id == platform_id, LtiLineItem.url == url[:2000])
+    item = session.scalar(select(LtiLineItem).where(*where))
     if item is None:
-        session.add(
-            LtiLineItem(
-                platform_id=platform_id,
-                url=url[:2000],
-                course=course,
-                exercise_id=exercise_id,
-                deployment_id=deployment_id,
-            )
-        )
-    elif item.deployment_id is None and deployment_id:
+        try:
+            with session.begin_nested():
+                session.add(
+                    LtiLineItem(
+                        platform_id=platform_id,
+                        url=url[:2000],
+                        course=course,
+                        exercise_id=exercise_id,
+                        deployment_id=deployment_id,
+                    )
+                )
+                session.flush()
+            return
+        except IntegrityError:
+            item = session.scalar(select(LtiLineItem).where(*where))
+            if item is None:
+                raise
+    if item.deployment_id is None and deployment_id:
         item.deployment_id = deployment_id
 
 

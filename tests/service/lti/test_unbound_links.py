@@ -182,3 +182,40 @@ def test_two_first_launches_of_one_link_at_once_bind_it_without_an_error(lti):
     thread.join(30)
     assert not thread.is_alive() and failures == [], failures
     assert _binding(lti, "rl-race") == ("ch05.svc_long", "instructor")
+
+
+def test_two_first_launches_of_one_line_item_at_once_record_it_once(lti):
+    import threading
+    import time
+
+    from sqlalchemy import func, select
+
+    from service.db import transaction
+    from service.lti.launch import remember_line_item
+    from service.lti.models import LtiLineItem
+
+    url = lti.platform.url + "/lineitems/li-race"
+    args = {"platform_id": lti.platform_id, "url": url, "course": "c", "exercise_id": "ch05.svc_sum"}
+    first = lti.app.state.sessions()
+    remember_line_item(first, **args, deployment_id=None)
+    first.flush()
+    failures: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            with transaction(lti.app.state.sessions) as s:
+                remember_line_item(s, **args, deployment_id=DEPLOYMENT)
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    time.sleep(0.5)
+    first.commit()
+    first.close()
+    thread.join(30)
+    assert not thread.is_alive() and failures == [], failures
+    with lti.app.state.sessions() as s:
+        rows = s.scalars(select(LtiLineItem.deployment_id).where(LtiLineItem.url == url)).all()
+        assert rows == [DEPLOYMENT] and s.scalar(select(func.count()).select_from(LtiLineItem).where(
+            LtiLineItem.url == url)) == 1

@@ -23,6 +23,8 @@ from service.intake.routes import INTAKE_PATH
 from service.intake.routes import router as intake_router
 from service.lti.advantage_routes import api as lti_advantage_router
 from service.lti.advantage_routes import tool as lti_register_router
+from service.lti.framing import LtiFraming
+from service.lti.picker_routes import router as lti_picker_router
 from service.lti.routes import api as lti_api_router
 from service.lti.routes import tool as lti_tool_router
 from service.middleware import RequestGuard, install_request_id, install_security_headers
@@ -130,6 +132,7 @@ def create_app(
     install_error_handlers(app)
     chosen = list(authenticators or default_authenticators())
     app.state.credential_cache = credential_cache.for_authenticators(chosen, ttl_s=settings.auth_cache_s)
+    app.add_middleware(LtiFraming)  # /lti/ error pages may be framed by the registered platforms
     app.add_middleware(
         RequestGuard,
         api_prefix=API_PREFIX,
@@ -143,6 +146,7 @@ def create_app(
     app.include_router(ops_router)
     app.include_router(lti_tool_router)  # browser-facing, outside /api/v1: platforms post here without a token
     app.include_router(lti_register_router)  # dynamic registration, opened by the LMS
+    app.include_router(lti_picker_router)  # the picker's form posts (deep-link answer, binding an unbound link)
     for router in (
         submissions_router,
         catalogue_router,

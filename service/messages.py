@@ -454,6 +454,36 @@ WEB = Catalogue(
             en="The page could not be made ({error}); it has been logged. Try again in a moment.",
             zh="页面生成失败（{error}），已记录。请稍后重试。",
         ),
+        # the LTI content picker and its pages inside the LMS (service/lti/picker.py)
+        "lti_picker_title": Message(en="Add titangrade exercises", zh="添加 titangrade 练习"),
+        "lti_bind_title": Message(en="Choose the exercise of this link", zh="为此链接选择练习"),
+        "lti_picker_course": Message(en="Course: {course}", zh="课程：{course}"),
+        "lti_picker_one": Message(en="Choose one exercise.", zh="请选择一个练习。"),
+        "lti_picker_many": Message(en="Choose one or more exercises.", zh="请选择一个或多个练习。"),
+        "lti_bind_help": Message(
+            en="This LMS link does not say which exercise it is, so no grade could go back to the LMS. Choose "
+            "its exercise once: learners who open the link then get that exercise, and their grades are sent back.",
+            zh="此 LMS 链接没有指明对应的练习，因此成绩无法传回 LMS。请为它选择一次练习：之后打开此链接的学员"
+            "会进入该练习，成绩也会传回 LMS。",
+        ),
+        "lti_chapter": Message(en="Chapter {n}", zh="第 {n} 章"),
+        "lti_points": Message(en="Points", zh="分值"),
+        "lti_points_for": Message(en="Points for {title}", zh="{title} 的分值"),
+        "lti_language": Message(en="Language", zh="语言"),
+        "lti_language_for": Message(en="Language of {title}", zh="{title} 的语言"),
+        "lti_open_in": Message(en="Open the link in", zh="链接打开方式"),
+        "lti_target_window": Message(en="a new window", zh="新窗口"),
+        "lti_target_iframe": Message(en="the LMS page (a frame)", zh="LMS 页面内（框架）"),
+        "lti_add": Message(en="Add to the course", zh="添加到课程"),
+        "lti_bind": Message(en="Use this exercise", zh="使用此练习"),
+        "lti_no_lineitem": Message(
+            en="The LMS will not make gradebook columns from this choice; set up grading in the LMS.",
+            zh="LMS 不会根据此选择创建成绩列；请在 LMS 中设置评分。",
+        ),
+        "lti_new_window_hint": Message(
+            en="If titangrade stays blank inside the LMS, set the link to open in a new window.",
+            zh="如果 titangrade 在 LMS 页面内显示空白，请把链接设置为在新窗口中打开。",
+        ),
     },
 )
 
@@ -661,6 +691,41 @@ ERRORS = Catalogue(
         "intake_stopping": Message(
             en="the service is shutting down and takes no new submissions; submit again in {retry_after_s} s",
             zh="服务正在停止，暂不接收提交；请在 {retry_after_s} 秒后重新提交",
+        ),
+        # LTI picker and resource-link binding (service/lti/picker.py, service/lti/links.py)
+        "lti_unbound_link": Message(
+            en="this LMS link is not connected to a titangrade exercise yet, so nothing done here could be "
+            "graded back to the LMS; ask your instructor to open the link once and choose its exercise",
+            zh="此 LMS 链接尚未关联 titangrade 练习，在这里完成的作业无法把成绩传回 LMS；"
+            "请让教师打开一次该链接并选择对应的练习",
+        ),
+        "lti_accept_types": Message(
+            en="the LMS asked for {types} content; titangrade adds only LTI resource links (ltiResourceLink), "
+            "the kind that sends grades back: add titangrade from the LMS's external-tool or assignment "
+            "placement instead",
+            zh="LMS 请求的内容类型是 {types}；titangrade 只提供能传回成绩的 LTI 资源链接（ltiResourceLink）："
+            "请改从 LMS 的外部工具或作业入口添加 titangrade",
+        ),
+        "lti_pick_none": Message(en="choose at least one exercise", zh="请至少选择一个练习"),
+        "lti_pick_one_only": Message(
+            en="the LMS accepts one item here; choose exactly one exercise", zh="LMS 在此只接受一项；请只选择一个练习"
+        ),
+        "lti_points_invalid": Message(
+            en="the points for {exercise} must be a number above 0 and at most {most}, not {value}",
+            zh="{exercise} 的分值必须是大于 0、不超过 {most} 的数，而不是 {value}",
+        ),
+        "lti_lang_invalid": Message(
+            en="the language of {exercise} must be en or zh, not {value}",
+            zh="{exercise} 的语言必须是 en 或 zh，而不是 {value}",
+        ),
+        "lti_target_invalid": Message(
+            en="the LMS does not accept {target} as where to open the link; choose one of {targets}",
+            zh="LMS 不接受 {target} 作为链接的打开方式；请选择 {targets} 之一",
+        ),
+        "lti_cross_origin": Message(
+            en="this form must be sent from titangrade's own picker page, not from {origin}; open the picker "
+            "again from the LMS",
+            zh="此表单必须从 titangrade 自己的选择页面提交，而不是来自 {origin}；请从 LMS 重新打开选择页面",
         ),
     },
 )

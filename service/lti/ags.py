@@ -176,6 +176,7 @@ class AgsWork:
     client_id: str
     url: str
     body: str
+    deployment_id: str | None = None  # the line item's launch deployment: the client assertion names it
 
 
 class AgsSender:
@@ -183,7 +184,7 @@ class AgsSender:
 
     def __init__(self, client: httpx.Client, keys: KeyStore) -> None:
         self.client, self.keys = client, keys
-        self._tokens: dict[tuple[str, str], tuple[str, float]] = {}
+        self._tokens: dict[tuple[str, str, str], tuple[str, float]] = {}
         self._lock = threading.Lock()
         self.token_requests = 0
 
@@ -220,16 +221,19 @@ class AgsSender:
             client_id=platform.client_id,
             url=scores_url(item.url),
             body=json.dumps(body, separators=(",", ":"), sort_keys=True),
+            deployment_id=item.deployment_id,
         )
 
     def access_token(self, work: AgsWork) -> str:
         """A cached token for (token URL, client id), or a new one from the client-credentials grant."""
-        key = (work.token_url, work.client_id)
+        key = (work.token_url, work.client_id, work.deployment_id or "")
         with self._lock:
             cached = self._tokens.get(key)
         if cached is not None and cached[1] > time.monotonic():
             return cached[0]
-        assertion = tokens.sign({"iss": work.client_id, "sub": work.client_id, "aud": work.token_url}, keys=self.keys)
+        assertion = tokens.client_assertion(
+            keys=self.keys, client_id=work.client_id, token_url=work.token_url, deployment_id=work.deployment_id
+        )
         resp = self.client.post(
             work.token_url,
             data={
@@ -270,7 +274,7 @@ class AgsSender:
         excerpt = resp.text[:EXCERPT_BYTES]
         if resp.status_code == 401:  # the token was revoked or expired early: get a new one next time
             with self._lock:
-                self._tokens.pop((work.token_url, work.client_id), None)
+                self._tokens.pop((work.token_url, work.client_id, work.deployment_id or ""), None)
         if 200 <= resp.status_code < 300:
             return DeliveryResult(ok=True, status_code=resp.status_code, latency_ms=latency, excerpt=excerpt)
         return DeliveryResult(

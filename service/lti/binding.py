@@ -6,6 +6,11 @@ The cookie is `HttpOnly`, scoped to `/lti`, and lives as long as a login and its
 (prod, or an https tool URL) it is `SameSite=None; Secure`: the launch is a cross-site form POST from the
 LMS, and in a framed launch every request is cross-site. In dev over http it is `SameSite=Lax`, which
 browsers send on the launch only when the LMS is on the same site (e.g. both on 127.0.0.1).
+
+Over https a second cookie with the same value, `Partitioned` (CHIPS), keeps a framed flow (login, launch,
+picker, answer) working where the browser blocks unpartitioned third-party cookies but keeps partitioned
+ones (Chrome's third-party-cookie blocking): it lives only in the LMS's partition. The first one is what
+reaches a new top-level tab (the framed sign-in hand-off). Either one binds: they carry the same value.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from starlette.responses import Response
 from service.lti.errors import LtiError
 
 COOKIE = "tg_lti_browser"
+FRAMED_COOKIE = "tg_lti_browser_p"  # the same value, Partitioned: for the LMS frame when 3rd-party cookies are blocked
 VALUE_CHARS = 43  # token_urlsafe(32)
 
 
@@ -27,9 +33,12 @@ def digest(value: str) -> str:
 
 
 def sent(request: Request) -> str | None:
-    """The binding cookie's value when the request carries a well-formed one."""
-    value = request.cookies.get(COOKIE, "")
-    return value if len(value) == VALUE_CHARS and value.replace("-", "").replace("_", "").isalnum() else None
+    """The binding cookie's value when the request carries a well-formed one (unpartitioned or framed)."""
+    for name in (COOKIE, FRAMED_COOKIE):
+        value = request.cookies.get(name, "")
+        if len(value) == VALUE_CHARS and value.replace("-", "").replace("_", "").isalnum():
+            return value
+    return None
 
 
 def sent_digest(request: Request) -> str | None:
@@ -66,6 +75,13 @@ def bind(request: Request, response: Response, *, settings, value: str, max_age_
         secure=secure,
         samesite="none" if secure else "lax",
     )
+    if secure:  # Partitioned needs Secure (and SameSite=None to be sent in the frame's cross-site requests)
+        # written out: http.cookies (so Starlette's set_cookie) knows Partitioned only from Python 3.14
+        response.headers.append(
+            "set-cookie",
+            f"{FRAMED_COOKIE}={value}; HttpOnly; Max-Age={int(max_age_s)}; Path=/lti; SameSite=none; Secure; "
+            "Partitioned",
+        )
 
 
 def value_for(request: Request) -> str:

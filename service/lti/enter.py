@@ -77,6 +77,7 @@ def issue_ticket(
         "s": int(min(session_s, sessions.SESSION_TTL_S)),
         "d": landing(role=launched["role"], course=launched["course"], exercise_id=launched["exercise_id"]),
         "f": frame_origins,
+        "l": launched.get("language"),  # the link's language (the pick's custom `lang`), or None
     }
     body = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode().rstrip("=")
     return body + "~" + _mac(secret, body)
@@ -90,9 +91,10 @@ def read_ticket(*, secret: str, ticket: str) -> dict:
     return json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
 
 
-def redeem_ticket(session: Session, *, secret: str, ticket: str, browser_hash: str) -> tuple[str, str]:
-    """Spend a ticket in the browser that launched: (session cookie value, landing path). Forged, expired
-    or used tickets are a 400 `lti_ticket_invalid`; one opened in another browser `lti_wrong_browser`."""
+def redeem_ticket(session: Session, *, secret: str, ticket: str, browser_hash: str) -> tuple[str, str, str | None]:
+    """Spend a ticket in the browser that launched: (session cookie value, landing path, the link's language
+    or None). Forged, expired or used tickets are a 400 `lti_ticket_invalid`; one opened in another browser
+    `lti_wrong_browser`."""
     payload = read_ticket(secret=secret, ticket=ticket)
     try:
         lti_service.consume_state(session, state=payload["k"], browser_hash=browser_hash)
@@ -105,4 +107,5 @@ def redeem_ticket(session: Session, *, secret: str, ticket: str, browser_hash: s
     cookie = sessions.create_web_session(
         secret=secret, identity_id=payload["i"], scope=payload["c"], token_id=payload["t"], ttl_s=payload["s"]
     )
-    return cookie, payload["d"]
+    lang = payload.get("l")
+    return cookie, payload["d"], lang if isinstance(lang, str) else None

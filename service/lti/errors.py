@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from grading.messages import Message
 from service.errors import ServiceError
 
 
@@ -9,6 +10,6 @@ class LtiError(ServiceError):
     status_code, code = 400, "lti_invalid"
 
     def __init__(
-        self, code: str, message: str, *, status_code: int = 400, headers: dict[str, str] | None = None
+        self, code: str, message: Message | str, *, status_code: int = 400, headers: dict[str, str] | None = None
     ) -> None:
         super().__init__(message, code=code, status_code=status_code, headers=headers)

@@ -1,35 +1,25 @@
 """A validated launch becomes a session: the identity (platform issuer + subject), its membership in the
 course the LTI context maps to (role from the roles claim), the line item grades go back to, and a
-short-lived bearer token. Deep-linking requests get a signed pick token instead (instructors only)."""
+short-lived bearer token. Deep-linking requests get the picker instead (service/lti/deep_link.py)."""
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import hashlib
-import html
-import secrets
-import time
-from dataclasses import dataclass
-
-import jwt
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from grading.exercise import Catalogue
 from service.auth.service import create_token, get_or_create_identity
 from service.db import utcnow
 from service.errors import clip
-from service.lti import service as lti_service
-from service.lti import tokens, urls
+from service.lti import links, tokens
 from service.lti.errors import LtiError
-from service.lti.keys import KeyStore
 from service.lti.models import LtiContext, LtiLineItem, LtiLoginState, LtiPlatform, PlatformRef
 from service.lti.tokens import LTI
+from service.messages import error
+from service.web.i18n import LANGS
 
-AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 AGS_SCORE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
-DL = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership#"
 TEACHING = {MEMBERSHIP + r for r in ("Instructor", "ContentDeveloper", "Administrator")} | {
     MEMBERSHIP + "Instructor#TeachingAssistant",
@@ -37,7 +27,6 @@ TEACHING = {MEMBERSHIP + r for r in ("Instructor", "ContentDeveloper", "Administ
     "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator",
 }
 MESSAGE_TYPES = ("LtiResourceLinkRequest", "LtiDeepLinkingRequest")
-PICK_AUDIENCE = "titangrade-deep-link"
 
 
 def role_of(roles: object) -> str:
@@ -52,6 +41,17 @@ def platform_for_launch(session: Session, *, platform_id: int) -> PlatformRef:
     if platform is None or platform.removed_at is not None:
         raise LtiError("lti_unknown_platform", "the platform of this login was removed")
     return PlatformRef.of(platform)
+
+
+def platform_of_state(session: Session, *, state: str) -> PlatformRef:
+    """The platform of a live login state, read without spending it (the cookie-less launch's first leg)."""
+    row = session.scalar(select(LtiLoginState).where(LtiLoginState.state == state, LtiLoginState.expires_at > utcnow()))
+    if row is None:
+        raise LtiError(
+            "lti_state_invalid",
+            "the launch's state is unknown, already used or expired; start the launch again from the LMS",
+        )
+    return platform_for_launch(session, platform_id=row.platform_id)
 
 
 def validate(*, id_token: str, platform: PlatformRef, nonce: str, jwks: tokens.JwksCache, leeway_s: float) -> dict:
@@ -92,48 +92,63 @@ def course_for(session: Session, *, platform: PlatformRef, context: object) -> s
     return row.course
 
 
-def resource_link(
-    session: Session, *, platform: PlatformRef, claims: dict, catalogue: Catalogue, session_s: float
+def remember_line_item(
+    session: Session, *, platform_id: int, url: str, course: str, exercise_id: str, deployment_id: str | None
+) -> None:
+    """The line item grades of `exercise_id` go back to (the outbox's "lti" target), with its deployment.
+    Learners launching a new link at once all try the insert: the losers' savepoints roll back (no 500)."""
+    where = (LtiLineItem.platform_id == platform_id, LtiLineItem.url == url[:2000])
+    item = session.scalar(select(LtiLineItem).where(*where))
+    if item is None:
+        try:
+            with session.begin_nested():
+                session.add(
+                    LtiLineItem(
+                        platform_id=platform_id,
+                        url=url[:2000],
+                        course=course,
+                        exercise_id=exercise_id,
+                        deployment_id=deployment_id,
+                    )
+                )
+                session.flush()
+            return
+        except IntegrityError:
+            item = session.scalar(select(LtiLineItem).where(*where))
+            if item is None:
+                raise
+    if item.deployment_id is None and deployment_id:
+        item.deployment_id = deployment_id
+
+
+def enrol(
+    session: Session,
+    *,
+    platform: PlatformRef,
+    sub: str,
+    name: str,
+    role: str,
+    course: str,
+    exercise_id: str | None,
+    session_s: float,
 ) -> dict:
-    """Enrol the launching user and hand out a token; remember the line item for grade passback."""
-    course = course_for(session, platform=platform, context=claims.get(LTI + "context"))
-    role = role_of(claims.get(LTI + "roles"))
-    custom = claims.get(LTI + "custom") or {}
-    exercise_id = custom.get("exercise_id") if isinstance(custom, dict) else None
-    if exercise_id is not None and exercise_id not in catalogue:
-        raise LtiError(
-            "lti_unknown_exercise",
-            f"the link names exercise {clip(exercise_id)!r}, which this "
-            "titangrade does not have; pick the exercise again (deep linking)",
-            status_code=404,
-        )
-    ags = claims.get(AGS) or {}
-    lineitem = ags.get("lineitem") if isinstance(ags, dict) else None
-    if exercise_id and isinstance(lineitem, str) and AGS_SCORE in (ags.get("scope") or []):
-        item = session.scalar(
-            select(LtiLineItem).where(LtiLineItem.platform_id == platform.id, LtiLineItem.url == lineitem)
-        )
-        if item is None:
-            session.add(
-                LtiLineItem(platform_id=platform.id, url=lineitem[:2000], course=course, exercise_id=exercise_id)
-            )
-    name = str(claims.get("name") or claims.get("given_name") or claims["sub"])[:200]
-    get_or_create_identity(session, issuer=platform.issuer, subject=str(claims["sub"])[:200], name=name)
+    """The launching user's identity and a bearer token for the course: the launch's answer."""
+    get_or_create_identity(session, issuer=platform.issuer, subject=sub[:200], name=name[:200])
     token = create_token(
         session,
-        user=str(claims["sub"])[:200],
+        user=sub[:200],
         role=role,
         course=course,
         issuer=platform.issuer,
         expires_in_days=session_s / 86400,
         label="lti launch",
     )
-    links = {
+    links_ = {
         "course": f"/api/v1/courses/{course}/gradebook" if role == "instructor" else None,
         "submissions": "/api/v1/submissions",
     }
     if exercise_id:
-        links["exercise"] = f"/api/v1/exercises/{exercise_id}"
+        links_["exercise"] = f"/api/v1/exercises/{exercise_id}"
     return {
         "message_type": "LtiResourceLinkRequest",
         "token": token,
@@ -142,151 +157,60 @@ def resource_link(
         "course": course,
         "role": role,
         "exercise_id": exercise_id,
-        "links": links,
+        "links": links_,
     }
 
 
-def deep_link_request(
+def resource_link(
     session: Session,
     *,
     platform: PlatformRef,
     claims: dict,
     catalogue: Catalogue,
-    keys: KeyStore,
-    ttl_s: float,
-    browser_hash: str,
-    allow_http: bool,
+    session_s: float,
+    from_line_item: str | None = None,
 ) -> dict:
-    """An instructor picks an exercise: list them with a pick token that carries the platform's settings.
-    The pick is single use, lives `ttl_s` and works only in this browser (a row keyed by its `k`)."""
-    if role_of(claims.get(LTI + "roles")) != "instructor":
-        raise LtiError("lti_forbidden", "only instructors can add titangrade exercises to a course", status_code=403)
-    settings = claims.get(DL)
-    if not isinstance(settings, dict) or not isinstance(settings.get("deep_link_return_url"), str):
-        raise LtiError("lti_deep_linking", "the deep-linking request has no deep_link_return_url")
-    return_url = urls.return_url(settings["deep_link_return_url"], allow_http=allow_http)
-    key = "pick-" + secrets.token_urlsafe(24)
-    session.add(
-        LtiLoginState(
-            state=key,
-            nonce=key,
-            platform_id=platform.id,
-            expires_at=utcnow() + dt.timedelta(seconds=ttl_s),
-            browser_hash=browser_hash,
-        )
-    )
-    pick = tokens.sign(
-        {
-            "aud": PICK_AUDIENCE,
-            "k": key,
-            "platform_id": platform.id,
-            "deployment_id": claims[LTI + "deployment_id"],
-            "return_url": return_url,
-            "data": settings.get("data"),
-        },
-        keys=keys,
-        lifetime_s=ttl_s,
-    )
-    return {
-        "message_type": "LtiDeepLinkingRequest",
-        "pick_token": pick,
-        "respond": "/lti/deep-link",
-        "exercises": [{"id": e.id, "title": e.manifest.title.en, "max_score": e.manifest.max_score} for e in catalogue],
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class DeepLinkAnswer:
-    return_url: str
-    jwt: str
-    frame_origins: str  # who may frame the auto-posting page: the platform's own origins
-
-
-def deep_link_response(
-    session: Session,
-    *,
-    pick_token: str,
-    exercise_id: str,
-    catalogue: Catalogue,
-    keys: KeyStore,
-    launch_url: str,
-    browser_hash: str,
-    allow_http: bool,
-    frame_ancestors: str = "",
-) -> DeepLinkAnswer:
-    """The signed LtiDeepLinkingResponse for the picked exercise; spends the pick (once, this browser)."""
-    try:
-        kid = jwt.get_unverified_header(pick_token).get("kid")
-        key = next(k for k in keys.keys() if k.kid == kid)  # noqa: SIM118 (a KeyStore, not a dict)
-        pick = jwt.decode(
-            pick_token,
-            jwt.PyJWK(key.public_jwk()).key,
-            algorithms=["RS256"],
-            audience=PICK_AUDIENCE,
-            options={"require": ["exp", "k"]},
-        )
-    except (StopIteration, jwt.InvalidTokenError) as exc:
-        raise LtiError("lti_pick_invalid", "the pick token is invalid or expired; open the picker again") from exc
-    if exercise_id not in catalogue:
-        raise LtiError("lti_unknown_exercise", f"no exercise {clip(exercise_id)!r}", status_code=404)
-    return_url = urls.return_url(pick["return_url"], allow_http=allow_http)
-    try:
-        lti_service.consume_state(session, state=str(pick["k"]), browser_hash=browser_hash)
-    except LtiError as exc:
-        if exc.code == "lti_wrong_browser":
-            raise
+    """Enrol the launching user and hand out a token; remember the line item for grade passback. A graded
+    link whose exercise cannot be resolved (service/lti/links.py) is refused to a learner (409, nothing
+    stored) and answered `{"unbound": True}` for an instructor (the caller offers the picker)."""
+    course = course_for(session, platform=platform, context=claims.get(LTI + "context"))
+    role = role_of(claims.get(LTI + "roles"))
+    custom = links.custom_exercise(claims)
+    if custom is not None and custom not in catalogue:
         raise LtiError(
-            "lti_pick_invalid", "the pick token was already used or has expired; open the picker again"
-        ) from exc
-    platform = session.get(LtiPlatform, pick["platform_id"])
-    if platform is None or platform.removed_at is not None:
-        raise LtiError("lti_unknown_platform", "the platform of this picker was removed")
-    exercise = catalogue.get(exercise_id)
-    item = {
-        "type": "ltiResourceLink",
-        "title": exercise.manifest.title.en,
-        "url": launch_url,
-        "custom": {"exercise_id": exercise_id},
-        "lineItem": {
-            "scoreMaximum": exercise.manifest.max_score,
-            "label": exercise.manifest.title.en,
-            "resourceId": exercise_id,
-        },
-    }
-    claims = {
-        "iss": platform.client_id,
-        "aud": platform.issuer,
-        "azp": platform.client_id,
-        "nonce": f"{time.time_ns():x}",
-        LTI + "message_type": "LtiDeepLinkingResponse",
-        LTI + "version": "1.3.0",
-        LTI + "deployment_id": pick["deployment_id"],
-        "https://purl.imsglobal.org/spec/lti-dl/claim/content_items": [item],
-    }
-    if pick.get("data") is not None:
-        claims["https://purl.imsglobal.org/spec/lti-dl/claim/data"] = pick["data"]
-    return DeepLinkAnswer(
-        return_url,
-        tokens.sign(claims, keys=keys),
-        urls.frame_origins(PlatformRef.of(platform), allow_http=allow_http, extra=frame_ancestors),
+            "lti_unknown_exercise",
+            f"the link names exercise {clip(custom)!r}, which this "
+            "titangrade does not have; pick the exercise again (deep linking)",
+            status_code=404,
+        )
+    exercise_id = links.resolve(
+        session, platform=platform, claims=claims, course=course, catalogue=catalogue, from_line_item=from_line_item
     )
-
-
-AUTOPOST_SCRIPT = "document.forms[0].submit()"
-
-
-def autopost(answer: DeepLinkAnswer) -> tuple[str, dict[str, str]]:
-    """The page that posts the deep-linking response back to the platform (the browser submits it), and its
-    headers: only this inline script runs, the form may post only to the return URL's origin, and only
-    the platform may frame it."""
-    page = (
-        f'<!doctype html><form method="post" action="{html.escape(answer.return_url)}">'
-        f'<input type="hidden" name="JWT" value="{html.escape(answer.jwt)}"><noscript><button>Continue</button>'
-        f"</noscript></form><script>{AUTOPOST_SCRIPT}</script>"
+    lineitem, scopes = links.line_item(claims)
+    if exercise_id is None and lineitem is not None:
+        if role != "instructor":
+            raise LtiError("lti_unbound_link", error("lti_unbound_link"), status_code=409)
+        return {"message_type": "LtiResourceLinkRequest", "unbound": True, "course": course, "role": role}
+    if exercise_id and lineitem is not None and AGS_SCORE in scopes:
+        remember_line_item(
+            session,
+            platform_id=platform.id,
+            url=lineitem,
+            course=course,
+            exercise_id=exercise_id,
+            deployment_id=str(claims[LTI + "deployment_id"]),
+        )
+    done = enrol(
+        session,
+        platform=platform,
+        sub=str(claims["sub"]),
+        name=str(claims.get("name") or claims.get("given_name") or claims["sub"]),
+        role=role,
+        course=course,
+        exercise_id=exercise_id,
+        session_s=session_s,
     )
-    digest = base64.b64encode(hashlib.sha256(AUTOPOST_SCRIPT.encode()).digest()).decode()
-    csp = (
-        f"default-src 'none'; script-src 'sha256-{digest}'; form-action {urls.origin(answer.return_url)}; "
-        f"frame-ancestors {answer.frame_origins}; base-uri 'none'"
-    )
-    return page, {"Content-Security-Policy": csp, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+    custom_ = claims.get(LTI + "custom")
+    lang = custom_.get("lang") if isinstance(custom_, dict) else None
+    done["language"] = lang if lang in LANGS else None  # the link's language, chosen in the picker
+    return done

@@ -92,6 +92,30 @@ class LtiLineItem(Base):
     resource_link_id: Mapped[str | None] = mapped_column(String(255), nullable=True)
     # platform: its URL came in a launch's AGS claim; tool: titangrade found or made it (service/lti/lineitems.py)
     origin: Mapped[str] = mapped_column(String(20), default="platform", server_default="platform")
+    # the deployment of the launch that made it: the AGS client assertion names it (None before revision 0013)
+    deployment_id: Mapped[str | None] = mapped_column(String(255), nullable=True)
+
+
+class LtiResourceLink(Base):
+    """A platform's resource link (an LMS activity) bound to one exercise, so a launch without a custom
+    `exercise_id` still finds it (service/lti/links.py). `bound_by`: launch (the pick's custom parameter),
+    line_item (its `resourceId`) or instructor (chosen in the picker)."""
+
+    __tablename__ = "lti_resource_links"
+    __table_args__ = (
+        UniqueConstraint("platform_id", "deployment_id", "context_id", "resource_link_id", name="uq_lti_resource_link"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"), index=True)
+    deployment_id: Mapped[str] = mapped_column(String(255))
+    context_id: Mapped[str] = mapped_column(String(255))
+    resource_link_id: Mapped[str] = mapped_column(String(255))
+    course: Mapped[str] = mapped_column(String(200), index=True)
+    exercise_id: Mapped[str] = mapped_column(String(200))
+    bound_by: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +129,16 @@ class PlatformRef:
     keyset_url: str
     auth_login_url: str
     deployment_ids: tuple[str, ...]
+    auth_token_url: str = ""  # OAuth2 token endpoint (reading a line item's resourceId at launch)
 
     @classmethod
     def of(cls, row: LtiPlatform) -> PlatformRef:
-        return cls(row.id, row.issuer, row.client_id, row.keyset_url, row.auth_login_url, tuple(row.deployment_ids))
+        return cls(
+            row.id,
+            row.issuer,
+            row.client_id,
+            row.keyset_url,
+            row.auth_login_url,
+            tuple(row.deployment_ids),
+            row.auth_token_url,
+        )

@@ -1,15 +1,15 @@
-"""LTI endpoints: the tool's browser-facing URLs under /lti (login, launch, deep-link answer, JWKS, config)
-and platform registration under /api/v1/lti/platforms (admins). Thin wrappers over service/lti."""
+"""LTI endpoints: the tool's browser-facing URLs under /lti (login, launch, sign-in hand-off, JWKS, config)
+and platform registration under /api/v1/lti/platforms (admins). Thin wrappers over service/lti; the
+picker's form posts (deep-link answer, binding) are in service/lti/picker_routes.py."""
 
 from __future__ import annotations
 
 import html
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 from fastapi import APIRouter, Path, Request
-from fastapi.encoders import jsonable_encoder
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -26,15 +26,17 @@ from service.deps import (
     SettingsDep,
     WebSecretDep,
 )
-from service.errors import NotFound
-from service.lti import advantage, binding, enter, launch, service
+from service.errors import NotFound, preferred_lang
+from service.lti import advantage, binding, deep_link, enter, launch, links, picker, service, storage, unbound
 from service.lti.errors import LtiError
 from service.lti.limits import LtiLimits
-from service.lti.models import LtiPlatform
+from service.lti.models import LtiPlatform, PlatformRef
 from service.lti.tokens import LTI, unverified_issuer
-from service.lti.urls import frame_origins
+from service.lti.urls import frame_origins, origin
 from service.openapi import errors
 from service.timefmt import Timestamp
+from service.web.core import LANG_COOKIE
+from service.web.i18n import LANGS
 from service.web.learner import start_session
 
 # Browser-facing (form posts and redirects between the LMS and the tool), not part of the JSON API's schema.
@@ -154,17 +156,32 @@ async def login(request: Request, settings: SettingsDep, limits: LtiLimitsDep, o
     _limit(limits, request, "login", params.get("iss"))
     browser = binding.value_for(request)  # the state is bound to this browser (login CSRF)
 
-    def run() -> str:
+    store = storage.target(params)
+
+    def run() -> tuple[str, str]:
         with transaction(open_session) as session:
-            return service.login_redirect(
+            location = service.login_redirect(
                 session,
                 params=params,
                 redirect_uri=tool_urls(settings)["launch_url"],
                 ttl_s=settings.lti_state_ttl_s,
                 browser_hash=binding.digest(browser),
             )
+            platform = PlatformRef.of(service.find(session, issuer=params["iss"], client_id=params.get("client_id")))
+        return location, frame_origins(platform, allow_http=settings.mode == "dev", extra=settings.lti_frame_ancestors)
 
-    resp = RedirectResponse(await run_in_threadpool(run), status_code=302)
+    location, frames = await run_in_threadpool(run)
+    resp: Response = RedirectResponse(location, status_code=302)
+    if store is not None:  # the platform offers its storage: the binding goes there too (cookie-less frames)
+        page, headers = storage.login_page(
+            store=store,
+            platform_origin=origin(location),
+            state=parse_qs(urlsplit(location).query)["state"][0],
+            value=browser,
+            next_url=location,
+            frame_origins=frames,
+        )
+        resp = HTMLResponse(page, headers=headers)
     follow_up_s = max(settings.lti_pick_ttl_s, enter.TICKET_TTL_S)
     binding.bind(request, resp, settings=settings, value=browser, max_age_s=settings.lti_state_ttl_s + follow_up_s)
     return resp
@@ -186,7 +203,27 @@ async def launch_(
     if not params.get("id_token") or not params.get("state"):
         raise LtiError("lti_missing_parameter", "a launch is a form post of id_token and state from the platform")
     _limit(limits, request, "launch", _issuer_hint(params["id_token"]))
-    browser_hash = binding.required_digest(request)  # only the browser that started the login (login CSRF)
+    # only the browser that started the login (login CSRF): its cookie, or the value in the platform's storage
+    browser_hash = storage.sent_digest(request, params, tool_url=settings.lti_tool_url)
+    if browser_hash is None:
+        store = storage.target(params)
+        if store is None or params.get(storage.FIELD):
+            raise binding.wrong_browser()
+
+        def state_platform() -> PlatformRef:
+            with transaction(open_session) as session:
+                return launch.platform_of_state(session, state=params["state"])
+
+        platform_ = await run_in_threadpool(state_platform)
+        page, headers = storage.fetch_page(
+            store=store,
+            platform_origin=origin(platform_.auth_login_url),
+            params=params,
+            frame_origins=frame_origins(
+                platform_, allow_http=settings.mode == "dev", extra=settings.lti_frame_ancestors
+            ),
+        )
+        return HTMLResponse(page, headers=headers)
     # A browser (an LMS form post) is sent on to its page; API clients (Accept without text/html) keep JSON.
     browser = "text/html" in request.headers.get("accept", "")
     secret = web_secret if browser else ""
@@ -205,45 +242,93 @@ async def launch_(
             jwks=jwks_cache,
             leeway_s=settings.lti_clock_skew_s,
         )
+        from_line_item = _line_item_exercise(claims, platform)
+        tg_bind = {"tg_bind": params[storage.FIELD]} if binding.sent_digest(request) is None else {}
+        page = {  # how a picker page would be shown: the launch's language, framed by its platform only
+            "lang": picker.launch_lang(claims, preferred_lang(request.headers.get("accept-language"))),
+            "frame": frame_origins(platform, allow_http=allow_http, extra=settings.lti_frame_ancestors),
+        }
         with transaction(open_session) as session:  # nothing else is stored unless every check passes
             if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
-                return launch.deep_link_request(
-                    session,
-                    platform=platform,
-                    claims=claims,
-                    catalogue=catalogue,
-                    keys=keys,
-                    ttl_s=settings.lti_pick_ttl_s,
-                    browser_hash=browser_hash,
-                    allow_http=allow_http,
+                return (
+                    page
+                    | tg_bind
+                    | deep_link.deep_link_request(
+                        session,
+                        platform=platform,
+                        claims=claims,
+                        catalogue=catalogue,
+                        keys=keys,
+                        ttl_s=settings.lti_pick_ttl_s,
+                        browser_hash=browser_hash,
+                        allow_http=allow_http,
+                    )
                 )
             done = launch.resource_link(
-                session, platform=platform, claims=claims, catalogue=catalogue, session_s=settings.lti_session_s
+                session,
+                platform=platform,
+                claims=claims,
+                catalogue=catalogue,
+                session_s=settings.lti_session_s,
+                from_line_item=from_line_item,
             )
             follow_ups.extend(
                 advantage.after_launch(
                     session, platform=platform, claims=claims, launched=done, catalogue=catalogue, settings=settings
                 )
             )
-            if browser:
-                done["ticket"] = enter.issue_ticket(
-                    session,
-                    secret=secret,
-                    platform_id=platform.id,
-                    launched=done,
-                    session_s=settings.lti_session_s,
-                    browser_hash=browser_hash,
-                    frame_origins=frame_origins(platform, allow_http=allow_http, extra=settings.lti_frame_ancestors),
+            if done.get("unbound"):  # an instructor chooses the exercise of this graded link
+                return (
+                    page
+                    | tg_bind
+                    | unbound.offer(
+                        session,
+                        platform=platform,
+                        claims=claims,
+                        course=done["course"],
+                        catalogue=catalogue,
+                        keys=keys,
+                        ttl_s=settings.lti_pick_ttl_s,
+                        browser_hash=browser_hash,
+                    )
                 )
+            if browser:
+                done["ticket"] = _ticket(session, platform.id, done, frame=page["frame"])
             return done
 
+    def _line_item_exercise(claims: dict, platform) -> str | None:
+        """A resource link naming no exercise: its binding, else its line item's resourceId, read from the
+        platform with no transaction open."""
+        wanted = links.needs_line_item(claims)
+        if wanted is None:
+            return None
+        with transaction(open_session) as session:
+            if links.bound_exercise(session, platform=platform, claims=claims) is not None:
+                return None
+        return links.fetch_resource_id(
+            jwks_cache.client,
+            keys=keys,
+            platform=platform,
+            url=wanted[0],
+            scope=wanted[1],
+            deployment_id=str(claims.get(LTI + "deployment_id")),
+        )
+
+    def _ticket(session, platform_id: int, done: dict, *, frame: str) -> str:
+        return enter.issue_ticket(
+            session,
+            secret=secret,
+            platform_id=platform_id,
+            launched=done,
+            session_s=settings.lti_session_s,
+            browser_hash=browser_hash,
+            frame_origins=frame,
+        )
+
     done = await run_in_threadpool(run)
-    background = advantage.tasks(follow_ups, sessions=open_session, calls=calls)
-    if "ticket" in done:  # no cookie here: see service/lti/enter.py for why the session starts at /lti/enter
-        url = "/lti/enter?ticket=" + quote(done["ticket"], safe="")
-        return RedirectResponse(url, status_code=303, background=background)
-    # a bearer token inside
-    return JSONResponse(jsonable_encoder(done), headers={"Cache-Control": "no-store"}, background=background)
+    answer = picker.launch_answer(done, browser=browser)
+    answer.background = advantage.tasks(follow_ups, sessions=open_session, calls=calls)
+    return answer
 
 
 @tool.get("/enter")
@@ -269,46 +354,15 @@ async def enter_(
         )
     browser_hash = binding.required_digest(request)
 
-    def run() -> tuple[str, str]:
+    def run() -> tuple[str, str, str | None]:
         with transaction(open_session) as session:
             return enter.redeem_ticket(session, secret=secret, ticket=ticket, browser_hash=browser_hash)
 
-    cookie, path = await run_in_threadpool(run)
+    cookie, path, lang = await run_in_threadpool(run)
     resp = RedirectResponse(
         path, status_code=303, headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
     )
     start_session(resp, settings, cookie=cookie)
+    if lang in LANGS:  # the link was added in this language (the picker): its pages open in it
+        resp.set_cookie(LANG_COOKIE, lang, max_age=365 * 86400, httponly=True, samesite="lax", path="/")
     return resp
-
-
-@tool.post("/deep-link", response_class=HTMLResponse)
-async def deep_link(
-    request: Request,
-    settings: SettingsDep,
-    catalogue: CatalogueDep,
-    keys: KeyStoreDep,
-    open_session: SessionFactoryDep,
-):
-    """The instructor's pick: answer with a page that posts the signed LtiDeepLinkingResponse to the LMS.
-    The pick token is spent here, once, and only by the browser that made the deep-linking launch."""
-    params = await _params(request)
-    if not params.get("pick_token") or not params.get("exercise_id"):
-        raise LtiError("lti_missing_parameter", "send pick_token (from the deep-linking launch) and exercise_id")
-    browser_hash = binding.required_digest(request)
-
-    def run() -> launch.DeepLinkAnswer:
-        with transaction(open_session) as session:
-            return launch.deep_link_response(
-                session,
-                pick_token=params["pick_token"],
-                exercise_id=params["exercise_id"],
-                catalogue=catalogue,
-                keys=keys,
-                launch_url=tool_urls(settings)["launch_url"],
-                browser_hash=browser_hash,
-                allow_http=settings.mode == "dev",
-                frame_ancestors=settings.lti_frame_ancestors,
-            )
-
-    page, headers = launch.autopost(await run_in_threadpool(run))
-    return HTMLResponse(page, headers=headers)

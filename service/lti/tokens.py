@@ -1,5 +1,6 @@
-"""Verifying platform id_tokens against the platform's JWKS (fetched, cached, refetched on an unknown kid)
-and signing the tool's own JWTs (deep-linking responses, AGS client assertions) with its active key."""
+"""Verifying platform id_tokens against the platform's JWKS (fetched, cached, refetched on an unknown kid),
+signing the tool's own JWTs (deep-linking responses, pick and bind tokens, AGS client assertions) with its
+active key, and the OAuth2 client-credentials grant those assertions are for."""
 
 from __future__ import annotations
 
@@ -144,6 +145,62 @@ def sign(claims: dict, *, keys: KeyStore, lifetime_s: float = 300) -> str:
     now = int(time.time())
     body = {"iat": now, "exp": now + int(lifetime_s), "jti": uuid.uuid4().hex, **claims}
     return jwt.encode(body, key.private_pem, algorithm="RS256", headers={"kid": key.kid})
+
+
+def verify_own(token: str, *, keys: KeyStore, audience: str) -> dict:
+    """A JWT the tool signed itself (a pick or bind token) for `audience`, with its `k`; LtiError if not."""
+    try:
+        kid = jwt.get_unverified_header(token).get("kid")
+        key = next(k for k in keys.keys() if k.kid == kid)  # noqa: SIM118 (a KeyStore, not a dict)
+        return jwt.decode(
+            token,
+            jwt.PyJWK(key.public_jwk()).key,
+            algorithms=["RS256"],
+            audience=audience,
+            options={"require": ["exp", "k"]},
+        )
+    except (StopIteration, jwt.InvalidTokenError) as exc:
+        raise LtiError("lti_pick_invalid", "the pick token is invalid or expired; open the picker again") from exc
+
+
+def client_assertion(*, keys: KeyStore, client_id: str, token_url: str, deployment_id: str | None = None) -> str:
+    """The JWT that authenticates the tool at the platform's token endpoint (LTI Security Framework 4.1):
+    iss = sub = the client id, aud = the token URL, and the deployment the platform gave, when it gave one."""
+    claims: dict = {"iss": client_id, "sub": client_id, "aud": token_url}
+    if deployment_id:
+        claims[LTI + "deployment_id"] = deployment_id
+    return sign(claims, keys=keys)
+
+
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+
+class GrantRefused(Exception):
+    """The platform's token endpoint granted no token."""
+
+
+def grant(
+    client: httpx.Client, *, keys: KeyStore, token_url: str, client_id: str, scope: str, deployment_id: str | None
+) -> tuple[str, float]:
+    """An access token and its lifetime in seconds from the client-credentials grant (no caching here)."""
+    resp = client.post(
+        token_url,
+        data={
+            "grant_type": "client_credentials",
+            "client_assertion_type": ASSERTION_TYPE,
+            "client_assertion": client_assertion(
+                keys=keys, client_id=client_id, token_url=token_url, deployment_id=deployment_id
+            ),
+            "scope": scope,
+        },
+    )
+    if resp.status_code != 200:
+        raise GrantRefused(f"token endpoint answered HTTP {resp.status_code}: {resp.text[:200]}")
+    data = resp.json()
+    token = data.get("access_token") if isinstance(data, dict) else None
+    if not isinstance(token, str) or not token:
+        raise GrantRefused("token endpoint answered without an access_token")
+    return token, float(data.get("expires_in") or 3600)
 
 
 def unverified_issuer(token: str) -> str:

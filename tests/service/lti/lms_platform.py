@@ -14,13 +14,21 @@ tool's code.
 Where a real platform answers the authorization request with an auto-posting HTML form, this one answers
 JSON {"action", "id_token", "state"} that the test posts (the browser's part). Test-only endpoints:
 POST /_sign {claims, key: "platform"|"rogue"} signs arbitrary claims (negative tests); GET /_log returns
-what was received (scores, token grants, deep-linking responses, line items, roster reads, registrations);
+what was received (scores, token grants, deep-linking responses, line items made through the container and
+from deep-linking answers, roster reads, registrations);
 POST /_roster {context, members, page_size, mode} sets a context's roster (mode "loop": the last page links
 back to the first; "endless": every page links to a next one; "offsite": the next page is on another
 origin; "huge": the page is padded past any sane size); POST /_registration_token issues a one-time
 registration token; GET /_lms_frame?src=URL is an LMS page that frames URL and records the messages it
 posts. GET /.well-known/openid-configuration?mode=... answers broken configurations for
 negative tests (wrong-issuer, no-registration, not-json, array, js-endpoint, no-rs256).
+
+Deep linking: the launch's `deep_linking_settings` come from the login hint (accept_types, accept_multiple,
+accept_lineitem, accept_presentation_document_targets), and the return endpoint refuses an answer that
+breaks them (a type not accepted, several items when one was asked for, a lineItem when accept_lineitem
+is false, a malformed lineItem or window/iframe). Each lineItem becomes a line item `dl-<n>` with its
+`resourceId`, readable at GET /lineitems/<id> with a lineitem(.readonly) token. The token endpoint checks
+the assertion's deployment_id when it carries one, and grants only the AGS scopes it knows.
 """
 from __future__ import annotations
 
@@ -51,6 +59,8 @@ SCORE_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp", "a
               "submission"}  # submission: {"startedAt", "submittedAt"} (AGS 2.0, as Canvas documents it)
 AGS = "https://purl.imsglobal.org/spec/lti-ags/scope/"
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+LINEITEM_SCOPE = AGS + "lineitem"
+LINEITEM_READ_SCOPE = AGS + "lineitem.readonly"
 SCOPES = {SCORE_SCOPE, AGS + "lineitem", AGS + "lineitem.readonly", AGS + "result.readonly", NRPS_SCOPE}
 CONTAINER_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
@@ -69,6 +79,26 @@ def is_url(value: object) -> bool:
         return False
     parts = urlsplit(value)
     return parts.scheme in ("http", "https") and bool(parts.netloc)
+DL_SETTINGS = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
+DL_ITEMS = "https://purl.imsglobal.org/spec/lti-dl/claim/content_items"
+DL_DATA = "https://purl.imsglobal.org/spec/lti-dl/claim/data"
+ACCEPT_FLAGS = ("accept_multiple", "accept_lineitem", "accept_presentation_document_targets")
+# LTI client-side storage (lti.put_data / lti.get_data over postMessage): kept per sender origin, as the
+# specification asks, in this page (this browser) only
+STORAGE_SCRIPT = """
+const store = new Map();
+window.addEventListener('message', (e) => {
+  const m = e.data || {};
+  if (m.subject === 'lti.put_data') {
+    store.set(e.origin + ' ' + m.key, m.value);
+    e.source.postMessage({subject: 'lti.put_data.response', message_id: m.message_id, key: m.key, value: m.value},
+                         e.origin);
+  } else if (m.subject === 'lti.get_data') {
+    e.source.postMessage({subject: 'lti.get_data.response', message_id: m.message_id, key: m.key,
+                          value: store.get(e.origin + ' ' + m.key)}, e.origin);
+  }
+});
+"""
 
 
 def main() -> None:
@@ -78,12 +108,14 @@ def main() -> None:
     kid = "platform-key-1"
     lock = threading.Lock()
     log: dict[str, list] = {"scores": [], "tokens": [], "refused": [], "deep_links": [], "lineitems": [],
-                            "roster_reads": [], "registrations": [], "results_reads": []}
+                            "roster_reads": [], "registrations": [], "results_reads": [], "line_items": []}
     granted: dict[str, tuple[float, set]] = {}  # access token -> (expiry, scopes)
     clients: dict[str, str] = {client_id: deployment}  # client id -> its deployment (dynamic ones are added)
     rosters: dict[str, dict] = {}  # context -> {members, page_size, mode}
     items: dict[str, dict] = {}  # line items made through the container: name -> item
     reg_tokens: set[str] = set()
+    dl_asked: dict[str, dict] = {}  # deep-linking `data` -> the settings that request sent
+    line_items: dict[str, dict] = {}  # line item id -> what the deep-linking answer's lineItem said
     seen_jti: set[str] = set()
     latest: dict[tuple[str, str], str] = {}  # (line item, user) -> newest timestamp kept
     results_of: dict[tuple[str, str], dict] = {}  # (line item, user) -> the score kept (the result)
@@ -109,12 +141,16 @@ def main() -> None:
                   LTI + "target_link_uri": redirect_uri,
                   LTI + "roles": hint.get("roles", ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"]),
                   LTI + "context": {"id": hint.get("context", "course-1"), "title": "RL infrastructure"},
-                  LTI + "resource_link": {"id": hint.get("resource_link", "rl-1")}}
+                  LTI + "resource_link": {"id": hint.get("resource_link") or "rl-" + uuid.uuid4().hex[:12]}}
+        if hint.get("locale"):
+            claims[LTI + "launch_presentation"] = {"locale": hint["locale"], "document_target": "iframe"}
         if hint.get("exercise_id"):
             claims[LTI + "custom"] = {"exercise_id": hint["exercise_id"]}
+            if hint.get("lang"):
+                claims[LTI + "custom"]["lang"] = hint["lang"]
         if hint.get("lineitem"):
             claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = {
-                "scope": [SCORE_SCOPE], "lineitem": f"{issuer}/lineitems/{hint['lineitem']}",
+                "scope": hint.get("scopes", [SCORE_SCOPE]), "lineitem": f"{issuer}/lineitems/{hint['lineitem']}",
                 "lineitems": f"{issuer}/lineitems"}
         context = hint.get("context", "course-1")
         if hint.get("lineitems_only"):  # the platform made no column: the tool finds or creates its own
@@ -125,10 +161,49 @@ def main() -> None:
             claims["https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"] = {
                 "context_memberships_url": f"{issuer}/memberships/{context}", "service_versions": ["2.0"]}
         if claims[LTI + "message_type"] == "LtiDeepLinkingRequest":
-            claims["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = {
-                "deep_link_return_url": f"{issuer}/deeplink/return", "accept_types": ["ltiResourceLink"],
-                "data": "opaque-dl-data"}
+            settings = {"deep_link_return_url": f"{issuer}/deeplink/return",
+                        "accept_types": hint.get("accept_types", ["ltiResourceLink"]),
+                        "data": hint.get("dl_data", "opaque-dl-data")}
+            settings.update({k: hint[k] for k in ACCEPT_FLAGS if k in hint})
+            with lock:
+                dl_asked[settings["data"]] = settings
+            claims[DL_SETTINGS] = settings
         return claims
+
+    def check_content_items(claims: dict) -> str | None:
+        """What in a deep-linking answer breaks the settings its request sent (Deep Linking 2.0 section 4)."""
+        asked = dl_asked.get(claims.get(DL_DATA))
+        if asked is None:
+            return "the answer's data names no deep-linking request of this platform"
+        items = claims.get(DL_ITEMS)
+        if not isinstance(items, list):
+            return "content_items must be a list"
+        if len(items) > 1 and asked.get("accept_multiple") is not True:
+            return f"{len(items)} items, but accept_multiple was not true"
+        for item in items:
+            if not isinstance(item, dict) or item.get("type") not in asked["accept_types"]:
+                return f"an item of type {item.get('type') if isinstance(item, dict) else item!r} was not accepted"
+            if item["type"] != "ltiResourceLink":
+                continue
+            if not isinstance(item.get("url"), str) or not isinstance(item.get("title", ""), str):
+                return "an ltiResourceLink needs a url and a string title"
+            if not isinstance(item.get("custom", {}), dict) or not all(
+                    isinstance(v, str) for v in item.get("custom", {}).values()):
+                return "custom must map names to strings"
+            targets = asked.get("accept_presentation_document_targets") or []
+            for target in ("window", "iframe"):
+                if target in item and (target not in targets or not isinstance(item[target], dict)):
+                    return f"{target} was not an accepted presentation target"
+            if "lineItem" in item:
+                if asked.get("accept_lineitem") is False:
+                    return "a lineItem was sent, but accept_lineitem was false"
+                line = item["lineItem"]
+                score_max = line.get("scoreMaximum") if isinstance(line, dict) else None
+                if not isinstance(score_max, int | float) or isinstance(score_max, bool) or score_max <= 0:
+                    return "lineItem.scoreMaximum must be a number > 0"
+                if any(not isinstance(line.get(k, ""), str) for k in ("label", "resourceId", "tag")):
+                    return "lineItem label, resourceId and tag must be strings"
+        return None
 
     def validate_score(body: object, user_ok) -> str | None:
         if not isinstance(body, dict):
@@ -264,7 +339,7 @@ def main() -> None:
         def reply(self, status: int, body: object = None, ctype: str = "application/json",
                   headers: dict | None = None, raw: bytes | None = None) -> None:
             if raw is None:
-                raw = b"" if body is None else json.dumps(body).encode()
+                raw = b"" if body is None else body.encode() if isinstance(body, str) else json.dumps(body).encode()
             self.send_response(status)
             self.send_header("content-type", ctype)
             self.send_header("content-length", str(len(raw)))
@@ -366,6 +441,14 @@ def main() -> None:
             match = ITEM_PATH.match(url.path)
             if match and match.group(3) == "results":
                 return self.results(match.group(2), q)
+            if url.path.startswith("/lineitems/") and url.path.count("/") == 2:
+                if not bearer(self, {LINEITEM_SCOPE, LINEITEM_READ_SCOPE}):
+                    return None
+                with lock:
+                    item = line_items.get(url.path.split("/")[2])
+                if item is None:
+                    return self.refuse(404, "no such line item")
+                return self.reply(200, {"id": f"{issuer}{url.path}", **item}, ctype=LINEITEM_TYPE)
             if url.path == "/auth":
                 expected = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post",
                             "prompt": "none", "redirect_uri": redirect_uri}
@@ -376,7 +459,21 @@ def main() -> None:
                     return self.refuse(400, f"authorization request: bad or missing {bad}")
                 hint = json.loads(q.get("lti_message_hint") or "{}")
                 token = sign(launch_claims(hint, nonce=q["nonce"], sub=q["login_hint"], client=q["client_id"]))
+                if hint.get("autopost"):  # what a real platform answers: a form the browser posts to the tool
+                    return self.reply(200, (
+                        f'<!doctype html><title>launch</title><form method="post" action="{html.escape(redirect_uri)}">'
+                        f'<input type="hidden" name="id_token" value="{html.escape(token)}">'
+                        f'<input type="hidden" name="state" value="{html.escape(q["state"])}">'
+                        + (f'<input type="hidden" name="lti_storage_target" value="{html.escape(hint["storage"])}">'
+                           if hint.get("storage") else "")
+                        + "</form><script>document.forms[0].submit()</script>"), ctype="text/html; charset=utf-8")
                 return self.reply(200, {"action": redirect_uri, "id_token": token, "state": q["state"]})
+            if url.path == "/_frame":  # an LMS page that shows the tool in its iframe (another origin)
+                return self.reply(200, (
+                    '<!doctype html><html lang="en"><title>LMS course</title><h1>LMS course page</h1>'
+                    f'<iframe id="lms" title="titangrade" width="1000" height="800" src="{html.escape(q["src"])}">'
+                    "</iframe>" + ("" if q.get("nostore") else f"<script>{STORAGE_SCRIPT}</script>")),
+                    ctype="text/html; charset=utf-8")
             self.reply(404, {"error": "no such path"})
 
         def do_POST(self) -> None:
@@ -397,6 +494,8 @@ def main() -> None:
                     return self.refuse(401, f"client assertion: {exc}")
                 if claims.get("iss") not in clients or claims.get("sub") != claims.get("iss"):
                     return self.refuse(401, "client assertion: iss and sub must be the client id")
+                if LTI + "deployment_id" in claims and claims[LTI + "deployment_id"] != clients[claims["iss"]]:
+                    return self.refuse(401, "client assertion: deployment_id is not a deployment of this tool")
                 with lock:
                     if not claims.get("jti") or claims["jti"] in seen_jti:
                         return self.refuse(401, "client assertion: jti missing or replayed")
@@ -408,7 +507,8 @@ def main() -> None:
                 with lock:
                     granted[token] = (time.time() + 3600, asked)
                     log["tokens"].append({"jti": claims["jti"], "scope": sorted(asked), "client": claims["iss"],
-                                          "kid": jwt.get_unverified_header(form["client_assertion"]).get("kid")})
+                                          "kid": jwt.get_unverified_header(form["client_assertion"]).get("kid"),
+                                          "scopes": sorted(asked), "deployment_id": claims.get(LTI + "deployment_id")})
                 return self.reply(200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600,
                                         "scope": " ".join(sorted(asked))})
             match = ITEM_PATH.match(url.path)
@@ -495,9 +595,22 @@ def main() -> None:
                     return self.refuse(401, f"deep-linking response: {exc}")
                 if claims.get("iss") != client_id or claims.get(LTI + "message_type") != "LtiDeepLinkingResponse":
                     return self.refuse(400, "deep-linking response: wrong iss or message type")
+                if claims.get(LTI + "deployment_id") != deployment:
+                    return self.refuse(400, "deep-linking response: wrong deployment_id")
+                with lock:
+                    why = check_content_items(claims)
+                if why:
+                    return self.refuse(400, f"deep-linking response: {why}")
+                made = []
                 with lock:
                     log["deep_links"].append(claims)
-                return self.reply(200, {"id": str(uuid.uuid4())})
+                    for item in claims[DL_ITEMS]:
+                        if "lineItem" in item:
+                            item_id = f"dl-{len(line_items) + 1}"
+                            line_items[item_id] = dict(item["lineItem"])
+                            log["line_items"].append({"id": item_id, **item["lineItem"]})
+                            made.append(item_id)
+                return self.reply(200, {"id": str(uuid.uuid4()), "line_items": made})
             self.reply(404, {"error": "no such path"})
 
     server = ThreadingHTTPServer(("127.0.0.1", int(port)), Handler)

@@ -89,7 +89,7 @@ class _Counts:
     recent: Counter[_Group] = field(default_factory=Counter)  # submissions in the last minute
     oldest: dict[_Group, dt.datetime] = field(default_factory=dict)  # the oldest of those
     done: Counter[_Group] = field(default_factory=Counter)  # attempts
-    superseded: Counter[_Group] = field(default_factory=Counter)
+    superseded: Counter[_Group] = field(default_factory=Counter)  # attempts not counted: superseded, not gradable
 
 
 @dataclass(slots=True)
@@ -185,7 +185,8 @@ _LIMIT_COUNTS = (  # built once: building a statement per batch cost more than c
         func.count().filter(_RECENT),
         func.min(Submission.created_at).filter(_RECENT),
         func.count(),
-        func.count().filter(Submission.status == SubmissionStatus.SUPERSEDED),
+        # never graded, so not counted against the limit: superseded, and not gradable (a grader fault)
+        func.count().filter(Submission.status.in_((SubmissionStatus.SUPERSEDED, SubmissionStatus.NOT_GRADABLE))),
     )
     .where(Submission.identity_id.in_(bindparam("ids", expanding=True)))
     .group_by(Submission.identity_id, Submission.course, Submission.exercise_id)
@@ -215,8 +216,8 @@ def limits_exempt(user: Principal, course: str) -> bool:
 
 
 def attempts_left(counts: _Counts, *, user: Principal, course: str, exercise_id: str, limit: int) -> int | None:
-    """Graded attempts `user` may still make at `exercise_id` in `course` (superseded ones were never graded
-    and do not count); None when unlimited: no limit set, or the course's staff."""
+    """Graded attempts `user` may still make at `exercise_id` in `course` (superseded and not-gradable ones
+    were never graded and do not count); None when unlimited: no limit set, or the course's staff."""
     if not limit or limits_exempt(user, course):
         return None
     key = (user.identity_id, course, exercise_id)

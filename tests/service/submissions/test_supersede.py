@@ -153,3 +153,22 @@ def test_an_instructor_can_still_grade_a_superseded_attempt(api, svc):
     assert regrade.status_code == 202 and regrade.json()["submission_ids"] == [first]
     again = _get(api, svc, first)
     assert (again["status"], again["superseded_by"]) == ("queued", None)
+
+
+def test_not_gradable_attempts_do_not_use_up_the_attempt_limit(api, svc):
+    """A grader fault is never the learner's loss: an attempt the grader could not grade gives its place back."""
+    from service.states import SubmissionStatus
+    from service.submissions.models import Submission
+
+    api.app_state.settings = api.app_state.settings.model_copy(update={"max_attempts_per_exercise": 1})
+    first = _submit(api, svc, exercise="ch05.svc_sum")
+    refused = api.post(
+        URL,
+        files={"notebook": ("s.ipynb", svc.notebook("ch05.svc_sum"), "application/x-ipynb+json")},
+        headers=svc.auth(api.tokens["alice"]),
+    )
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "attempt_limit"
+    with transaction(api.app_state.sessions) as s:
+        s.get(Submission, first).status = SubmissionStatus.NOT_GRADABLE
+    second = _submit(api, svc, exercise="ch05.svc_sum")
+    assert _get(api, svc, second)["attempt"] == 2

@@ -45,10 +45,12 @@ class PlatformError(LtiError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Grant:
-    """Who asks for a service token: the platform's token endpoint and the client id it gave the tool."""
+    """Who asks for a service token: the platform's token endpoint, the client id it gave the tool, and the
+    deployment the client assertion names where the launch gave one (LTI Security Framework 4.1)."""
 
     token_url: str
     client_id: str
+    deployment_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,7 @@ class PlatformCalls:
 
     def __init__(self, client: httpx.Client, keys: KeyStore, *, max_bytes: int, max_pages: int) -> None:
         self.client, self.keys, self.max_bytes, self.max_pages = client, keys, max_bytes, max_pages
-        self._tokens: dict[tuple[str, str, tuple[str, ...]], tuple[str, float]] = {}
+        self._tokens: dict[tuple[str, str, str, tuple[str, ...]], tuple[str, float]] = {}
         self._lock = threading.Lock()
         self.token_requests = 0
 
@@ -81,13 +83,13 @@ class PlatformCalls:
         )
 
     def token(self, grant: Grant, scopes: tuple[str, ...]) -> str:
-        key = (grant.token_url, grant.client_id, scopes)
+        key = (grant.token_url, grant.client_id, grant.deployment_id or "", scopes)
         with self._lock:
             cached = self._tokens.get(key)
         if cached is not None and cached[1] > time.monotonic():
             return cached[0]
-        assertion = tokens.sign(
-            {"iss": grant.client_id, "sub": grant.client_id, "aud": grant.token_url}, keys=self.keys
+        assertion = tokens.client_assertion(
+            keys=self.keys, client_id=grant.client_id, token_url=grant.token_url, deployment_id=grant.deployment_id
         )
         form = {
             "grant_type": "client_credentials",
@@ -111,7 +113,7 @@ class PlatformCalls:
 
     def _drop(self, grant: Grant, scopes: tuple[str, ...]) -> None:
         with self._lock:
-            self._tokens.pop((grant.token_url, grant.client_id, scopes), None)
+            self._tokens.pop((grant.token_url, grant.client_id, grant.deployment_id or "", scopes), None)
 
     def call(self, method: str, url: str, *, what: str, **kwargs) -> tuple[int, object, httpx.Headers]:
         """One request, its answer read up to `max_bytes` and parsed as JSON, an object or an array (a

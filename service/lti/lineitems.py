@@ -99,7 +99,9 @@ def note_launch(
     exercise = catalogue.get(exercise_id)
     return LineItemJob(
         platform_id=platform.id,
-        grant=Grant(token_url=token_url, client_id=platform.client_id),
+        grant=Grant(
+            token_url=token_url, client_id=platform.client_id, deployment_id=_text(claims.get(LTI + "deployment_id"))
+        ),
         container=container,
         course=course,
         exercise_id=exercise_id,
@@ -227,7 +229,7 @@ def read_results(sessions: sessionmaker[Session], *, calls: PlatformCalls, cours
         if row is None:
             raise NotFound(f"course {clip(course)!r} has no LTI line item {line_item_id}", code="line_item_not_found")
         item, platform = row
-        grant = Grant(token_url=platform.auth_token_url, client_id=platform.client_id)
+        grant = Grant(token_url=platform.auth_token_url, client_id=platform.client_id, deployment_id=item.deployment_id)
         url, exercise_id = item.url, item.exercise_id
     results, invalid = [], 0
     for page in calls.pages(
@@ -243,3 +245,8 @@ def read_results(sessions: sessionmaker[Session], *, calls: PlatformCalls, cours
         if len(results) > MAX_RESULTS:
             raise PlatformError(f"the platform's results service lists more than {MAX_RESULTS} results")
     return {"line_item": line_item_id, "exercise_id": exercise_id, "results": results, "invalid": invalid}
+
+
+def _text(value: object) -> str | None:
+    """A claim's string (bounded) or None: the launch was validated, but its values stay untrusted."""
+    return value[:255] if isinstance(value, str) and value else None

@@ -60,6 +60,8 @@ def test_the_tool_creates_its_line_item_once_and_grades_go_there_with_progress(l
     assert {k: made[0][k] for k in ("scoreMaximum", "resourceId", "resourceLinkId", "tag")} == {
         "scoreMaximum": 3.0, "resourceId": "ch05.svc_sum", "resourceLinkId": "rl-L", "tag": "titangrade"}
     assert made[0]["label"]
+    lineitem_tokens = [t for t in lti.platform.log()["tokens"] if "lineitem" in " ".join(t["scopes"])]
+    assert lineitem_tokens and all(t["deployment_id"] == "deployment-1" for t in lineitem_tokens)
     # more launches of the same link: the remembered line item serves them, nothing more is created
     lti.browser.launch(sub="s-li-2", roles=[LEARNER], **launch)
     teacher = lti.browser.launch(sub="t-li", roles=[INSTRUCTOR], **launch).json()

@@ -257,7 +257,7 @@ def regrade_plan(
     ready, skipped = [], []
     for sub in subs:
         if sub.id in pending:
-            state = "queued" if pending[sub.id] == JobStatus.QUEUED else "being graded"
+            state = JobStatus.QUEUED.value if pending[sub.id] == JobStatus.QUEUED else "being graded"
             skipped.append(
                 RegradeSkipped(
                     submission_id=sub.id,

@@ -19,6 +19,7 @@ import base64
 import binascii
 import difflib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,6 +192,13 @@ def _graded_outputs(report: dict[str, Any]) -> tuple[list[OutputView] | None, bo
     return shown, bool(report.get("outputs_cut")) or len(raw) > GRADED_OUTPUTS_MAX
 
 
+def _seconds(value: Any) -> float:
+    """A stored cell's duration; the stored result came from a kernel's run, so anything else reads as 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0.0
+    return float(value)
+
+
 def render_notebook(*, raw: bytes, result: dict[str, Any] | None) -> NotebookView:
     """The page's view of one upload: its cells, each code cell with its grading report and saved outputs."""
     cells = load_cells(raw)
@@ -203,7 +211,7 @@ def render_notebook(*, raw: bytes, result: dict[str, Any] | None) -> NotebookVie
             reports[r["index"]] = {
                 "status": clean_text(str(r.get("status", "")))[:20],
                 "message": clean_text(str(r.get("message", "")))[:OUTPUT_MAX_CHARS],
-                "duration_s": float(r.get("duration_s") or 0.0),
+                "duration_s": _seconds(r.get("duration_s")),
             }
             graded[r["index"]] = _graded_outputs(r)
     view = NotebookView(readable=True, cells_cut=max(0, len(cells) - MAX_CELLS))

@@ -90,6 +90,14 @@ def test_each_code_cell_gets_its_grading_report():
     assert [c.code_index for c in view.cells] == [0, None, 1]
 
 
+def test_a_stored_duration_that_is_not_a_number_reads_as_zero():
+    """The stored result is untrusted: a duration as text, NaN or a bool never breaks the page."""
+    for odd in ("slow", float("nan"), True, None, [1]):
+        result = {"cells": [{"index": 0, "status": "ok", "duration_s": odd}]}
+        (cell,) = nv.render_notebook(raw=_nb(_code("x = 1")), result=result).cells
+        assert cell.report["duration_s"] == 0.0
+
+
 def test_the_outputs_the_grader_saw_are_shown_as_text_next_to_the_report():
     outputs = [
         {"kind": "stdout", "text": f"printed {SCRIPT}\n"},

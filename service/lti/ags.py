@@ -247,6 +247,8 @@ class AgsSender:
         if resp.status_code != 200:
             raise TokenRefused(f"token endpoint answered HTTP {resp.status_code}: {resp.text[:200]}")
         data = resp.json()
+        if not isinstance(data, dict):
+            raise TokenRefused("token endpoint answered JSON that is not an object")
         token, lifetime = data.get("access_token"), float(data.get("expires_in") or 3600)
         if not isinstance(token, str) or not token:
             raise TokenRefused("token endpoint answered without an access_token")
@@ -263,7 +265,7 @@ class AgsSender:
                 content=work.body.encode(),
                 headers={"content-type": SCORE_TYPE, "authorization": f"Bearer {token}"},
             )
-        except (httpx.HTTPError, TokenRefused, ValueError) as exc:
+        except (httpx.HTTPError, TokenRefused, ValueError, TypeError, RecursionError) as exc:  # what a platform sent
             return DeliveryResult(
                 ok=False,
                 status_code=None,

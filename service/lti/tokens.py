@@ -59,8 +59,11 @@ class JwksCache:
                 raise LtiError(
                     "lti_jwks_unavailable", f"the platform's keyset answered HTTP {resp.status_code}", status_code=502
                 )
-            return jwt.PyJWKSet.from_dict(resp.json())
-        except (httpx.HTTPError, ValueError, jwt.PyJWKSetError) as exc:
+            data = resp.json()
+            if not isinstance(data, dict):
+                raise ValueError("a keyset is a JSON object")
+            return jwt.PyJWKSet.from_dict(data)
+        except (httpx.HTTPError, ValueError, RecursionError, jwt.PyJWKSetError) as exc:  # nested past the parser
             raise LtiError(
                 "lti_jwks_unavailable",
                 f"the platform's keyset could not be read: {type(exc).__name__}",

@@ -31,7 +31,7 @@ from service.lti import tokens, urls
 from service.lti.errors import LtiError
 from service.lti.keys import KeyStore
 from service.lti.launch import role_of
-from service.lti.models import LtiLoginState, LtiPlatform, PlatformRef
+from service.lti.models import LtiLoginState, PlatformRef
 from service.lti.tokens import LTI
 from service.messages import error
 from service.web.i18n import LANGS
@@ -229,17 +229,13 @@ def deep_link_response(
     pick = tokens.verify_own(pick_token, keys=keys, audience=PICK_AUDIENCE)
     target = _check(choices, target, pick, catalogue)
     return_url = urls.return_url(pick["return_url"], allow_http=allow_http)
-    try:
-        lti_service.consume_state(session, state=str(pick["k"]), browser_hash=browser_hash)
-    except LtiError as exc:
-        if exc.code == "lti_wrong_browser":
-            raise
-        raise LtiError(
-            "lti_pick_invalid", "the pick token was already used or has expired; open the picker again"
-        ) from exc
-    platform = session.get(LtiPlatform, pick["platform_id"])
-    if platform is None or platform.removed_at is not None:
-        raise LtiError("lti_unknown_platform", "the platform of this picker was removed")
+    platform = lti_service.spend_offer(
+        session,
+        signed=pick,
+        browser_hash=browser_hash,
+        spent="the pick token was already used or has expired; open the picker again",
+        removed="the platform of this picker was removed",
+    )
     lineitem = pick.get("lineitem") is not False
     items = [
         content_item(catalogue.get(c.exercise_id), c, launch_url=launch_url, lineitem=lineitem, target=target)

@@ -199,3 +199,18 @@ def consume_state(session: Session, *, state: str, browser_hash: str) -> LtiLogi
         expires_at=row.expires_at,
         browser_hash=browser_hash,
     )
+
+
+def spend_offer(session: Session, *, signed: dict, browser_hash: str, spent: str, removed: str) -> LtiPlatform:
+    """Spend the login state a picker's or a bind form's signed token carries (once, in the browser that
+    got it) and return its platform, still registered. `spent` and `removed` are the refusals' words."""
+    try:
+        consume_state(session, state=str(signed["k"]), browser_hash=browser_hash)
+    except LtiError as exc:
+        if exc.code == "lti_wrong_browser":
+            raise
+        raise LtiError("lti_pick_invalid", spent) from exc
+    platform = session.get(LtiPlatform, signed["platform_id"])
+    if platform is None or platform.removed_at is not None:
+        raise LtiError("lti_unknown_platform", removed)
+    return platform

@@ -19,7 +19,7 @@ from service.lti import service as lti_service
 from service.lti.errors import LtiError
 from service.lti.keys import KeyStore
 from service.lti.launch import AGS_SCORE, enrol, remember_line_item
-from service.lti.models import LtiLoginState, LtiPlatform, PlatformRef
+from service.lti.models import LtiLoginState, PlatformRef
 from service.lti.tokens import LTI
 
 BIND_AUDIENCE = "titangrade-bind"
@@ -91,17 +91,13 @@ def redeem(
     bind = tokens.verify_own(bind_token, keys=keys, audience=BIND_AUDIENCE)
     if exercise_id not in catalogue:
         raise LtiError("lti_unknown_exercise", f"no exercise {clip(exercise_id)!r}", status_code=404)
-    try:
-        lti_service.consume_state(session, state=str(bind["k"]), browser_hash=browser_hash)
-    except LtiError as exc:
-        if exc.code == "lti_wrong_browser":
-            raise
-        raise LtiError(
-            "lti_pick_invalid", "this choice was already made or has expired; launch the link again from the LMS"
-        ) from exc
-    row = session.get(LtiPlatform, bind["platform_id"])
-    if row is None or row.removed_at is not None:
-        raise LtiError("lti_unknown_platform", "the platform of this link was removed")
+    row = lti_service.spend_offer(
+        session,
+        signed=bind,
+        browser_hash=browser_hash,
+        spent="this choice was already made or has expired; launch the link again from the LMS",
+        removed="the platform of this link was removed",
+    )
     platform, course = PlatformRef.of(row), str(bind["course"])
     link = bind.get("link") or []
     if len(link) == 3:

@@ -127,6 +127,19 @@ def _parse_local(text: str, zone: str) -> dt.datetime | None:
     return naive.replace(tzinfo=zoneinfo.ZoneInfo(zone))
 
 
+def _refused(request: Request, viewer, exc: ServiceError, *, course: str, catalogue, open_session):
+    """A refused form: the schedule page again, with the reason in the page's language and its status."""
+    return _page(
+        request,
+        viewer,
+        course=course,
+        catalogue=catalogue,
+        open_session=open_session,
+        message=exc.text(viewer.lang),
+        status=exc.status_code,
+    )
+
+
 def _page(request: Request, viewer, *, course: str, catalogue, open_session, message: str = "", status: int = 200):
     with open_session() as session:
         zone = schedules.zone_of(session, course=course)
@@ -217,15 +230,7 @@ def set_schedule(
             )
             session.commit()
     except ServiceError as exc:
-        return _page(
-            request,
-            viewer,
-            course=course,
-            catalogue=catalogue,
-            open_session=open_session,
-            message=exc.text(viewer.lang),
-            status=exc.status_code,
-        )
+        return _refused(request, viewer, exc, course=course, catalogue=catalogue, open_session=open_session)
     return _back(course)
 
 
@@ -259,15 +264,7 @@ def add_extension(
             )
             session.commit()
     except ServiceError as exc:
-        return _page(
-            request,
-            viewer,
-            course=course,
-            catalogue=catalogue,
-            open_session=open_session,
-            message=exc.text(viewer.lang),
-            status=exc.status_code,
-        )
+        return _refused(request, viewer, exc, course=course, catalogue=catalogue, open_session=open_session)
     return _back(course)
 
 
@@ -286,13 +283,5 @@ def set_timezone(
             schedules.set_zone(session, course=course, zone=zone.strip(), by_user=viewer.principal.user)
             session.commit()
     except ServiceError as exc:
-        return _page(
-            request,
-            viewer,
-            course=course,
-            catalogue=catalogue,
-            open_session=open_session,
-            message=exc.text(viewer.lang),
-            status=exc.status_code,
-        )
+        return _refused(request, viewer, exc, course=course, catalogue=catalogue, open_session=open_session)
     return _back(course)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from browser_support import signed_in
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -53,16 +54,7 @@ def _rows(page) -> list[str]:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("width", [1280, 390])
 def test_sort_filter_and_page_in_the_browser(site, width, lang):
-    ctx = site["browser"].new_context(viewport={"width": width, "height": 800})
-    ctx.add_cookies([{"name": "tg_lang", "value": lang, "url": site["url"]}])
-    page = ctx.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(site["url"] + "/login")
-    page.fill("#token", site["token"])
-    page.click("#sign-in")
-    page.wait_for_url("**/exercises")
+    ctx, page, errors = signed_in(site["browser"], site["url"], site["token"], lang=lang, width=width, height=800)
     page.goto(site["url"] + URL)
     words = WORDS[lang]
     assert page.locator("html").get_attribute("lang") == ("zh-CN" if lang == "zh" else "en")

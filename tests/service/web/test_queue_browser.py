@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from axe_support import assert_accessible
+from browser_support import signed_in
 from sqlalchemy import update
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -113,17 +114,7 @@ def site(live_api, svc):
 
 
 def _page(site, token: str, lang: str, width: int):
-    ctx = site["browser"].new_context(viewport={"width": width, "height": 900})
-    ctx.add_cookies([{"name": "tg_lang", "value": lang, "url": site["url"]}])
-    page = ctx.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(site["url"] + "/login")
-    page.fill("#token", token)
-    page.click("#sign-in")
-    page.wait_for_url("**/exercises")
-    return ctx, page, errors
+    return signed_in(site["browser"], site["url"], token, lang=lang, width=width)
 
 
 def _fits(page) -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from axe_support import assert_accessible
+from browser_support import signed_in
 from stats_support import ATTEMPTS, COURSE, EXERCISE, seed
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -60,16 +61,7 @@ def _shot(page, name: str, keep: bool) -> None:
 def test_an_instructor_reads_the_statistics_and_regrades(site, width, lang):
     _runs_as_seeded(site)
     keep = width == 1280 and lang == "en"
-    ctx = site["browser"].new_context(viewport={"width": width, "height": 900})
-    ctx.add_cookies([{"name": "tg_lang", "value": lang, "url": site["url"]}])
-    page = ctx.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(site["url"] + "/login")
-    page.fill("#token", site["token"])
-    page.click("#sign-in")
-    page.wait_for_url("**/exercises")
+    ctx, page, errors = signed_in(site["browser"], site["url"], site["token"], lang=lang, width=width, height=900)
     words = WORDS[lang]
 
     page.goto(site["url"] + "/teach")

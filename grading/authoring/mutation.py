@@ -20,7 +20,7 @@ from typing import Any
 from grading.authoring.build import Outputs, mutant_notebook_bytes
 from grading.authoring.master import AuthoringError
 from grading.authoring.mutants import OPERATORS, Mutant, generate
-from grading.authoring.validate import SCORE_TOLERANCE, grade_runs
+from grading.authoring.validate import SCORE_TOLERANCE, clock_bound, grade_runs
 from grading.errors import InvalidSubmission
 from grading.exercise import Catalogue
 from grading.pipeline import grade_notebook
@@ -29,7 +29,7 @@ from grading.sandbox import Sandbox
 
 GOAL = 0.9  # killed / (killed + survived), per exercise (issue 29)
 LIGHT = "light"  # other kernel families take minutes per grading: only with include_training
-MUTANT_RETRIES = 1  # a mutant whose run hit the clock or was not gradable is graded once more
+MUTANT_RETRIES = 1  # a mutant (or the solution) that was not gradable is graded once more
 
 
 class Verdict(StrEnum):
@@ -185,16 +185,21 @@ def run_mutants(
         return report
 
     def grade(label: str, data: bytes) -> tuple[GradeResult | None, str, float]:
+        """One verdict: graded again only while not gradable (the host's fault). A mutant that ran into a
+        time limit is judged as it ran: the CPU clock (grading/steps/cpu_clock.py) times out code that
+        computes, and a starved run is not gradable."""
         t0 = time.monotonic()
-        try:
-            graded = grade_runs(
-                label, data, exercise_id=ex.id, catalogue=catalogue, sandbox=sandbox, say=lambda _: None,
-                retries=retries, grade_fn=grade_fn,
-            )  # fmt: skip
-        except InvalidSubmission as exc:  # our own notebook refused: the grader's problem, not the mutant's
-            return None, f"refused: {exc}", time.monotonic() - t0
-        note = graded.host_fault or ("; ".join(graded.notes))
-        return (None if graded.host_fault else graded.result), note, time.monotonic() - t0
+        for _ in range(retries + 1):
+            try:
+                graded = grade_runs(
+                    label, data, exercise_id=ex.id, catalogue=catalogue, sandbox=sandbox, say=lambda _: None,
+                    retries=0, grade_fn=grade_fn,
+                )  # fmt: skip
+            except InvalidSubmission as exc:  # our own notebook refused: the grader's problem, not the mutant's
+                return None, f"refused: {exc}", time.monotonic() - t0
+            if not graded.host_fault:
+                return graded.result, clock_bound(graded.result), time.monotonic() - t0
+        return None, graded.host_fault, time.monotonic() - t0
 
     baseline, note, took = grade("solution.ipynb", out.files[ex.solution_path])
     if baseline is None or abs(baseline.score - baseline.max_score) > SCORE_TOLERANCE:

@@ -114,9 +114,24 @@ def _short(text: str) -> str:
     return repr(first[:60] + ("..." if len(first) > 60 or "\n" in text.strip() else ""))
 
 
-def _notebook_bytes(ex: Exercise, master: Master, variant: str, mistake: Mistake | None = None) -> bytes:
+def mutant_notebook_bytes(ex: Exercise, master: Master, cell: int, source: str, mutant_id: str) -> bytes:
+    """The solution with learner cell `cell` replaced by `source` (grading/authoring/mutants.py)."""
+    cells = _sources(master, "solution", None)
+    cells[cell] = (cells[cell][0], source)
+    return _notebook_bytes(ex, master, "solution", cells=cells, meta={"mutant": mutant_id})
+
+
+def _notebook_bytes(
+    ex: Exercise,
+    master: Master,
+    variant: str,
+    mistake: Mistake | None = None,
+    *,
+    cells: list[tuple[str, str]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> bytes:
     nb = v4.new_notebook()
-    cells = _sources(master, variant, mistake)
+    cells = list(cells) if cells is not None else _sources(master, variant, mistake)
     at = 1 if cells and cells[0][0] == "markdown" else 0  # right after the title cell
     cells.insert(at, ("markdown", policy_markdown(ex.manifest)))  # what the learner writes and may use
     for i, (kind, src) in enumerate(cells):
@@ -124,7 +139,7 @@ def _notebook_bytes(ex: Exercise, master: Master, variant: str, mistake: Mistake
         cell["id"] = f"{ex.short_name[:20]}-{i:02d}"  # stable ids: a rebuild is byte-identical
         nb.cells.append(cell)
     nb.metadata.update(master.metadata)
-    meta: dict[str, Any] = {"exercise_id": ex.id}
+    meta = {"exercise_id": ex.id, **(meta or {})}
     if mistake is not None:
         meta["expect"] = {"status": mistake.status, "score": mistake.score, "feedback_contains": mistake.fails}
     nb.metadata["titangrade"] = meta
@@ -221,6 +236,12 @@ def check_consistency(ex: Exercise, master: Master) -> None:
                     f"mistake {m.name!r} must fail {failing!r}, which is not a check of this exercise",
                     f"use one of {sorted(declared)}",
                 )
+    if master.equivalent:  # a stale declaration is an authoring error (docs/exercise-format.md#mutants)
+        from grading.authoring.mutants import generate, stale_equivalents
+
+        stale = stale_equivalents(master, generate(master, {c.name: c.answer for c in ex.manifest.checks}))
+        if stale:
+            raise stale[0]
     seen: set[str] = set()
     for m in master.mistakes:
         if all(p["find"] == p["replace"] for p in m.patch):

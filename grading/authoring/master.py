@@ -23,7 +23,7 @@ MAGIC = re.compile(r"^# (?=%%?[A-Za-z]|!)")  # jupytext comments out magics in .
 GRADER_TAG, SELF_CHECK_TAG = "grader", "self-check"
 HARNESS_TAG = "harness"  # a launcher the learner sees but the grader re-runs from the master (grader-owned)
 KNOWN_TAGS = {GRADER_TAG, SELF_CHECK_TAG, HARNESS_TAG}
-GRADER_NAMES = {"CHECKS", "MISTAKES"}
+GRADER_NAMES = {"CHECKS", "MISTAKES", "RULES"}  # RULES: grading/authoring/rules.py
 
 
 class AuthoringError(ValueError):
@@ -63,6 +63,9 @@ class Master:
     check_lines: dict[str, int] = field(default_factory=dict)
     mistakes: list[Mistake] = field(default_factory=list)
     grader_line: int = 0
+    rules: Any = None  # RULES as written (None: not declared); checked by grading/authoring/rules.py
+    rules_line: int = 0
+    grader_sources: list[tuple[int, str]] = field(default_factory=list)  # (first line, source) per grader cell
 
     @property
     def learner_cells(self) -> list[Cell]:
@@ -246,6 +249,7 @@ def _grader_data(master: Master, lines: list[str]) -> None:
             )
         master.grader_line = master.grader_line or cell.line
         offset = cell.line + 1 + _first_nonblank(lines, cell.line)
+        master.grader_sources.append((offset, cell.solution))
         try:
             tree = ast.parse(cell.solution)
         except SyntaxError as exc:
@@ -266,7 +270,7 @@ def _grader_data(master: Master, lines: list[str]) -> None:
                 raise AuthoringError(
                     master.path,
                     at,
-                    "a grader cell may only assign CHECKS and MISTAKES",
+                    "a grader cell may only assign CHECKS, MISTAKES and RULES",
                     "move code to a normal cell; the grader cell is data (literals), not code",
                 )
             try:
@@ -280,6 +284,8 @@ def _grader_data(master: Master, lines: list[str]) -> None:
                 ) from None
             if node.targets[0].id == "CHECKS":
                 _add_checks(master, value, at, cell.solution, offset)
+            elif node.targets[0].id == "RULES":
+                master.rules, master.rules_line = value, at
             else:
                 master.mistakes += [
                     _mistake(master.path, m, _line_of(cell.solution, offset, repr(m.get("name")), at))

@@ -17,6 +17,7 @@ from nbformat import v4
 
 from grading.authoring.master import AuthoringError, Master, Mistake, read_master
 from grading.authoring.policy_note import policy_markdown
+from grading.authoring.rules import HINTS_FIELD, check_rules, rule_hints
 from grading.exercise import REPO_ROOT, Exercise
 
 DEFAULT_FIXTURES_ROOT = REPO_ROOT / "tests" / "fixtures" / "notebooks"
@@ -82,6 +83,10 @@ def render(ex: Exercise, *, fixtures_root: Path = DEFAULT_FIXTURES_ROOT) -> Outp
 
 def answer_file_bytes(ex: Exercise, master: Master) -> bytes:
     checks = {c.name: master.checks[c.name] for c in ex.manifest.checks}
+    for name in checks:  # a failing hidden case's feedback is the hint of the rule(s) it names
+        hints = rule_hints(ex, master, name)
+        if hints:
+            checks[name] = {**checks[name], HINTS_FIELD: hints}
     ref: dict[str, Any] = {"exercise_id": ex.id, "checks": checks}
     if master.harness:  # grader-owned launchers: re-run after the learner's cells (grading/harness.py)
         ref["harness"] = master.harness
@@ -254,6 +259,7 @@ def check_consistency(ex: Exercise, master: Master) -> None:
         if m.name in seen:
             raise AuthoringError(master.path, m.line, f"mistake {m.name!r} is declared twice", "rename one")
         seen.add(m.name)
+    check_rules(ex, master)  # every stated rule has a case (grading/authoring/rules.py)
 
 
 def _toml_line(path: Path, *needles: str) -> int:

@@ -27,7 +27,7 @@ MAGIC = re.compile(r"^# (?=%%?[A-Za-z]|!)")  # jupytext comments out magics in .
 GRADER_TAG, SELF_CHECK_TAG = "grader", "self-check"
 HARNESS_TAG = "harness"  # a launcher the learner sees but the grader re-runs from the master (grader-owned)
 KNOWN_TAGS = {GRADER_TAG, SELF_CHECK_TAG, HARNESS_TAG}
-GRADER_NAMES = {"CHECKS", "MISTAKES", "EQUIVALENT", "RULES"}  # RULES: read by its own helper (issue 29)
+GRADER_NAMES = {"CHECKS", "MISTAKES", "EQUIVALENT", "RULES"}  # RULES: grading/authoring/rules.py
 
 
 @dataclass
@@ -62,6 +62,9 @@ class Master:
     mistakes: list[Mistake] = field(default_factory=list)
     equivalent: list[Equivalent] = field(default_factory=list)
     grader_line: int = 0
+    rules: Any = None  # RULES as written (None: not declared); checked by grading/authoring/rules.py
+    rules_line: int = 0
+    grader_sources: list[tuple[int, str]] = field(default_factory=list)  # (first line, source) per grader cell
 
     @property
     def learner_cells(self) -> list[Cell]:
@@ -263,6 +266,7 @@ def _grader_data(master: Master, lines: list[str]) -> None:
             )
         master.grader_line = master.grader_line or cell.line
         offset = cell.line + 1 + _first_nonblank(lines, cell.line)
+        master.grader_sources.append((offset, cell.solution))
         try:
             tree = ast.parse(cell.solution)
         except SyntaxError as exc:
@@ -283,7 +287,7 @@ def _grader_data(master: Master, lines: list[str]) -> None:
                 raise AuthoringError(
                     master.path,
                     at,
-                    "a grader cell may only assign CHECKS and MISTAKES (and EQUIVALENT, RULES)",
+                    "a grader cell may only assign CHECKS, MISTAKES, RULES and EQUIVALENT",
                     "move code to a normal cell; the grader cell is data (literals), not code",
                 )
             try:
@@ -299,6 +303,8 @@ def _grader_data(master: Master, lines: list[str]) -> None:
                 _add_checks(master, value, at, cell.solution, offset)
             elif node.targets[0].id == "EQUIVALENT":
                 master.equivalent += parse_equivalents(master.path, value, at, _finder(cell.solution, offset, at))
+            elif node.targets[0].id == "RULES":
+                master.rules, master.rules_line = value, at
             elif node.targets[0].id == "MISTAKES":
                 master.mistakes += [
                     _mistake(master.path, m, _line_of(cell.solution, offset, repr(m.get("name")), at))

@@ -13,6 +13,7 @@ to the same line item and learner has overtaken is dropped at its claim, never s
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 import time
@@ -92,13 +93,28 @@ def event_score(*, event: OutboxEvent, event_type: str, user_id: str) -> str:
     status = SubmissionStatus.NOT_GRADABLE if event_type == "submission.not_gradable" else p.get("status")
     return score_body(
         user_id=user_id,
-        timestamp=rfc3339(event.created_at) or "",
+        timestamp=rfc3339(score_time(event)) or "",
         status=str(status or ""),
         score=score,
         max_score=p.get("max_score"),
         penalty=late_penalty(p),
         submitted_at=p.get("submitted_at"),
     )
+
+
+def score_time(event: OutboxEvent) -> dt.datetime | None:
+    """The score's `timestamp`: when the event was written (a received submission's is its upload time). A
+    grade's is held at least 1 ms after its upload time, so a worker whose clock is behind the API's never
+    stamps the final score older than the submission's `Pending`, which the platform would then keep."""
+    at = event.created_at
+    submitted = (event.payload or {}).get("submitted_at")
+    if at is None or event.kind == RECEIVED or not isinstance(submitted, str):
+        return at
+    try:
+        upload = dt.datetime.fromisoformat(submitted).astimezone(dt.UTC).replace(tzinfo=None)
+    except ValueError:
+        return at
+    return max(at, upload + dt.timedelta(milliseconds=1))
 
 
 def late_penalty(payload: dict) -> LatePenalty | None:

@@ -205,6 +205,35 @@ def test_a_regrade_sends_no_new_pending(lti, svc, deliverer):
     ]
 
 
+def test_a_worker_clock_behind_the_api_still_stamps_the_final_after_the_pending(lti, svc, deliverer):
+    """The grade's outbox row says it was written 5 s before the upload (the worker's clock is behind): its
+    score is stamped 1 ms after the upload time, so the platform still keeps the final over the Pending."""
+    from service.db import transaction
+    from service.outbox.delivery import wait_until_idle
+    from service.outbox.models import OutboxEvent
+    from service.submissions.models import Submission
+
+    learner = lti.browser.launch(
+        sub="s-skew", roles=[LEARNER], context="course-SK", exercise_id=EXERCISE, lineitem="li-skew"
+    ).json()
+    sid = _upload(lti, svc, learner["token"])
+    assert wait_until_idle(deliverer, 30)
+    _grade(lti.app.state.sessions, sid, score=2.0)
+    with transaction(lti.app.state.sessions) as s:
+        uploaded = s.get(Submission, sid).created_at
+        s.execute(
+            update(OutboxEvent)
+            .where(OutboxEvent.submission_id == sid, OutboxEvent.kind == "grade.stored")
+            .values(created_at=uploaded - dt.timedelta(seconds=5))
+        )
+    assert wait_until_idle(deliverer, 30)
+    pending, final = _scores(lti, "s-skew")
+    assert (pending["gradingProgress"], final["gradingProgress"]) == ("Pending", "FullyGraded")
+    stamp = dt.datetime.fromisoformat
+    assert stamp(final["timestamp"]) - stamp(pending["timestamp"]) == dt.timedelta(milliseconds=1)
+    assert final["kept"] and final["scoreGiven"] == 2.0
+
+
 def test_a_later_attempt_overtakes_an_earlier_unsent_pending(lti, svc, deliverer):
     """Two uploads before any delivery: only the later attempt's Pending is sent (the earlier one would say
     nothing the platform should keep)."""

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI, Response
 
 from grading.exercise import Catalogue
-from service import bootstrap, http_deadlines, memory, signals
+from service import bootstrap, http_deadlines, memory, signals, wiring
 from service.auth import cache as credential_cache
 from service.auth.authenticators import Authenticator, default_authenticators
 from service.auth.routes import router as auth_router
@@ -76,7 +76,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def _upload_writer(app: FastAPI) -> UploadWriter:
-    return UploadWriter(app.state.sessions, lambda: app.state.settings)
+    return UploadWriter(app.state.sessions, lambda: app.state.settings, receivers=app.state.receivers)
 
 
 def app_from_environment() -> FastAPI:
@@ -118,6 +118,7 @@ def create_app(
     app.state.engine = engine if engine is not None else make_engine(settings.database_url)
     app.state.sessions = bootstrap.sessions(app.state.engine)  # with the commit hooks (wake-ups, credential cache)
     app.state.read_sessions = read_sessions(app.state.engine)  # credential checks: no SQLite writer lock
+    app.state.receivers = wiring.upload_receivers()  # who listens for "submission received"
     app.state.intake = _upload_writer(app)  # uploads: group commit per process
     app.state.catalogue = catalogue or Catalogue(settings.exercises_root, settings.reference_root)
 

@@ -32,6 +32,7 @@ from service.lti.keys import KeyStore, key_store
 from service.lti.limits import LtiLimits
 from service.lti.tokens import JwksCache
 from service.messages import error
+from service.outbox.receivers import Receivers
 from service.outbox.ssrf import AddressPolicy, make_client
 from service.submissions.stream_slots import StreamSlots
 from service.submissions.writer import UploadWriter
@@ -95,6 +96,11 @@ async def get_upload_writer(request: Request) -> UploadWriter:
     return request.app.state.intake
 
 
+async def get_receivers(request: Request) -> Receivers:
+    """Who listens for "submission received" (service/outbox/receivers.py; put together in service/wiring.py)."""
+    return request.app.state.receivers
+
+
 async def get_max_devices(request: Request) -> Callable[[], int]:
     """Asks the database for the most accelerators a live worker offers; call it only when it matters."""
     return request.app.state.max_devices
@@ -154,6 +160,7 @@ SessionFactoryDep = Annotated[SessionFactory, Depends(get_session_factory)]
 ReadSessionFactoryDep = Annotated[SessionFactory, Depends(get_read_session_factory)]
 UploadWriterDep = Annotated[UploadWriter, Depends(get_upload_writer)]
 MaxDevicesDep = Annotated[Callable[[], int], Depends(get_max_devices)]
+ReceiversDep = Annotated[Receivers, Depends(get_receivers)]
 StreamSlotsDep = Annotated[StreamSlots, Depends(get_stream_slots)]
 JwksCacheDep = Annotated[JwksCache, Depends(get_jwks_cache)]
 LtiLimitsDep = Annotated[LtiLimits, Depends(get_lti_limits)]

@@ -2,7 +2,8 @@
 
 - the executor (a local process pool, or Ray) and the worker that drives it;
 - the outbox's kinds of target: webhook endpoints and LTI grade passback, each a `TargetSource` and a
-  `Sender` (service/outbox/protocol.py), registered with the delivery loop.
+  `Sender` (service/outbox/protocol.py), registered with the delivery loop, and asked by the intake (through
+  `upload_receivers`) whether anyone listens for a new submission.
 The steps every process shares (settings, engine, sessions with their commit hooks) are in
 service/bootstrap.py, which the grading processes and the commands of each package use without this module.
 
@@ -20,6 +21,8 @@ from service.config import Settings
 from service.lti.ags import AgsSender, LtiTargets
 from service.outbox.delivery import Deliverer
 from service.outbox.protocol import Sender, TargetSource
+from service.outbox.receivers import Receivers
+from service.outbox.targets import RECEIVED
 from service.webhooks.sender import WebhookSender
 from service.webhooks.targets import WebhookTargets
 from service.workers.devices import WorkerDevices
@@ -60,6 +63,12 @@ def build_worker(
 def outbox_sources() -> list[TargetSource]:
     """Who may want a grade event: a course's webhook endpoints, and its LTI line items."""
     return [WebhookTargets(), LtiTargets()]
+
+
+def upload_receivers() -> Receivers:
+    """Who listens for "submission received" (LTI line items, subscribed webhook endpoints): the intake
+    writes that outbox row only where someone does (service/submissions/received.py)."""
+    return Receivers(outbox_sources(), event_type=RECEIVED)
 
 
 def outbox_senders(settings: Settings) -> list[Sender]:

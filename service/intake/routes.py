@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from grading.pipeline import load_submission
-from service.deps import AdminUser, CatalogueDep, MaxDevicesDep, SessionDep, SettingsDep, StaffUser
+from service.deps import AdminUser, CatalogueDep, MaxDevicesDep, ReceiversDep, SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden, clip
 from service.intake import service
 from service.intake.models import IntakeIntegration, IssuerKind
@@ -69,6 +69,7 @@ async def signed_intake(
     settings: SettingsDep,
     catalogue: CatalogueDep,
     max_devices: MaxDevicesDep,
+    receivers: ReceiversDep,
     integration: Annotated[str | None, Query(max_length=100)] = None,
     course: Annotated[str | None, Query(max_length=200, description="the integration's course")] = None,
 ):
@@ -77,10 +78,10 @@ async def signed_intake(
     raw = await request.body()
     headers = {k.lower(): v for k, v in request.headers.items()}
     named = (course, integration)
-    return await run_in_threadpool(_file, session, settings, catalogue, max_devices, named, raw, headers)
+    return await run_in_threadpool(_file, session, settings, catalogue, max_devices, receivers, named, raw, headers)
 
 
-def _file(session, settings, catalogue, max_devices, named, raw: bytes, headers: dict[str, str]) -> Response:
+def _file(session, settings, catalogue, max_devices, receivers, named, raw: bytes, headers: dict[str, str]) -> Response:
     row = service.integration_named(session, named[1], course=named[0])
     webhook_id = service.verify(row, raw=raw, headers=headers)
     service.check_issuer(row)  # before reading the body: an unconfirmed issuer files nothing
@@ -105,6 +106,7 @@ def _file(session, settings, catalogue, max_devices, named, raw: bytes, headers:
         idempotency_key=key,
         fingerprint=service.body_hash(raw),
         settings=settings,
+        receivers=receivers,
     )
     return accepted_response(sub, status=202 if created else 200)
 

@@ -6,11 +6,14 @@ delivery loop (service/outbox/delivery.py) claims it, retries it on the same sch
 and dead-letters it; `AgsSender` gets an OAuth2 token (client-credentials grant with a JWT client
 assertion signed by the tool's key, cached until shortly before it expires) and POSTs the score to
 `{lineitem}/scores`. A regrade or an override is a new event, so the new score is sent again; its later
-timestamp makes the platform keep it.
+timestamp makes the platform keep it. A received submission (the intake's "submission.received" row) is sent
+as Submitted / Pending stamped with the upload time, before any grade's time; a Pending that a later score
+to the same line item and learner has overtaken is dropped at its claim, never sent (`overtaken`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 import time
@@ -20,13 +23,16 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import Select
 
 from service.lti import tokens
 from service.lti.keys import KeyStore, key_store
 from service.lti.models import LtiLineItem, LtiPlatform
-from service.outbox.models import OutboxDelivery, OutboxEvent
-from service.outbox.protocol import DeliveryResult
+from service.outbox.models import DeliveryStatus, OutboxDelivery, OutboxEvent
+from service.outbox.protocol import DeliveryResult, Drop
+from service.outbox.receivers import COURSES
 from service.outbox.ssrf import AddressPolicy, make_client
+from service.outbox.targets import RECEIVED
 from service.states import SubmissionStatus
 from service.submissions.models import Submission
 from service.timefmt import rfc3339
@@ -59,6 +65,14 @@ class LtiTargets:
             ids.append(item_id)
         return ids
 
+    def interest(self, *, event_type: str) -> Select:
+        """Every grade event type goes to a line item: (course, exercise, platform issuer) of the live ones."""
+        return (
+            select(LtiLineItem.course, LtiLineItem.exercise_id, LtiPlatform.issuer)
+            .join(LtiPlatform, LtiPlatform.id == LtiLineItem.platform_id)
+            .where(LtiLineItem.course.in_(COURSES), LtiPlatform.removed_at.is_(None))
+        )
+
     def accepts(self, *, event: OutboxEvent, target_id: int, learner: dict | None) -> bool:
         exercise_id, issuer = self._items.get(target_id, ("", ""))
         return (
@@ -79,13 +93,28 @@ def event_score(*, event: OutboxEvent, event_type: str, user_id: str) -> str:
     status = SubmissionStatus.NOT_GRADABLE if event_type == "submission.not_gradable" else p.get("status")
     return score_body(
         user_id=user_id,
-        timestamp=rfc3339(event.created_at) or "",
+        timestamp=rfc3339(score_time(event)) or "",
         status=str(status or ""),
         score=score,
         max_score=p.get("max_score"),
         penalty=late_penalty(p),
         submitted_at=p.get("submitted_at"),
     )
+
+
+def score_time(event: OutboxEvent) -> dt.datetime | None:
+    """The score's `timestamp`: when the event was written (a received submission's is its upload time). A
+    grade's is held at least 1 ms after its upload time, so a worker whose clock is behind the API's never
+    stamps the final score older than the submission's `Pending`, which the platform would then keep."""
+    at = event.created_at
+    submitted = (event.payload or {}).get("submitted_at")
+    if at is None or event.kind == RECEIVED or not isinstance(submitted, str):
+        return at
+    try:
+        upload = dt.datetime.fromisoformat(submitted).astimezone(dt.UTC).replace(tzinfo=None)
+    except ValueError:
+        return at
+    return max(at, upload + dt.timedelta(milliseconds=1))
 
 
 def late_penalty(payload: dict) -> LatePenalty | None:
@@ -159,10 +188,32 @@ def feedback_comment(session: Session, *, submission_id: str, payload: dict) -> 
         parts.append(f"{sum(bool(c.get('passed')) for c in checks)}/{len(checks)} checks passed")
     if payload.get("manual_score") is not None and payload.get("reason"):
         parts.append(f"score set by the instructor: {str(payload['reason'])[:200]}")
+    if payload.get("status") in PENDING_STATUSES:
+        parts.append("received; it is being graded")
     if payload.get("status") == SubmissionStatus.NOT_GRADABLE:
         parts.append("the grader could not grade this submission (not the learner's fault); it will be retried")
     parts.append(f"details: /api/v1/submissions/{submission_id}")
     return "; ".join(parts)
+
+
+def overtaken(session: Session, *, delivery: OutboxDelivery, event: OutboxEvent) -> bool:
+    """A later delivery to the same line item for the same learner (this submission's final score, or a later
+    attempt's) exists and was not itself dropped: this `Pending` must never be sent after it."""
+    learner = select(Submission.identity_id).where(Submission.id == event.submission_id).scalar_subquery()
+    later = session.scalar(
+        select(OutboxDelivery.id)
+        .join(OutboxEvent, OutboxEvent.id == OutboxDelivery.event_id)
+        .join(Submission, Submission.id == OutboxEvent.submission_id)
+        .where(
+            OutboxDelivery.target_kind == LtiTargets.kind,
+            OutboxDelivery.target_id == delivery.target_id,
+            OutboxDelivery.event_id > delivery.event_id,
+            OutboxDelivery.status != DeliveryStatus.DROPPED.value,
+            Submission.identity_id == learner,
+        )
+        .limit(1)
+    )
+    return later is not None
 
 
 def scores_url(lineitem: str) -> str:
@@ -199,7 +250,7 @@ class AgsSender:
             key_store(settings),
         )
 
-    def prepare(self, session: Session, delivery: OutboxDelivery) -> AgsWork | None:
+    def prepare(self, session: Session, delivery: OutboxDelivery) -> AgsWork | Drop | None:
         row = session.execute(
             select(LtiLineItem, LtiPlatform)
             .join(LtiPlatform, LtiPlatform.id == LtiLineItem.platform_id)
@@ -209,6 +260,8 @@ class AgsSender:
             return None
         item, platform = row
         event = session.get(OutboxEvent, delivery.event_id)
+        if event is not None and event.kind == RECEIVED and overtaken(session, delivery=delivery, event=event):
+            return Drop(reason="not sent: a later score for this learner and line item was sent or is on its way")
         body = json.loads(delivery.body)
         if event is not None:
             comment = feedback_comment(session, submission_id=event.submission_id, payload=event.payload or {})

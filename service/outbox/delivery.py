@@ -5,8 +5,10 @@ pending and another loop (or the restarted one) sends it again after the lease, 
 Failures retry on an exponential schedule with jitter until `webhook_retry_window_s` has passed since
 the first try, then the delivery is dead-lettered (replay revives it). An answer that says the target is
 gone for good (410 Gone, as Standard Webhooks advises) disables the target instead: its deliveries are held
-until an instructor re-enables it. Senders are chosen by `target_kind` (service/outbox/protocol.py); which
-senders and sources a loop has is decided in service/wiring.py.
+until an instructor re-enables it. A sender may also drop a delivery it finds overtaken (`Drop`: LTI's
+"Pending" score once a later score is on its way): it is recorded as dropped and never sent. Senders are
+chosen by `target_kind` (service/outbox/protocol.py); which senders and sources a loop has is decided in
+service/wiring.py.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.db import transaction, utcnow
 from service.outage import Retrier
 from service.outbox.models import DeliveryAttempt, DeliveryStatus, OutboxDelivery
-from service.outbox.protocol import DeliveryResult, Sender, TargetSource
+from service.outbox.protocol import DeliveryResult, Drop, Sender, TargetSource
 from service.outbox.targets import fan_out
 
 log = logging.getLogger("titangrade.webhooks")
@@ -130,6 +132,9 @@ def record(
     if result.ok:
         row.status, row.delivered_at, row.last_error = "delivered", now, ""
         return row.status
+    if result.dropped:
+        row.status, row.last_error = DeliveryStatus.DROPPED.value, result.error[:ERROR_CHARS]
+        return row.status
     row.last_error = (result.error or f"HTTP {result.status_code}")[:ERROR_CHARS]
     if result.gone and job.work is not None:
         hold_target(session, kind=row.target_kind, target_id=row.target_id, reason=row.last_error)
@@ -201,6 +206,8 @@ class Deliverer:
     def _send(self, job: Claimed) -> DeliveryResult:
         if job.work is None:
             return DeliveryResult(ok=False, status_code=None, latency_ms=0.0, error="the target was removed")
+        if isinstance(job.work, Drop):
+            return DeliveryResult(ok=False, status_code=None, latency_ms=0.0, error=job.work.reason, dropped=True)
         try:
             return self.senders[job.target_kind].send(job.work)
         except Exception as exc:  # a sender bug must not stop the loop; it is logged as a failed attempt

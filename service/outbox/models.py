@@ -18,17 +18,21 @@ from service.db import Base, utcnow
 
 class DeliveryStatus(enum.StrEnum):
     """Where a delivery stands. `disabled`: held, not sent, because its target answered 410 Gone (Standard
-    Webhooks: stop sending); re-enabling the target makes its held deliveries pending again."""
+    Webhooks: stop sending); re-enabling the target makes its held deliveries pending again. `dropped`: not
+    sent, because its sender found it overtaken (an LTI "Pending" score after the final one, see
+    service/lti/ags.py); nothing retries it."""
 
     PENDING = "pending"
     DELIVERED = "delivered"
     DEAD = "dead"
     DISABLED = "disabled"
+    DROPPED = "dropped"
 
 
 class OutboxEvent(Base):
-    """One row per stored grade, written in the score's transaction (service/grades/service.py); the loop
-    fans each out into deliveries (delivered_at = fanned out) and sends them with retries."""
+    """One row per stored grade, written in the score's transaction (service/grades/service.py), and one per
+    received submission that has a receiver, written with the submission (service/submissions/received.py);
+    the loop fans each out into deliveries (delivered_at = fanned out) and sends them with retries."""
 
     __tablename__ = "grade_outbox"
 

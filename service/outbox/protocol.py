@@ -27,11 +27,22 @@ class DeliveryResult:
     error: str = ""
     excerpt: str = ""
     gone: bool = False
+    dropped: bool = False  # not sent: the sender's `prepare` answered a `Drop`
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drop:
+    """What `Sender.prepare` answers for a delivery that must not be sent at all (it was overtaken by a later
+    one to the same target); the loop records it as `dropped` with `reason`, without calling `send`."""
+
+    reason: str
 
 
 class TargetSource(Protocol):
     """Which targets of `kind` want an event, and the body each is sent. A source may also define
-    `accepts(*, event, target_id, learner) -> bool`, a finer filter (LTI: the exercise and the issuer)."""
+    `accepts(*, event, target_id, learner) -> bool`, a finer filter (LTI: the exercise and the issuer), and
+    `interest(*, event_type) -> Select | None`, who would get an event about a new submission before its
+    outbox row is written (service/outbox/receivers.py)."""
 
     kind: str
 
@@ -42,7 +53,7 @@ class TargetSource(Protocol):
 
 class Sender(Protocol):
     """Sends the deliveries of one `kind`: `prepare` runs in the claim's transaction (None = the target is
-    gone), `send` outside any transaction."""
+    gone, a `Drop` = never send this one), `send` outside any transaction."""
 
     kind: str
 

@@ -21,12 +21,15 @@ from service.states import SubmissionStatus
 from service.submissions.models import Submission
 
 PENDING, DISABLED = DeliveryStatus.PENDING, DeliveryStatus.DISABLED
-EVENT_TYPES: tuple[str, ...] = ("grade.stored", "grade.changed", "submission.not_gradable")
+RECEIVED = "submission.received"  # an outbox kind and its public type: written at intake, only with a receiver
+EVENT_TYPES: tuple[str, ...] = ("grade.stored", "grade.changed", "submission.not_gradable", RECEIVED)
 
 
 def public_type(event: OutboxEvent, *, graded_before: bool) -> str | None:
     """The event type receivers see, or None for outbox rows that change nothing (a failed regrade).
     `graded_before`: an earlier outbox row of the same submission stored or overrode a grade."""
+    if event.kind == RECEIVED:
+        return RECEIVED
     if event.kind == "grade.overridden":
         return "grade.changed"
     if event.kind != "grade.stored":

@@ -24,6 +24,7 @@ from service.grades.faults import message_key
 from service.grades.models import ScoreOverride
 from service.messages import error
 from service.outbox.models import OutboxEvent
+from service.outbox.receivers import Receivers
 from service.queue import estimates
 from service.queue import service as queue
 from service.queue.models import Job
@@ -156,10 +157,11 @@ def create(
     idempotency_key: str | None,
     fingerprint: str,
     settings: Settings,
+    receivers: Receivers | None = None,
 ) -> tuple[batch.Accepted, bool]:
     """Store the submission and its job together in `session` (committed); a repeated Idempotency-Key returns
     the first one. The API's uploads go through the process's UploadWriter instead (service/submissions/
-    writer.py), which stores many at once with the same `batch.write`."""
+    writer.py), which stores many at once with the same `batch.write` (`receivers`: see there)."""
     item = batch.Upload(
         user=user,
         exercise=exercise,
@@ -170,7 +172,7 @@ def create(
         fingerprint=fingerprint,
     )
     try:
-        (outcome,) = batch.write(session, [item], settings=settings)
+        (outcome,) = batch.write(session, [item], settings=settings, receivers=receivers)
     except IntegrityError:  # the same key raced in from a second request
         session.rollback()
         existing = replay(session, user=user, key=idempotency_key or "", fingerprint=fingerprint)

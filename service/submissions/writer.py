@@ -36,6 +36,7 @@ from grading.messages import Message
 from service.config import Settings
 from service.errors import ServiceError
 from service.messages import error
+from service.outbox.receivers import Receivers
 from service.submissions import batch
 
 log = logging.getLogger("titangrade.intake")
@@ -72,10 +73,16 @@ class UploadWriter:
     """Group commit of uploads for one process; `submit` from the event loop, `close` at shutdown."""
 
     def __init__(
-        self, sessions: sessionmaker[Session], settings: Callable[[], Settings], *, max_batch: int = MAX_BATCH
+        self,
+        sessions: sessionmaker[Session],
+        settings: Callable[[], Settings],
+        *,
+        max_batch: int = MAX_BATCH,
+        receivers: Receivers | None = None,
     ) -> None:
         self.sessions = sessions
         self.settings = settings  # read per batch: the app's current settings
+        self.receivers = receivers  # who listens for "submission received" (batch.write)
         self.max_batch = max_batch
         self.batches = 0  # transactions committed, and the uploads they held (tests and logs read them)
         self.stored = 0
@@ -185,7 +192,7 @@ class UploadWriter:
     def _attempt(self, items: list[batch.Upload]) -> list[batch.Admission]:
         with self.sessions(bind=self._connection()) as session:
             try:
-                outcomes = batch.write(session, items, settings=self.settings())
+                outcomes = batch.write(session, items, settings=self.settings(), receivers=self.receivers)
             except BaseException:
                 with contextlib.suppress(SQLAlchemyError):
                     session.rollback()

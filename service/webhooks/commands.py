@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction, *, deliver: Callable[[argparse.Nam
     c.add_argument(
         "--events",
         default="grade.stored,grade.changed,submission.not_gradable",
-        help="comma-separated event types (default: all)",
+        help="comma-separated event types (default: the grade events; add submission.received to get uploads too)",
     )
     c.add_argument("--description", default="")
     c.set_defaults(func=cmd_add)

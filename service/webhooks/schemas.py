@@ -14,7 +14,9 @@ class EndpointCreate(BaseModel):
 
     url: str = Field(min_length=8, max_length=2000, description="http(s) URL; in prod mode a public address")
     event_types: list[str] = Field(
-        min_length=1, max_length=3, description="grade.stored, grade.changed, submission.not_gradable"
+        min_length=1,
+        max_length=4,
+        description="grade.stored, grade.changed, submission.not_gradable, submission.received (only if listed)",
     )
     description: str = Field("", max_length=500)
     secret: str | None = Field(None, max_length=200, description="whsec_...; generated when left out")

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import select
+from sqlalchemy import String, cast, literal, select
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import Select
 
 from service.outbox.models import OutboxEvent
+from service.outbox.receivers import ANY, COURSES
 from service.timefmt import rfc3339
 from service.webhooks.models import WebhookEndpoint
 
@@ -28,6 +30,15 @@ class WebhookTargets:
             )
         )
         return [endpoint_id for endpoint_id, types in rows if event_type in (types or ())]
+
+    def interest(self, *, event_type: str) -> Select:
+        """Courses with a live endpoint whose `event_types` (a JSON list) name `event_type`: its text holding
+        the quoted name is enough here, `targets` checks the list itself."""
+        return select(WebhookEndpoint.course, literal(ANY), literal(ANY)).where(
+            WebhookEndpoint.course.in_(COURSES),
+            WebhookEndpoint.removed_at.is_(None),
+            cast(WebhookEndpoint.event_types, String).like(f'%"{event_type}"%'),
+        )
 
     def body(self, *, event: OutboxEvent, event_type: str, target_id: int, learner: dict | None) -> str:
         return envelope(event=event, event_type=event_type, learner=learner)

@@ -73,8 +73,10 @@ def test_a_grade_and_its_override_reach_the_line_item(lti, svc, deliverer):
     from service.outbox.models import DeliveryAttempt, OutboxDelivery
     with lti.app.state.sessions() as s:
         rows = list(s.scalars(select(OutboxDelivery).where(OutboxDelivery.target_kind == "lti")))
-        assert [r.status for r in rows] == ["delivered", "delivered"]
-        assert s.scalar(select(DeliveryAttempt.status_code).where(DeliveryAttempt.delivery_id == rows[0].id)) == 200
+        # the upload's Pending was still unsent when the grade came: overtaken, dropped, never sent
+        assert [(r.event_type, r.status) for r in rows] == [
+            ("submission.received", "dropped"), ("grade.stored", "delivered"), ("grade.changed", "delivered")]
+        assert s.scalar(select(DeliveryAttempt.status_code).where(DeliveryAttempt.delivery_id == rows[1].id)) == 200
 
 
 def test_a_refused_token_is_a_logged_failed_attempt_retried_later(lti, svc, deliverer):
@@ -104,6 +106,7 @@ def test_a_refused_token_is_a_logged_failed_attempt_retried_later(lti, svc, deli
     assert len(lti.platform.log()["scores"]) == before
     with lti.app.state.sessions() as s:
         row = s.scalar(select(OutboxDelivery).where(OutboxDelivery.target_kind == "lti",
+                                                    OutboxDelivery.event_type == "grade.stored",
                                                     OutboxDelivery.body.contains("s-refused")))
         assert row.status == "pending" and row.attempts == 1 and "token endpoint answered HTTP 401" in row.last_error
         assert s.scalar(select(DeliveryAttempt.ok).where(DeliveryAttempt.delivery_id == row.id)) is False

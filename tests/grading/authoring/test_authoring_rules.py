@@ -143,6 +143,7 @@ def test_every_rule_problem_of_a_master_is_listed_at_once(tmp_catalogue, capsys)
     err = _build_errors(tmp_catalogue, capsys)
     for problem in ("names no rule", "is tested by no call", "is not in the learner template's text"):
         assert problem in err, err
+    assert "\n3 problem(s):" in err and err.count("fix: ") == 3  # one summary line each
 
 
 def test_validate_refuses_before_grading_anything(tmp_catalogue, capsys):

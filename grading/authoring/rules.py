@@ -17,6 +17,7 @@ from typing import Any
 
 from grading.authoring.arg_shapes import beyond
 from grading.authoring.master import AuthoringError, Master
+from grading.authoring.policy_note import policy_markdown
 from grading.exercise import Exercise
 
 # TODO(issue 29): set to True once every master declares RULES (the lead flips it after merging the data).
@@ -48,7 +49,7 @@ def normalised(text: str) -> str:
 
 def template_text(master: Master) -> str:
     """What the learner template states, normalised: its markdown cells, and in its code cells the stub
-    lines, comments and string literals (docstrings, messages) it shows."""
+    lines, comments and string literals (docstrings, messages) it shows (the generated policy cell aside)."""
     parts: list[str] = []
     for cell in master.learner_cells:
         if cell.kind == "markdown":
@@ -186,7 +187,7 @@ def rule_problems(ex: Exercise, master: Master) -> list[AuthoringError]:
             'write RULES = {"<check>": [{"id": ..., "stated": ..., "hint": {"en": ..., "zh": ...}}]}',
         )
         return found
-    stated = template_text(master)
+    stated = f"{template_text(master)} {normalised(policy_markdown(ex.manifest))}"  # build adds the policy cell
     declared = {c.name: c for c in ex.manifest.checks}
     for name in rules:
         if name not in declared:

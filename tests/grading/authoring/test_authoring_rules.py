@@ -206,3 +206,9 @@ def test_a_master_without_rules_is_refused_only_once_rules_are_required(tmp_cata
     err = _build_errors(tmp_catalogue, capsys)
     grader = _line(path, '# %% tags=["grader"]')
     assert f"{path}:{grader}: the master declares no RULES" in err and "fix: " in err
+
+
+def test_the_generated_policy_cell_is_template_text_too(tmp_catalogue, capsys):
+    """`build` puts the manifest's policy cell into the template, so its words state a rule as well."""
+    _edit(tmp_catalogue, ('"stated": "an empty list sums to 0"', '"stated": "Functions you write yourself"'))
+    assert main(["exercises", "build", *_roots(tmp_catalogue)]) == 0, capsys.readouterr().err

@@ -213,3 +213,16 @@ def test_the_generated_policy_cell_is_template_text_too(tmp_catalogue, capsys):
     """`build` puts the manifest's policy cell into the template, so its words state a rule as well."""
     _edit(tmp_catalogue, ('"stated": "an empty list sums to 0"', '"stated": "Functions you write yourself"'))
     assert main(["exercises", "build", *_roots(tmp_catalogue)]) == 0, capsys.readouterr().err
+
+
+def test_a_hint_naming_a_hidden_value_the_template_does_not_show_is_refused(tmp_catalogue, capsys):
+    """A hint is public text (the scrub spares it), so a hidden string in it would reach feedback."""
+    path = _edit(
+        tmp_catalogue,
+        ('"args": [[]], "public": False', '"args": [["Zqsecret"]], "public": False'),
+        ('"hint": {"en": "An empty list has no numbers', '"hint": {"en": "Try Zqsecret: an empty list has no numbers'),
+    )
+    err = _build_errors(tmp_catalogue, capsys)
+    problem = "rule 'empty': its hint names 'Zqsecret', a hidden case's value the template does not show"
+    line = _line(path, '{"id": "empty"')
+    assert f"{path}:{line}: {problem}" in err, err

@@ -76,10 +76,15 @@ def _key_notes(got: Any, call: dict[str, Any], spec: dict[str, Any], ctx: CheckC
     """For a public call's dict result: which of the learner's keys are wrong, missing or unexpected (a public
     case's keys are the notebook's to show; grading/checks/keys.py decides what is named)."""
     expected = decode(call["expect"])
-    if not (isinstance(got, dict) and isinstance(expected, dict)):
-        return []
-    diff = keys.differing(got, expected, lambda g, e: _judge(g, {"expect": e}, spec, decoded=True))
-    return keys.notes(*diff, expected=expected, stated_text=ctx.stated, lang=ctx.lang, counted=False)
+    pairs = [("", got, expected)]  # a dict, or a list of dicts (one per input: the items are named by position)
+    if isinstance(got, (list, tuple)) and isinstance(expected, list) and len(got) == len(expected):
+        pairs = [(f"[{i}]", g, e) for i, (g, e) in enumerate(zip(got, expected, strict=True))]
+    out: list[str] = []
+    for at, g, e in pairs:
+        if isinstance(g, dict) and isinstance(e, dict):
+            diff = keys.differing(g, e, lambda a, b: _judge(a, {"expect": b}, spec, decoded=True))
+            out += keys.notes(*diff, expected=e, stated_text=ctx.stated, lang=ctx.lang, counted=False, at=at)
+    return out
 
 
 def _rule_hints(spec: dict[str, Any], failed: list[dict[str, Any]], lang: str) -> tuple[str, ...] | None:

@@ -36,10 +36,19 @@ def differing(got: dict, expected: dict, same: Callable[[Any, Any], bool]) -> tu
 
 
 def notes(
-    wrong: list, missing: list, extra: list, *, expected: dict, stated_text: str, lang: str, counted: bool = True
+    wrong: list,
+    missing: list,
+    extra: list,
+    *,
+    expected: dict,
+    stated_text: str,
+    lang: str,
+    counted: bool = True,
+    at: str = "",
 ) -> list[str]:
     """One note per kind of difference, naming the keys that may be named (module docstring) and counting the
-    rest; `counted=False` leaves out the "n of m" counts (a note added to feedback that already has them)."""
+    rest; `counted=False` leaves out the "n of m" counts (a note added to feedback that already has them);
+    `at` is where the dict sits in the learner's result (`[0]` for a list's first item)."""
     every_key_stated = all(stated(k, stated_text) for k in expected)
     out = []
     for kind, keys, nameable in (
@@ -54,7 +63,7 @@ def notes(
             if counted:
                 out.append(t(f"mapping_{kind}", lang, count=len(keys), total=len(expected)))
             continue
-        shown = ", ".join(_show(k) for k in named[:MAX_NAMED])
+        shown = ", ".join(f"{at}[{_show(k)}]" if at else _show(k) for k in named[:MAX_NAMED])
         if len(keys) > min(len(named), MAX_NAMED):
             shown = t("keys_and_more", lang, keys=shown, count=len(keys) - min(len(named), MAX_NAMED))
         key = f"mapping_{kind}_keys" if counted else f"keys_{kind}"

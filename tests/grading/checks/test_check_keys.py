@@ -117,3 +117,17 @@ def test_a_failing_call_without_rules_falls_back_to_the_checks_hint():
     assert _hints([0, 2, 0, 4]).hints == ("Pad to the multiple.", "The check's own hint.")
     plain = {k: v for k, v in RULED.items() if k != "rule_hints"}
     assert _hints([1, 0, 3, 4], spec=plain).hints is None  # no rules: scoring shows the check's own hint
+
+
+def test_a_list_of_dicts_names_the_wrong_key_by_its_position():
+    """ch06.context_parallel's run_ulysses returns one dict per shape: say which item's key is off."""
+    expect = [{"rank0": [1], "rank1": [2], "roundtrip": True}, {"rank0": [5], "rank1": [6], "roundtrip": True}]
+    spec = {
+        "compare": "exact",
+        "calls": [{"args": [[[1, 4, 4, 2], [1, 2, 2, 2]]], "public": True, "label": "two", "expect": expect}],
+    }
+    got = [{"rank0": [1], "rank1": [2], "roundtrip": True}, {"rank0": [6], "rank1": [5], "roundtrip": False}]
+    ctx = CheckContext(name="c", answer_name="run", calls=[got], stated='"rank0" "rank1" "roundtrip"')
+    out = checks.get("function")(None, spec, ctx)
+    assert "wrong value at key(s) [1]['rank0'], [1]['rank1'], [1]['roundtrip']" in out.feedback, out.feedback
+    assert "[0][" not in out.feedback

@@ -191,6 +191,19 @@ ENGINE = Catalogue(
             en="{count} of {total} expected keys are missing", zh="{total} 个应有的键中缺少 {count} 个"
         ),
         "mapping_extra": Message(en="{count} key(s) are not expected", zh="有 {count} 个多余的键"),
+        # keys named where the notebook states them (grading/checks/keys.py)
+        "mapping_wrong_keys": Message(
+            en="{count} of {total} expected keys have a wrong value: {keys}",
+            zh="{total} 个应有的键中有 {count} 个取值错误：{keys}",
+        ),
+        "mapping_missing_keys": Message(
+            en="{count} of {total} expected keys are missing: {keys}", zh="{total} 个应有的键中缺少 {count} 个：{keys}"
+        ),
+        "mapping_extra_keys": Message(en="{count} key(s) are not expected: {keys}", zh="有 {count} 个多余的键：{keys}"),
+        "keys_wrong": Message(en="wrong value at key(s) {keys}", zh="键 {keys} 的取值错误"),
+        "keys_missing": Message(en="missing key(s) {keys}", zh="缺少键 {keys}"),
+        "keys_extra": Message(en="unexpected key(s) {keys}", zh="多余的键 {keys}"),
+        "keys_and_more": Message(en="{keys} and {count} more", zh="{keys} 及另外 {count} 个"),
         "shape_wrong": Message(en="shape {got} is not the expected shape", zh="形状 {got} 不正确"),
         "sequence_wrong": Message(
             en="{count} of {total} positions are wrong (positions {positions})",

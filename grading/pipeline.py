@@ -186,7 +186,9 @@ def grade_notebook(
     # the result boundary: every string from the kernel is normalised once (grading/text.py), before the
     # scrub, so an escape sequence or control character cannot split a hidden string past it
     result.normalise()
-    needles, public = (plan.scrub, plan.public_text) if plan is not None else ((), "")
+    # the learner's own words (whole, as their cells write them) are not masked as hidden (GraderPlan.scrub_for)
+    own = [c.source for c in nb.cells]
+    needles, public = (plan.scrub_for(own), plan.public_text) if plan is not None else ((), "")
     result.scrub(needles, t("redacted", lang), public=public)
     result.duration_s = round(time.monotonic() - started, 3)
     emit(Done(status=result.status.value, score=result.score, max_score=result.max_score))

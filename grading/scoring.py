@@ -96,15 +96,21 @@ def score_checks(
             if check.kind == "function":
                 calls, unavailable = answers.calls(check, plan, lang)
         ctx = CheckContext(
-            lang=lang, name=check.name, answer_name=check.answer, reference_dir=exercise.reference_dir, calls=calls
+            lang=lang,
+            name=check.name,
+            answer_name=check.answer,
+            reference_dir=exercise.reference_dir,
+            calls=calls,
+            stated=plan.stated_text,
         )
-        fraction, feedback = _judge(check, answer, spec, ctx, unavailable, execution)
+        fraction, feedback, hints = _judge(check, answer, spec, ctx, unavailable, execution)
         del calls
         score = round(check.points * min(max(fraction, 0.0), 1.0), 4)
         passed = fraction >= 1.0 - PASS_EPS
-        if not passed and spec.get("feedback"):
-            hint = pick(spec["feedback"], lang)
-            feedback = "; ".join(x for x in (feedback, t("hint", lang, hint=hint)) if x)
+        if hints is None:  # the check's own hint, unless the check named the hints of what failed (rules)
+            hints = (pick(spec["feedback"], lang),) if spec.get("feedback") else ()
+        if not passed and hints:
+            feedback = "; ".join(x for x in (feedback, *(t("hint", lang, hint=h) for h in hints if h)) if x)
         results.append(
             CheckResult(
                 name=check.name,
@@ -136,19 +142,24 @@ def _unreadable(check, answer: Any, calls: Any, ctx: CheckContext, execution: Ex
 
 def _judge(
     check, answer: Any, spec: dict, ctx: CheckContext, unavailable: str | None, execution: Execution
-) -> tuple[float, str]:
+) -> tuple[float, str, tuple[str, ...] | None]:
+    """(fraction, feedback, the hints of what failed: None for the check's own hint)."""
     if unavailable is not None:
-        return 0.0, unavailable
+        return 0.0, unavailable, None
     unreadable = _unreadable(check, answer if check.kind != "function" else None, ctx.calls, ctx, execution)
     if unreadable is not None:
-        return 0.0, unreadable
+        return 0.0, unreadable, None
     if check.kind != "function":
         if isinstance(answer, Missing):
-            return 0.0, t("answer_missing", ctx.lang, name=check.answer)
+            return 0.0, t("answer_missing", ctx.lang, name=check.answer), None
         if isinstance(answer, Raised) and check.kind != "metric_trace":
-            return 0.0, t("answer_raised", ctx.lang, name=check.answer, error=f"{answer.type}: {answer.message}"[:300])
+            return (
+                0.0,
+                t("answer_raised", ctx.lang, name=check.answer, error=f"{answer.type}: {answer.message}"[:300]),
+                None,
+            )
         if isinstance(answer, Opaque):
-            return 0.0, t("answer_opaque", ctx.lang, name=check.answer, type=answer.type[:200])
+            return 0.0, t("answer_opaque", ctx.lang, name=check.answer, type=answer.type[:200]), None
     try:
         outcome = check_kinds.get(check.kind)(answer, spec, ctx)
     except GraderFault:  # the check found its reference spec broken
@@ -160,8 +171,8 @@ def _judge(
         ) from exc
     except Exception as exc:  # a learner value the comparison cannot handle (solutions prove the spec works)
         log.warning("check %s could not compare the answer: %r", check.name, exc)
-        return 0.0, t("answer_uncomparable", ctx.lang, name=check.answer, error=type(exc).__name__)
-    return outcome.fraction, outcome.feedback
+        return 0.0, t("answer_uncomparable", ctx.lang, name=check.answer, error=type(exc).__name__), None
+    return outcome.fraction, outcome.feedback, outcome.hints
 
 
 def dedupe(messages: list[str], *, limit: int = MAX_RUN_PROBLEMS, lang: str = "en") -> list[str]:

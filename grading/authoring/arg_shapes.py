@@ -71,6 +71,20 @@ def _shown(shapes: list[Any]) -> str:
     return " or ".join(sorted({show(s) for s in shapes}))
 
 
+def strings_in(value: Any) -> list[str]:
+    """Every string of a call's decoded value (dict keys included), as the learner's function would get it."""
+    out, stack = [], [decode(json.loads(json.dumps(value)))]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack += [*v.keys(), *v.values()]
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend(v)
+    return out
+
+
 def arg_shape(value: Any) -> Any:
     return shape(decode(json.loads(json.dumps(value))))  # as the kernel receives it (tuples travel as lists)
 

@@ -116,7 +116,7 @@ def build_all(
         try:
             out = render(ex, fixtures_root=fixtures_root)
         except AuthoringError as exc:
-            errors.append(str(exc))
+            errors += [str(p) for p in getattr(exc, "problems", [exc])]  # rules.RuleErrors holds several
             say(f"    error: {exc}")
             rows.append((ex.id, "-", "-", "-", "ERROR"))
             continue

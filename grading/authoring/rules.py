@@ -15,9 +15,11 @@ import tokenize
 from pathlib import Path
 from typing import Any
 
-from grading.authoring.arg_shapes import beyond
+from grading.authoring.arg_shapes import beyond, strings_in
 from grading.authoring.master import AuthoringError, Master
+from grading.authoring.policy_note import policy_markdown
 from grading.exercise import Exercise
+from grading.steps.grader_cells import MIN_SCRUB_CHARS
 
 # TODO(issue 29): set to True once every master declares RULES (the lead flips it after merging the data).
 # Until then a master without any RULES is not checked; a master that declares RULES always is, fully.
@@ -48,7 +50,7 @@ def normalised(text: str) -> str:
 
 def template_text(master: Master) -> str:
     """What the learner template states, normalised: its markdown cells, and in its code cells the stub
-    lines, comments and string literals (docstrings, messages) it shows."""
+    lines, comments and string literals (docstrings, messages) it shows (the generated policy cell aside)."""
     parts: list[str] = []
     for cell in master.learner_cells:
         if cell.kind == "markdown":
@@ -186,7 +188,7 @@ def rule_problems(ex: Exercise, master: Master) -> list[AuthoringError]:
             'write RULES = {"<check>": [{"id": ..., "stated": ..., "hint": {"en": ..., "zh": ...}}]}',
         )
         return found
-    stated = template_text(master)
+    stated = f"{template_text(master)} {normalised(policy_markdown(ex.manifest))}"  # build adds the policy cell
     declared = {c.name: c for c in ex.manifest.checks}
     for name in rules:
         if name not in declared:
@@ -210,7 +212,34 @@ def rule_problems(ex: Exercise, master: Master) -> list[AuthoringError]:
         ids = _rule_entries(master, check.name, entries, stated, lines, problem)
         if check.kind == "function":
             _call_problems(ex, master, check, ids, lines, problem)
+            _hint_problems(master, check.name, entries, ids, stated, lines, problem)
     return found
+
+
+def _hint_problems(master, check: str, entries: list, ids: dict[str, dict], stated: str, lines: _Lines, problem):
+    """A rule's hint is shown to learners (and is public text the scrub spares): it may not hold a string of a
+    hidden case of its check that the template does not show."""
+    calls = master.checks.get(check, {}).get("calls", [])
+    hidden = {
+        s
+        for c in calls
+        if not c.get("public", False)
+        for s in strings_in([c.get("args", []), c.get("kwargs", {}), c.get("expect")])
+        if len(s) >= MIN_SCRUB_CHARS and normalised(s) not in stated
+    }
+    for i, rule in enumerate(entries):
+        if not isinstance(rule, dict) or ids.get(str(rule.get("id"))) is not rule or not isinstance(rule["hint"], dict):
+            continue
+        text = " ".join(str(v) for v in rule["hint"].values())
+        leaked = sorted(s for s in hidden if s in text)
+        if leaked:
+            problem(
+                master.path,
+                lines.rule(check, i),
+                f"rule {rule['id']!r}: its hint names {leaked[0][:60]!r}, a hidden case's value the template "
+                "does not show",
+                "let the hint speak of the rule, never of a hidden input or expected value",
+            )
 
 
 def _rule_entries(master, check: str, entries: list, stated: str, lines: _Lines, problem) -> dict[str, dict]:

@@ -17,6 +17,8 @@ class CheckVerdict:
 
     fraction: float  # 0..1 of the check's points
     feedback: str = ""
+    hints: tuple[str, ...] | None = None  # the hints of what failed (a function check's rules); None: the
+    # check's own hint (its `feedback`) is shown when it does not pass
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +30,7 @@ class CheckContext:
     answer_name: str = ""
     reference_dir: Path | None = None
     calls: Any = None  # function checks: decoded results of the calls, one per reference call
+    stated: str = ""  # what the notebook tells the learner: feedback may name a key found here (keys.py)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

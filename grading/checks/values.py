@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from grading.checks import keys
 from grading.checks.base import CheckContext, CheckVerdict, register
 from grading.checks.compare import count_close, equal
 from grading.codec import _hashable, decode
@@ -25,15 +26,30 @@ def _tolerances(spec: dict[str, Any]) -> tuple[float, float]:
 @register("numeric")
 def numeric(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckVerdict:
     rtol, atol = _tolerances(spec)
-    counted = count_close(answer, decode(spec["expected"]), rtol=rtol, atol=atol)
+    expected = decode(spec["expected"])
+    counted = count_close(answer, expected, rtol=rtol, atol=atol)
     if counted is None:
-        return CheckVerdict(fraction=0.0, feedback=t("structure_differs", ctx.lang))
+        feedback = t("structure_differs", ctx.lang)
+        return CheckVerdict(fraction=0.0, feedback="; ".join([feedback, *_key_notes(answer, expected, spec, ctx)]))
     bad, total = counted
     if bad:
-        return CheckVerdict(
-            fraction=0.0, feedback=t("numeric_off", ctx.lang, count=bad, total=total, rtol=rtol, atol=atol)
-        )
+        feedback = t("numeric_off", ctx.lang, count=bad, total=total, rtol=rtol, atol=atol)
+        return CheckVerdict(fraction=0.0, feedback="; ".join([feedback, *_key_notes(answer, expected, spec, ctx)]))
     return CheckVerdict(fraction=1.0)
+
+
+def _close(got: Any, expected: Any, *, rtol: float, atol: float) -> bool:
+    counted = count_close(got, expected, rtol=rtol, atol=atol)
+    return counted is not None and not counted[0]
+
+
+def _key_notes(answer: Any, expected: Any, spec: dict[str, Any], ctx: CheckContext) -> list[str]:
+    """For a dict answer: which of its keys are wrong, missing or unexpected, where they may be named."""
+    if not (isinstance(answer, dict) and isinstance(expected, dict)):
+        return []
+    rtol, atol = _tolerances(spec)
+    diff = keys.differing(answer, expected, lambda g, e: _close(g, e, rtol=rtol, atol=atol))
+    return keys.notes(*diff, expected=expected, stated_text=ctx.stated, lang=ctx.lang, counted=False)
 
 
 @register("mapping")
@@ -45,23 +61,16 @@ def mapping(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckVerdic
         )
     tolerant = "rtol" in spec or "atol" in spec
     rtol, atol = _tolerances(spec)
-    wrong, missing = [], []
-    for key, value in expected.items():
-        if key not in answer:
-            missing.append(key)
-        elif tolerant:
-            counted = count_close(answer[key], value, rtol=rtol, atol=atol)
-            if counted is None or counted[0]:
-                wrong.append(key)
-        elif not equal(answer[key], value):
-            wrong.append(key)
-    extra = [k for k in answer if k not in expected] if spec.get("extra_keys", "penalize") == "penalize" else []
+
+    def same(got: Any, want: Any) -> bool:
+        return _close(got, want, rtol=rtol, atol=atol) if tolerant else equal(got, want)
+
+    wrong, missing, extra = keys.differing(answer, expected, same)
+    extra = extra if spec.get("extra_keys", "penalize") == "penalize" else []
     right = len(expected) - len(wrong) - len(missing)
     fraction = max(0.0, right - len(extra)) / max(len(expected), 1)
-    parts = []  # counts only: naming keys would reveal hidden keys (and, with retries, their values)
-    for key, items in (("mapping_wrong", wrong), ("mapping_missing", missing), ("mapping_extra", extra)):
-        if items:
-            parts.append(t(key, ctx.lang, count=len(items), total=len(expected)))
+    # a key is named only where the notebook states it; otherwise counted (grading/checks/keys.py)
+    parts = keys.notes(wrong, missing, extra, expected=expected, stated_text=ctx.stated, lang=ctx.lang)
     return CheckVerdict(fraction=fraction, feedback="; ".join(parts))
 
 

@@ -9,16 +9,19 @@ hidden inputs can only replay them into results nobody echoes (docs/grading-engi
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import nbformat
+import numpy as np
 
 import grading.kernel_side as kernel_side
 from grading import harness, provenance
-from grading.codec import MAX_ANSWER_BYTES
+from grading.checks.function import RULE_HINTS
+from grading.codec import MAX_ANSWER_BYTES, Opaque, Raised, decode
 from grading.exercise import Exercise
 from grading.i18n import MESSAGES
 
@@ -93,6 +96,8 @@ class GraderPlan:
     hidden_inputs: tuple[str, ...] = ()  # strings of hidden calls' inputs and expected values
     scrub: tuple[str, ...] = ()  # removed from every string of the result: nonce, handle, hidden strings
     public_text: str = ""  # what the learner may see anyway: fragments found here are not scrubbed
+    stated_text: str = ""  # what the notebook tells the learner (template, public cases, hints): feedback may
+    # name a key found here (grading/checks/values.py)
 
     payload_bytes: int = 0  # answers payload admitted so far this run (see admit_payload)
 
@@ -129,6 +134,18 @@ class GraderPlan:
                 if part.check == check:
                     parts.setdefault(part.label, []).extend(part.indices)
         return [(label, tuple(indices)) for label, indices in parts.items()]
+
+    def scrub_for(self, sources: list[str]) -> tuple[str, ...]:
+        """The scrub list for one submission: less the hidden strings its own cells hold as a whole word. The
+        learner wrote those (a key of their own result, a name in their code), so showing them reveals nothing,
+        while masking them would both hide the learner's own values and tell them the word is a hidden one.
+        The nonce and the extractor's name are never spared; a string the learner only computes still is
+        scrubbed, and so is every fragment of a hidden string they did not write out whole."""
+        text = "\n".join(sources)
+        spared = {
+            n for n in self.scrub if n not in (self.nonce, self.handle) and n in text and _whole_word(n).search(text)
+        }
+        return tuple(n for n in self.scrub if n not in spared)
 
     def admit_payload(self, payload: Any, *, max_bytes: int = MAX_ANSWER_BYTES) -> bool:
         """Count one extraction cell's payload against the run's answer cap; False (and nothing counted)
@@ -193,8 +210,8 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         calls = spec.get("calls", [])
         public = tuple(i for i, c in enumerate(calls) if c.get("public", False))
         hidden = tuple(i for i, c in enumerate(calls) if not c.get("public", False))
-        for c in (calls[i] for i in hidden):
-            hidden_inputs.extend(_strings([c.get("args", []), c.get("kwargs", {}), c.get("expect")]))
+        for c in (calls[i] for i in hidden):  # decoded: the codec's own markers (`__tensor__`, `dtype`) hide nothing
+            hidden_inputs.extend(_strings(decode([c.get("args", []), c.get("kwargs", {}), c.get("expect")])))
         # A check with no calls still gets one (empty) part, so a missing function is reported as such.
         split = [(f"check {check.name}", public, public_parts)] if public or not hidden else []
         if hidden:
@@ -216,7 +233,8 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
     hidden_cells = [call_cell("hidden cases", parts=tuple(hidden_parts), handle=handle, nonce=nonce)]
     hidden_cells = hidden_cells if hidden_parts else []
     hidden_strings = tuple(sorted(set(hidden_inputs), key=len, reverse=True))
-    public_text = _public_text(exercise, checks)
+    stated = _stated_text(exercise, checks)
+    public_text = _public_text(exercise, checks, stated)
     scrub = (nonce, handle, *(h for h in hidden_strings if len(h) >= MIN_SCRUB_CHARS and h not in public_text))
     if m.own:  # where each graded callable's code comes from (grading/provenance.py); no hidden input in it
         public_cells.append(
@@ -234,6 +252,7 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
         hidden_inputs=hidden_strings,
         scrub=scrub,
         public_text=public_text,
+        stated_text=stated,
     )
 
 
@@ -253,18 +272,28 @@ def call_cell(label: str, *, parts: tuple[CallPart, ...], handle: str, nonce: st
     )
 
 
-def _public_text(exercise: Exercise, checks: dict[str, Any]) -> str:
-    """Everything a learner may see anyway: public calls, hints, the manifest, the engine's messages, the
-    released template's cells, and the names feedback gives by design (a mapping's expected keys; a trace's
-    metrics, run.json keys and file patterns). A hidden string found in it is not secret, and scrubbing it
-    would mangle feedback and the outputs the result keeps (a template's self-check naming a result key)."""
+def _stated_text(exercise: Exercise, checks: dict[str, Any]) -> str:
+    """What the notebook itself tells the learner: the released template's cells, the public calls (inputs,
+    labels and expected results: a public case is the learner's to see and to run), and the hints."""
+    shown: list[Any] = []
+    for spec in checks.values():
+        shown += [spec.get("feedback"), spec.get(RULE_HINTS)]
+        shown.extend(
+            {k: c.get(k) for k in ("args", "kwargs", "label", "expect")}
+            for c in spec.get("calls", [])
+            if c.get("public", False)
+        )
+    return "\n".join([json.dumps(shown, ensure_ascii=False), *_template_sources(exercise)])  # sources as written
+
+
+def _public_text(exercise: Exercise, checks: dict[str, Any], stated: str) -> str:
+    """Everything a learner may see anyway: what the notebook states (`_stated_text`), the manifest, the
+    engine's messages, and the names feedback gives by design (a mapping's expected keys; a trace's metrics,
+    run.json keys and file patterns). A hidden string found in it is not secret, and scrubbing it would
+    mangle feedback and the outputs the result keeps (a template's self-check naming a result key)."""
     shown: list[Any] = [exercise.manifest.model_dump(mode="json"), MESSAGES]
     kinds = {c.name: c.kind for c in exercise.manifest.checks}
     for name, spec in checks.items():
-        shown.append(spec.get("feedback"))
-        shown.extend(
-            {k: c.get(k) for k in ("args", "kwargs", "label")} for c in spec.get("calls", []) if c.get("public", False)
-        )
         if kinds.get(name) == "mapping" and isinstance(spec.get("expected"), dict):
             shown.append(list(spec["expected"]))
         elif kinds.get(name) == "metric_trace":
@@ -272,7 +301,7 @@ def _public_text(exercise: Exercise, checks: dict[str, Any]) -> str:
                 [spec.get("metrics"), spec.get("absent_files"), spec.get("present_files")]
                 + [list(spec.get(k) or {}) for k in ("equals", "band", "monotone", "bounded", "run")]
             )
-    return "\n".join([json.dumps(shown, ensure_ascii=False), *_template_sources(exercise)])  # sources as written
+    return "\n".join([json.dumps(shown, ensure_ascii=False), stated])
 
 
 def _template_sources(exercise: Exercise) -> list[str]:
@@ -287,19 +316,30 @@ def _template_sources(exercise: Exercise) -> list[str]:
 
 
 def _strings(value: Any) -> list[str]:
-    """Every string inside a reference input (dict keys included)."""
+    """Every string inside a decoded reference input (dict keys, a string tensor's items, an opaque value's repr
+    and a raised error's message included)."""
     out: list[str] = []
     stack = [value]
     while stack:
         v = stack.pop()
         if isinstance(v, str):
             out.append(v)
+        elif isinstance(v, Opaque):
+            out += [v.repr, v.type]
+        elif isinstance(v, Raised):
+            out += [v.type, v.message]
+        elif isinstance(v, np.ndarray):
+            stack.extend(v.tolist() if v.dtype.kind in "OUS" else [])
         elif isinstance(v, dict):
             stack.extend(v.keys())
             stack.extend(v.values())
-        elif isinstance(v, (list, tuple)):
+        elif isinstance(v, (list, tuple, set, frozenset)):
             stack.extend(v)
     return out
+
+
+def _whole_word(needle: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(needle)}(?![A-Za-z0-9_])")
 
 
 def payload_size(value: Any, *, stop_at: int | None = None) -> int:

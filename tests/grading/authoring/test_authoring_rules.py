@@ -143,6 +143,7 @@ def test_every_rule_problem_of_a_master_is_listed_at_once(tmp_catalogue, capsys)
     err = _build_errors(tmp_catalogue, capsys)
     for problem in ("names no rule", "is tested by no call", "is not in the learner template's text"):
         assert problem in err, err
+    assert "\n3 problem(s):" in err and err.count("fix: ") == 3  # one summary line each
 
 
 def test_validate_refuses_before_grading_anything(tmp_catalogue, capsys):
@@ -200,8 +201,28 @@ def test_a_master_without_rules_is_refused_only_once_rules_are_required(tmp_cata
     text = path.read_text(encoding="utf-8")
     start, end = text.index("RULES = {"), text.index("MISTAKES = [")
     path.write_text(text[:start] + text[end:], encoding="utf-8")
-    assert main(["exercises", "build", *_roots(tmp_catalogue)]) == 0  # the transition (issue 29): not yet required
+    monkeypatch.setattr(rules, "REQUIRE_RULES", False)  # the transition of issue 29 (the lead then flips it)
+    assert main(["exercises", "build", *_roots(tmp_catalogue)]) == 0
     monkeypatch.setattr(rules, "REQUIRE_RULES", True)
     err = _build_errors(tmp_catalogue, capsys)
     grader = _line(path, '# %% tags=["grader"]')
     assert f"{path}:{grader}: the master declares no RULES" in err and "fix: " in err
+
+
+def test_the_generated_policy_cell_is_template_text_too(tmp_catalogue, capsys):
+    """`build` puts the manifest's policy cell into the template, so its words state a rule as well."""
+    _edit(tmp_catalogue, ('"stated": "an empty list sums to 0"', '"stated": "Functions you write yourself"'))
+    assert main(["exercises", "build", *_roots(tmp_catalogue)]) == 0, capsys.readouterr().err
+
+
+def test_a_hint_naming_a_hidden_value_the_template_does_not_show_is_refused(tmp_catalogue, capsys):
+    """A hint is public text (the scrub spares it), so a hidden string in it would reach feedback."""
+    path = _edit(
+        tmp_catalogue,
+        ('"args": [[]], "public": False', '"args": [["Zqsecret"]], "public": False'),
+        ('"hint": {"en": "An empty list has no numbers', '"hint": {"en": "Try Zqsecret: an empty list has no numbers'),
+    )
+    err = _build_errors(tmp_catalogue, capsys)
+    problem = "rule 'empty': its hint names 'Zqsecret', a hidden case's value the template does not show"
+    line = _line(path, '{"id": "empty"')
+    assert f"{path}:{line}: {problem}" in err, err

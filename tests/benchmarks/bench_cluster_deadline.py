@@ -77,10 +77,11 @@ def slot_rss_sampler(stop: threading.Event, out: list[float]) -> None:
 
 
 def deadline_run(args, *, env, cluster, db, tokens, body, holds, workdir) -> dict:
-    wenv = kit.worker_env(env, holds=holds, slots=args.slots, reserved=args.reserved)
+    wenv = kit.worker_env(env, holds=holds, slots=args.slots, reserved=args.reserved, npus=args.npus)
     worker = kit.start_worker(wenv, workdir, address=cluster.address, slots=args.slots, tag="deadline")
     time.sleep(args.settle_s)  # its imports, ray.init and registration: not the deadline's cost
     alive = lambda: worker.proc.poll() is None  # noqa: E731
+    kit.wait_registered(db.engine, timeout_s=args.drain_timeout_s, alive=alive)
     if not alive():
         raise SystemExit(f"the worker exited ({worker.proc.returncode}); see {workdir / 'deadline.log'}")
     # Warm nodes, as an hour into term they are: each Ray worker process imports the grading stack once
@@ -131,7 +132,7 @@ def saturation(args, *, env, cluster, db, tokens, body, workdir, workers: int) -
     light = sorted(e for e in body if e in args.light)
     plan = [(0.0, i % len(tokens), light[i % len(light)]) for i in range(args.saturation)]
     ids = set(kit.post_arrivals(args.url, plan, tokens, body, threads=args.threads)["accepted"])
-    wenv = kit.worker_env(env, holds={"*": 0.0}, slots=args.slots, reserved=args.reserved)
+    wenv = kit.worker_env(env, holds={"*": 0.0}, slots=args.slots, reserved=args.reserved, npus=args.npus)
     procs = [
         kit.start_worker(wenv, workdir, address=cluster.address, slots=args.slots, burst=True, tag=f"sat{workers}-{k}")
         for k in range(workers)

@@ -33,12 +33,12 @@ def test_deadline_machinery_at_toy_scale(tmp_path):
         env = kit.service_env(db_url=db.url, exercises=exercises)
         api, url = kit.start_api(env, tmp_path)
         tokens = kit.learner_tokens(db.engine, 5)
-        worker = kit.start_worker(
-            kit.worker_env(env, holds=HOLD_S, slots=8, reserved=1), tmp_path, address=cluster.address, slots=8
-        )
+        wenv = kit.worker_env(env, holds=HOLD_S, slots=8, reserved=1, npus=4)
+        worker = kit.start_worker(wenv, tmp_path, address=cluster.address, slots=8)
+        kit.wait_registered(db.engine, timeout_s=240, alive=lambda: worker.proc.poll() is None)
         posted = kit.post_arrivals(url, plan, tokens, kit.bodies(exercises), threads=2)
         assert len(posted["accepted"]) == 20, posted["refused"]
-        done = kit.wait_done(db.engine, posted["accepted"], timeout_s=240, alive=lambda: worker.proc.poll() is None)
+        done = kit.wait_done(db.engine, posted["accepted"], timeout_s=400, alive=lambda: worker.proc.poll() is None)
         stats = worker.read()
     finally:
         if worker is not None:

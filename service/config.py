@@ -68,6 +68,16 @@ class Settings(BaseSettings):
     ray_node_cooldown_s: float = Field(
         30.0, ge=0, description="a node that lost a job (died, crashed) gets no new job for this long"
     )
+    grading_engine: Literal["notebook", "standin-hold"] = Field(
+        "notebook",
+        description="what runs a claimed job: the grading engine, or (benchmarks only, refused in prod mode) a "
+        "stand-in that grades nothing and holds the job's slot and reservation for STANDIN_HOLD_S "
+        "(tests/benchmarks/bench_cluster_deadline.py, service/workers/standin.py)",
+    )
+    standin_hold_s: str = Field(
+        "",
+        description='with grading_engine=standin-hold: JSON {"exercise id": seconds held}, "*" for any other',
+    )
     worker_slots: int = Field(2, ge=1, description="concurrent grading jobs per worker process")
     short_reserved_slots: int = Field(1, ge=0, description="slots that only take short-lane jobs")
     worker_devices: str = Field(
@@ -315,6 +325,11 @@ class Settings(BaseSettings):
                 problems.append(
                     "TITANGRADE_SANDBOX_SECCOMP=off lets learner code create namespaces, mount and use bpf; use auto"
                 )
+            if self.grading_engine != "notebook":
+                problems.append(
+                    f"TITANGRADE_GRADING_ENGINE={self.grading_engine} is a benchmark stand-in that grades nothing; "
+                    "use notebook"
+                )
             if problems:
                 raise UnsafeSettings("refusing to start in prod mode: " + "; ".join(problems))
         if self.short_reserved_slots >= self.worker_slots and self.worker_slots > 1:
@@ -350,6 +365,34 @@ class Settings(BaseSettings):
                 "space separated (a leading *. for subdomains), e.g. https://*.instructure.com"
             )
         return " ".join(origins)
+
+    @field_validator("standin_hold_s")
+    @classmethod
+    def _standin_holds(cls, v: str) -> str:
+        cls.parse_holds(v)
+        return v.strip()
+
+    @staticmethod
+    def parse_holds(v: str) -> dict[str, float]:
+        """STANDIN_HOLD_S as {exercise id: seconds}; a clear error for anything else."""
+        import json
+
+        if not v.strip():
+            return {}
+        try:
+            holds = json.loads(v)
+        except ValueError as exc:
+            raise ValueError(f'TITANGRADE_STANDIN_HOLD_S is not JSON ({exc}); give {{"ch07.x": 0.5, "*": 1}}') from exc
+        if not isinstance(holds, dict) or not all(
+            isinstance(k, str) and isinstance(s, int | float) and not isinstance(s, bool) and 0 <= s < 86400
+            for k, s in holds.items()
+        ):
+            raise ValueError('TITANGRADE_STANDIN_HOLD_S must map exercise ids to seconds (0-86400), e.g. {"*": 1}')
+        return {k: float(s) for k, s in holds.items()}
+
+    def standin_holds(self) -> dict[str, float]:
+        """Seconds the stand-in engine holds each exercise's job (empty with the real engine)."""
+        return self.parse_holds(self.standin_hold_s)
 
     @field_validator("sandbox_prewarm")
     @classmethod

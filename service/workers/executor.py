@@ -26,6 +26,7 @@ from grading.result import GradeResult
 from service.config import Settings
 from service.telemetry import logs
 from service.telemetry.phases import Phase, PhaseRecorder
+from service.workers.engines import engine_spec, grading_engine
 
 log = logging.getLogger("titangrade.executor")
 
@@ -127,6 +128,7 @@ def _init_child(
     prewarm_keys: int = 4,
     events_relay: str | None = None,
     ledger_dir: str | None = None,
+    engine: tuple[str, tuple[tuple[str, float], ...]] = ("notebook", ()),
 ) -> None:
     _die_with_parent(parent_pid)
     logs.configure(level=logging.WARNING)  # a spawned process starts unconfigured; warnings carry the job's ids
@@ -143,6 +145,7 @@ def _init_child(
 
         _CHILD["ledger"] = PoolLedger(ledger_dir)
     _CHILD["sessions"] = bootstrap.sessions(make_engine(database_url))
+    _CHILD["engine"] = grading_engine(*engine)
     _CHILD["catalogue"] = Catalogue(Path(exercises_root), Path(reference_root))
     _CHILD["sandbox"] = make_sandbox(
         sandbox_mode, prewarm=prewarm or None, prewarm_keys=prewarm_keys, **(sandbox_options or {})
@@ -198,7 +201,6 @@ def grade_ticket(ticket: GradingTicket) -> ExecutionResult:
 @logs.job_scoped(lambda ticket, **_: ticket)
 def _grade_ticket(ticket: GradingTicket, *, observer: GradingObserver = NO_OBSERVER) -> ExecutionResult:
     from grading.errors import GraderFault, HostBusy, InvalidSubmission
-    from grading.pipeline import grade_notebook
     from grading.sandbox import DeviceGrant
     from service.outage import is_unavailable
     from service.queue.models import Job
@@ -229,6 +231,7 @@ def _grade_ticket(ticket: GradingTicket, *, observer: GradingObserver = NO_OBSER
             writer(event)
 
     sandbox = FirstStartWatch(_CHILD["sandbox"])
+    grade_notebook = _CHILD.get("engine") or grading_engine("notebook")
     try:
         result = grade_notebook(
             notebook,
@@ -281,6 +284,7 @@ class LocalExecutor(Executor):
             settings.prewarm_keys(),
             self._relay.address,
             self.ledger.path,
+            engine_spec(settings),
         )
         self._processes = processes
         self._pool = self._new_pool()

@@ -25,7 +25,15 @@ from pathlib import Path
 
 from grading.progress import Placed
 from service.config import Settings
-from service.workers.executor import ExecutionResult, Executor, ExecutorUnavailable, Faulted, GradingTicket, NotStarted
+from service.workers.engines import engine_spec
+from service.workers.executor import (
+    ExecutionResult,
+    Executor,
+    ExecutorUnavailable,
+    Faulted,
+    GradingTicket,
+    NotStarted,
+)
 from service.workers.placement import (
     RAY_RESOURCE,
     Demand,
@@ -50,6 +58,7 @@ class NodeConfig:
     prewarm: tuple[tuple[str, int], ...] = ()
     prewarm_keys: int = 4
     sandbox_options: tuple[tuple[str, object], ...] = ()  # cgroups etc., as resolved where the worker started
+    engine: tuple[str, tuple[tuple[str, float], ...]] = ("notebook", ())  # engines.engine_spec
 
 
 # ---- executing side (runs in a Ray worker process on the chosen node) ------------------------------
@@ -95,6 +104,7 @@ def _init_node(config: NodeConfig) -> None:
     from grading.sandbox import make_sandbox
     from service import bootstrap
     from service.db import make_engine
+    from service.workers.engines import grading_engine
 
     if "sessions" in executor._CHILD:  # another service (database) used this process before
         executor._CHILD["sessions"].kw["bind"].dispose()
@@ -103,6 +113,7 @@ def _init_node(config: NodeConfig) -> None:
             close()
     executor._CHILD.update(
         sessions=bootstrap.sessions(make_engine(config.database_url)),
+        engine=grading_engine(*config.engine),
         catalogue=Catalogue(Path(config.exercises_root), Path(config.reference_root)),
         sandbox=make_sandbox(
             config.sandbox,
@@ -166,6 +177,7 @@ class RayExecutor(Executor):
             prewarm=tuple(sorted(settings.prewarm_sizes().items())),
             prewarm_keys=settings.prewarm_keys(),
             sandbox_options=tuple(sorted(settings.sandbox_options().items())),
+            engine=engine_spec(settings),
         )
         self._remote = ray.remote(max_retries=0)(grade_on_node)  # the DB queue retries, not Ray
         self._running: dict[int, _Running] = {}

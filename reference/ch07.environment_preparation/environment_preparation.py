@@ -225,7 +225,7 @@ MISTAKES = [
      "patch": [{"find": 'if int(gcc.split(".")[0]) < 11:', "replace": 'if gcc < "11":'}]},
     {"name": "local_label_kept", "score": 4.375, "fails": {"setup_verdicts": "local label"},
      "patch": [{"find": 'if version.split("+")[0] != pinned:', "replace": "if version != pinned:"}]},
-    {"name": "path_in_text", "score": 8.5, "fails": {"setup_verdicts": "six checks"},
+    {"name": "path_in_text", "score": 8.5, "fails": {"setup_verdicts": "equals its path"},
      "patch": [{"find": "listed = report[LS_SET_ENV].splitlines()", "replace": "listed = report[LS_SET_ENV]"}]},
     {"name": "davinci_manager_counted", "score": 8.9091, "fails": {"guard_verdict": "davinci_manager"},
      "patch": [{"find": 'visible = len(re.findall(r"^/dev/davinci\\d+$", report["ls /dev/davinci*"], re.M))',

@@ -55,6 +55,7 @@
 # ## 任务 2：`guard_verdict(report)` → 第一条失败的启动检查的消息，全部通过时为 `None`
 #
 # 启动脚本按顺序检查，**遇到第一条失败就停止**：
+# `env` 每行输出一个 `名称=值`，在**第一个 `=`** 处拆开；不含 `=` 的行是上一行多行值（如导出的 bash 函数）的续行，跳过。
 # 1. 节点与卡数：`env` 输出中的 `NNODES`（未设置时为 1）与 `NPUS_PER_NODE`（未设置时为 2）须为 1 和 2，否则 →
 #    `This backend requires exactly one node with two NPUs.`
 # 2. 可见 NPU 数：设置了 `ASCEND_RT_VISIBLE_DEVICES` 时为其中逗号分隔的编号个数；未设置时为本机全部 NPU，即
@@ -87,6 +88,8 @@
 # ## Task 2: `guard_verdict(report)` → the message of the first launch guard that fails, or `None` when all pass
 #
 # The launch script checks in this order and **stops at the first failure**:
+# `env` prints one `NAME=value` per line: split it at the **first `=`**; a line without `=` continues a multi-line value
+# (an exported bash function, say) and is skipped.
 # 1. Nodes and cards: `NNODES` (1 when unset) and `NPUS_PER_NODE` (2 when unset) in the `env` output must be 1 and 2,
 #    otherwise → `This backend requires exactly one node with two NPUs.`
 # 2. Visible NPUs: with `ASCEND_RT_VISIBLE_DEVICES` set, the number of comma-separated ids in it; unset, every NPU of
@@ -163,8 +166,8 @@ def setup_verdicts(report):
         out.append("CANN set_env.sh was not found.")
     if ATB_SET_ENV not in listed:
         out.append("NNAL/ATB is required")
-    rows = [line.split() for line in report["uv pip list"].splitlines()[2:]]
-    installed = {row[0].lower().replace("_", "-"): row[1] for row in rows if row}
+    rows = [line.split() for line in report["uv pip list"].splitlines()]  # the header rows name no package
+    installed = {row[0].lower().replace("_", "-"): row[1] for row in rows}
     for name, pinned in PINS.items():
         version = installed[name.replace("_", "-")]
         if version.split("+")[0] != pinned:
@@ -227,7 +230,7 @@ MISTAKES = [
      "patch": [{"find": 'if version.split("+")[0] != pinned:', "replace": "if version != pinned:"}]},
     {"name": "path_in_text", "score": 8.5, "fails": {"setup_verdicts": "equals its path"},
      "patch": [{"find": "listed = report[LS_SET_ENV].splitlines()", "replace": "listed = report[LS_SET_ENV]"}]},
-    {"name": "davinci_manager_counted", "score": 8.9091, "fails": {"guard_verdict": "davinci_manager"},
+    {"name": "davinci_manager_counted", "score": 8.8571, "fails": {"guard_verdict": "davinci_manager"},
      "patch": [{"find": 'visible = len(re.findall(r"^/dev/davinci\\d+$", report["ls /dev/davinci*"], re.M))',
                 "replace": 'visible = len(report["ls /dev/davinci*"].split())'}]},
 ]

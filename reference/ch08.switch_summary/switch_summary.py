@@ -209,13 +209,13 @@ show("the recorded 3-step run.json", lambda: run_confirms(RUN_JSON),
 # Grader only: never in the template or the solution. The checks' calls (public and hidden: real DRY_RUN lines and
 # run.json texts) are in cases.json next to this file; typical mistakes are patches of the solution.
 MISTAKES = [
-    {"name": "plus_prefix_kept", "score": 9.6455, "fails": {"step_of": "dropping a leading '+'"},
+    {"name": "plus_prefix_kept", "score": 9.662, "fails": {"step_of": "dropping a leading '+'"},
      "patch": [{"find": '    key = key.removeprefix("+")\n', "replace": ""}]},
-    {"name": "trainer_all_validation", "score": 8.5821, "fails": {"step_of": "other trainer.* keys are keep",
+    {"name": "trainer_all_validation", "score": 8.4337, "fails": {"step_of": "other trainer.* keys are keep",
                                                                 "what_changed": "group the keys by step_of"},
      "patch": [{"find": 'if key in ("trainer.total_training_steps", "trainer.save_freq", "trainer.test_freq"):',
                 "replace": 'if key.startswith("trainer."):'}]},
-    {"name": "changed_only", "score": 8.8462, "fails": {"what_changed": "only one side has it"},
+    {"name": "changed_only", "score": 8.9286, "fails": {"what_changed": "only one side has it"},
      "patch": [{"find": "for key in sorted(old.keys() | new.keys()):", "replace": "for key in sorted(old.keys() & new.keys()):"}]},
     {"name": "freq_ignored", "score": 9.3333, "fails": {"run_confirms": "both save_freq and test_freq at -1"},
      "patch": [{"find": '"three_step_run": run["total_training_steps"] == 3 and config["save_freq"] == -1 and config["test_freq"] == -1,',

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from grading.authoring import mutants_cli
 from grading.authoring.build import DEFAULT_FIXTURES_ROOT, Outputs, master_path, render
 from grading.authoring.master import AuthoringError
+from grading.authoring.report import rel as _rel
+from grading.authoring.report import table as _table
 from grading.errors import GraderFault
 from grading.exercise import Catalogue, Exercise
 
@@ -70,7 +72,7 @@ def register(ex_sub: argparse._SubParsersAction, catalogue_args: Callable[[argpa
     new.add_argument("id", help="chNN.snake_name, e.g. ch09.reward_shaping")
     _common(new, catalogue_args)
     new.set_defaults(func=cmd_new)
-    mutants_cli.register(ex_sub, lambda parser: _common(parser, catalogue_args))
+    mutants_cli.register(ex_sub, lambda parser: _common(parser, catalogue_args), cmd_mutants)
 
 
 def _common(parser: argparse.ArgumentParser, catalogue_args: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -100,20 +102,6 @@ def _selected(args: argparse.Namespace) -> tuple[Catalogue, list[Exercise]] | No
         )
         return None
     return catalogue, [catalogue.get(i) for i in args.ids] if args.ids else list(catalogue)
-
-
-def _table(header: tuple[str, ...], rows: list[tuple]) -> str:
-    cells = [tuple(str(x) for x in r) for r in [header, *rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
-    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def build_all(
@@ -235,6 +223,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
         mutated = mutants_cli.mutants_of(good, catalogue=catalogue, args=args, say=_say) if good else 0
         code = EXIT_PROBLEMS if EXIT_PROBLEMS in (code, mutated) else max(code, mutated)
     return code
+
+
+def cmd_mutants(args: argparse.Namespace) -> int:
+    problem = mutants_cli.usage_error(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    picked = _selected(args)
+    if picked is None:
+        return EXIT_USAGE
+    catalogue, exercises = picked
+    say = mutants_cli.progress(args)
+    _, outputs, errors = build_all(exercises, fixtures_root=args.fixtures_root, check=False, say=say)
+    if errors:
+        print("\n".join(["", "build failed; nothing graded:", *errors]), file=sys.stderr)
+        return EXIT_PROBLEMS
+    return mutants_cli.mutants_of(outputs, catalogue=catalogue, args=args, say=say)
 
 
 def _verdict(row: Row) -> str:

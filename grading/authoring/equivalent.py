@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grading.authoring.errors import AuthoringError
+
 MUTANT_ID = re.compile(r"[a-z][a-z0-9_]*:[0-9a-f]{8}:[1-9][0-9]*")  # operator:sha1 of the line, 8 hex:n
 MIN_REASON_WORDS = 3
 
@@ -27,8 +29,6 @@ class Equivalent:
 
 def parse_equivalents(path: Path, value: Any, at: int, line_of: Callable[[str], int]) -> list[Equivalent]:
     """EQUIVALENT = [{"mutant": id, "reason": why}]: a reason is required, an id declared once."""
-    from grading.authoring.master import AuthoringError  # master imports this module at its top
-
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         raise AuthoringError(
             path,

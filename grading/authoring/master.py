@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from grading.authoring.equivalent import Equivalent, parse_equivalents
+from grading.authoring.errors import AuthoringError
 
 CELL_MARKER = re.compile(r"^# %%(?P<rest>(?:[ \t].*)?)$")
 BEGIN, STUB, END = "### BEGIN SOLUTION", "### STUB", "### END SOLUTION"
@@ -27,14 +28,6 @@ GRADER_TAG, SELF_CHECK_TAG = "grader", "self-check"
 HARNESS_TAG = "harness"  # a launcher the learner sees but the grader re-runs from the master (grader-owned)
 KNOWN_TAGS = {GRADER_TAG, SELF_CHECK_TAG, HARNESS_TAG}
 GRADER_NAMES = {"CHECKS", "MISTAKES", "EQUIVALENT", "RULES"}  # RULES: grading/authoring/rules.py
-
-
-class AuthoringError(ValueError):
-    """A mistake in an exercise's source, located at `path:line`, with the fix."""
-
-    def __init__(self, path: Path | str, line: int, problem: str, fix: str) -> None:
-        self.path, self.line, self.problem, self.fix = Path(path), line, problem, fix
-        super().__init__(f"{path}:{line}: {problem}\n    fix: {fix}")
 
 
 @dataclass

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grading.authoring.report import rel, table
 from grading.errors import GraderFault
 
 if TYPE_CHECKING:  # imported when mutants run: grading/authoring/mutation.py loads the whole engine
@@ -38,7 +39,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def register(ex_sub: argparse._SubParsersAction, common: Callable[[argparse.ArgumentParser], None]) -> None:
+def register(
+    ex_sub: argparse._SubParsersAction,
+    common: Callable[[argparse.ArgumentParser], None],
+    command: Callable[[argparse.Namespace], int],
+) -> None:
+    """Add `mutants`; `command` (grading/authoring/cli.py) builds the exercises, then calls `mutants_of`."""
     mut = ex_sub.add_parser(
         "mutants",
         help="build, then grade mutants of each master's solution regions: which checks kill them, which survive",
@@ -48,7 +54,7 @@ def register(ex_sub: argparse._SubParsersAction, common: Callable[[argparse.Argu
     mut.add_argument("--json", action="store_true", help="print the figures as JSON (progress goes to stderr)")
     add_options(mut)
     common(mut)
-    mut.set_defaults(func=cmd_mutants)
+    mut.set_defaults(func=command)
 
 
 def usage_error(args: argparse.Namespace) -> str:
@@ -59,23 +65,9 @@ def usage_error(args: argparse.Namespace) -> str:
     return ""
 
 
-def cmd_mutants(args: argparse.Namespace) -> int:
-    from grading.authoring.cli import _selected, build_all
-
-    problem = usage_error(args)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return EXIT_USAGE
-    picked = _selected(args)
-    if picked is None:
-        return EXIT_USAGE
-    catalogue, exercises = picked
-    say = _stderr if args.json else _stdout
-    _, outputs, errors = build_all(exercises, fixtures_root=args.fixtures_root, check=False, say=say)
-    if errors:
-        print("\n".join(["", "build failed; nothing graded:", *errors]), file=sys.stderr)
-        return EXIT_PROBLEMS
-    return mutants_of(outputs, catalogue=catalogue, args=args, say=say)
+def progress(args: argparse.Namespace) -> Callable[[str], None]:
+    """Where progress lines go: stderr when stdout carries the JSON."""
+    return _stderr if getattr(args, "json", False) else _stdout
 
 
 def mutants_of(
@@ -166,7 +158,6 @@ def _stderr(text: str) -> None:
 
 
 def text_report(reports: list[ExerciseMutants], *, duration_s: float) -> str:
-    from grading.authoring.cli import _rel, _table
     from grading.authoring.mutation import GOAL, Verdict, describe
 
     parts: list[str] = []
@@ -176,7 +167,7 @@ def text_report(reports: list[ExerciseMutants], *, duration_s: float) -> str:
             parts.append(f"\nsurvivors of {r.exercise_id} (each: kill it with a case, or declare it EQUIVALENT):")
             for o in survivors:
                 m = o.mutant
-                parts.append(f"  {_rel(Path(r.master))}:{m.line}  {m.id}  ({describe(m.operator)}; "
+                parts.append(f"  {rel(Path(r.master))}:{m.line}  {m.id}  ({describe(m.operator)}; "
                              f"checks {', '.join(r.attributed(m))})")  # fmt: skip
                 parts.append(f"      - {m.before}\n      + {m.after}")
         if not r.skipped and any(o.verdict is not Verdict.NOT_SAMPLED for o in r.outcomes):
@@ -190,7 +181,7 @@ def text_report(reports: list[ExerciseMutants], *, duration_s: float) -> str:
                 "equivalent",
                 "not graded",
             )
-            parts.append(f"\nper check of {r.exercise_id}:\n" + _table(head, rows))
+            parts.append(f"\nper check of {r.exercise_id}:\n" + table(head, rows))
     rows = []
     for r in reports:
         score = "-" if r.score is None else f"{r.score:.1%}"
@@ -204,7 +195,7 @@ def text_report(reports: list[ExerciseMutants], *, duration_s: float) -> str:
         )
     head = ("exercise", "generated", "killed", "survived", "equivalent", "not graded", "not sampled", "killed %",
             "time", "result")  # fmt: skip
-    parts.append("\n" + _table(head, rows))
+    parts.append("\n" + table(head, rows))
     skipped = [r.exercise_id for r in reports if r.skipped]
     if skipped:
         parts.append(f"skipped (kernel_family not {LIGHT}: pass --include-training): {' '.join(skipped)}")

@@ -139,7 +139,8 @@ def pick(mutants: list[Mutant], *, exercise_id: str, sample: int | None, seed: i
     """The ids to grade: all, or `sample` of them drawn by `seed` (the same ids for the same seed)."""
     if sample is None or sample >= len(mutants):
         return {m.id for m in mutants}
-    return {m.id for m in random.Random(f"{seed}:{exercise_id}").sample(mutants, sample)}
+    pool = sorted(mutants, key=lambda m: m.id)  # the draw depends on the ids alone, not on their order
+    return {m.id for m in random.Random(f"{seed}:{exercise_id}").sample(pool, sample)}
 
 
 def run_mutants(

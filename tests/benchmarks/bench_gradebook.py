@@ -1,11 +1,11 @@
 """Gradebook benchmark (a script, not a test): the staff page's first byte, the CSV and the JSON at 300
-learners x 17 exercises, on SQLite and PostgreSQL.
+learners x every exercise of the catalogue, on SQLite and PostgreSQL.
 
     PYTHONPATH=$PWD .venv/bin/python tests/benchmarks/bench_gradebook.py [--learners 300] [--attempts 1]
         [--n 10] [--dbs sqlite postgres] [--repo TREE] [--pg URL]
 
 A fresh database is seeded by direct inserts (this tree's models): `--learners` learner members of course
-`bench`, each with `--attempts` graded attempts at every exercise of the real catalogue (17), a real
+`bench`, each with `--attempts` graded attempts at every exercise of the real catalogue, a real
 notebook in every row, except every fifth learner, who submitted 4 exercises only (missing work). Then an
 API-only `titangrade serve` from `--repo` (default: this tree; give another checkout to compare) answers,
 after one warm-up each, `--n` rounds of: the page `/teach/courses/bench/gradebook` (time to the response
@@ -180,8 +180,11 @@ def run(kind: str, args, workdir: Path, how: str = "db") -> None:
         for _ in range(args.n):
             for name, (client, path, kw) in probes.items():
                 times[name].append(timed(client, path, **kw))
+        from grading.exercise import Catalogue
+
         print(
-            f"\n{kind}, seeded through the {how}: {args.learners} learners x 17 exercises, {made} submissions, "
+            f"\n{kind}, seeded through the {how}: {args.learners} learners x {len(Catalogue())} exercises, {made} "
+            f"submissions, "
             f"tree {args.repo}"
         )
         for name, got in times.items():

@@ -200,7 +200,7 @@ MISTAKES = [{'name': 'cap_keeps_tail',
   'patch': [{'find': '    return len(CANONICAL.findall(reply)) == 1 and len(OPEN_TAG.findall(reply)) == 1',
              'replace': '    return len(CANONICAL.findall(reply)) == 1'}]},
  {'name': 'turns_off_by_one',
-  'score': 6.0556,
+  'score': 6.1,
   'fails': {'env_messages': '6 minus the turn just played', 'game_end': 'turn reaches 6'},
   'patch': [{'find': '    left = f"You have {MAX_TURNS - turn} guesses left."\n'
                      '    if guess is None:\n'
@@ -233,7 +233,7 @@ MISTAKES = [{'name': 'cap_keeps_tail',
   'patch': [{'find': '    if guess in [w.lower() for w in guessed_words]:',
              'replace': '    if guess in guessed_words:'}]},
  {'name': 'whitespace_reply_continues',
-  'score': 9.7778,
+  'score': 9.8,
   'fails': {'game_end': 'empty reply'},
   'patch': [{'find': '    return (not reply.strip() or extract_guess(reply) == answer',
              'replace': '    return (reply == "" or extract_guess(reply) == answer'}]}]

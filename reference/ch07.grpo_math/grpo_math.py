@@ -200,6 +200,10 @@ CHECKS = {'course_stats': {'rtol': 0.0,
                                               0.6123714356974276,
                                               1.0206190594957125,
                                               1.4288666832939976],
+                                   'rules': ['formula']},
+                                  {'args': [[0.0, 2e-06], [5, 5]],
+                                   'public': False,
+                                   'expect': [-0.4142135623730951, 0.4142135623730951],
                                    'rules': ['formula']}]},
  'k3_kl': {'compare': 'numeric',
            'rtol': 0.0,
@@ -235,7 +239,7 @@ CHECKS = {'course_stats': {'rtol': 0.0,
                       'rules': ['clamp_kl', 'clamp_penalty']}]}}
 
 MISTAKES = [{'name': 'batch_wide_baseline',
-  'score': 8.2,
+  'score': 8.5,
   'fails': {'grouped_advantages': 'within their own group'},
   'patch': [{'find': '    groups = defaultdict(list)\n'
                      '    for score, group in zip(scores, index):\n'
@@ -311,3 +315,23 @@ RULES = {'course_stats': [{'id': 'unbiased_std',
             'stated': '`exp(kl) − kl − 1` clamped to [−10, 10]',
             'hint': {'en': 'The penalty exp(kl) - kl - 1 is clamped to [-10, 10].',
                      'zh': '惩罚 exp(kl) - kl - 1 要截断到 [-10, 10]。'}}]}
+
+EQUIVALENT = [{'mutant': 'args_swap:0bfbbe71:1',
+  'reason': 'min and max are commutative: swapping their two arguments computes the same value'},
+ {'mutant': 'args_swap:0bfbbe71:2',
+  'reason': 'min and max are commutative: swapping their two arguments computes the same value'},
+ {'mutant': 'args_swap:78bd8dab:1',
+  'reason': 'min and max are commutative: swapping their two arguments computes the same value'},
+ {'mutant': 'args_swap:78bd8dab:2',
+  'reason': 'min and max are commutative: swapping their two arguments computes the same value'},
+ {'mutant': 'const_inc:0bfbbe71:1',
+  'reason': 'a kl below -11 already gives exp(kl) - kl - 1 > 10, clamped to 10, so a lower kl bound of -21 '
+            'instead of -20 changes no penalty'},
+ {'mutant': 'const_inc:0bfbbe71:2',
+  'reason': 'a kl above 3 already gives a penalty past 10, clamped to 10, and exp(21) does not overflow, so '
+            'an upper kl bound of 21 instead of 20 changes no penalty'},
+ {'mutant': 'const_inc:78bd8dab:2',
+  'reason': 'exp(kl) - kl - 1 >= 0 for every kl (convexity), so the lower penalty bound (-10 or -11) is '
+            'never reached'},
+ {'mutant': 'const_zero:78bd8dab:2',
+  'reason': 'exp(kl) - kl - 1 >= 0 for every kl (convexity), so max(x, -0.0) is x'}]

@@ -293,3 +293,7 @@ RULES = {'config': [{'id': 'course_table',
                  'hint': {'en': "Run the cpu-tiny profile with its own lr, batch and seed; the 1.7B model's "
                                 'values leave the band.',
                           'zh': '用 cpu-tiny 配置自带的 lr、batch 与 seed 运行；换成 1.7B 模型的数值会超出范围。'}}]}
+
+EQUIVALENT = [{'mutant': 'str_empty:841cd68a:2',
+  'reason': "the notebook lets out_dir keep any value; an empty out_dir resolves to the kernel's working "
+            'directory, where run() writes the same metrics.jsonl and run.json'}]

@@ -474,3 +474,8 @@ RULES = {'step_arithmetic': [{'id': 'drop_last',
                   'hint': {'en': 'With warmup_steps 0 there is no warmup phase: step 0 is already at the '
                                  'stable factor.',
                            'zh': 'warmup_steps 为 0 时没有 warmup 阶段：第 0 步已是稳定系数。'}}]}
+
+EQUIVALENT = [{'mutant': 'args_swap:3b982ee2:1',
+  'reason': 'min is commutative: swapping its two arguments computes the same value'},
+ {'mutant': 'args_swap:43808418:1',
+  'reason': 'min is commutative: swapping its two arguments computes the same value'}]

@@ -399,3 +399,6 @@ RULES = {'causes': [{'id': 'cause_per_error',
                               "the row's error phrase is outside the table (None), and a line is classified "
                               'by the phrase it contains, not by its most common words.',
                         'zh': '与某行有相同的词还不够：不含该行报错短语的成功或状态信息不在表内（None）；一行日志按它包含的短语归类，而不是按共同词最多的那一行。'}}]}
+
+EQUIVALENT = [{'mutant': 'stmt_drop:6b056bb6:1',
+  'reason': 'a function that falls off its end returns None, the same value as the dropped `return None`'}]

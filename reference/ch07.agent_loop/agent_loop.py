@@ -25,8 +25,10 @@
 # %% [markdown]
 # ## 规则
 # 1. `has_canonical_format(reply)`：恰好一个规范标签 `<guess>[word]</guess>` **且**恰好一个开标签 `<guess`（不区分大小写）。
-#    只有这样 `formatted_turns` 才加一。
-# 2. `env_message(reply, answer, turn, guessed_words)`：回复中的猜测是**最后一个**规范匹配。
+#    只有这样 `formatted_turns` 才加一。规范标签就是下面给出的 `CANONICAL` 正则的一个匹配（标签区分大小写、必须有方括号、
+#    恰好 5 个字母）。
+# 2. `env_message(reply, answer, turn, guessed_words)`：回复中的猜测是**最后一个**规范匹配。`guessed_words` 是之前各轮
+#    猜过的单词列表。
 #    - 没有猜测 → `"\n" + INVALID_MOVE`；已经猜过（不区分大小写）→ `"\n" + REPEATED_MOVE.format(word=guess)`（小写的猜测）；
 #    - 否则 `"\n" + 空格分隔的大写猜测 + "\n" + G/Y/X 反馈`；
 #    - 三种情况最后都接 `"\nYou have {6−turn} guesses left."`，`turn` 为刚完成的轮次（从 1 开始），无效回复同样占一轮。
@@ -40,8 +42,10 @@
 #
 # ## Rules
 # 1. `has_canonical_format(reply)`: exactly one canonical `<guess>[word]</guess>` **and** exactly one opening `<guess`
-#    (case-insensitive). Only then does `formatted_turns` increase.
+#    (case-insensitive). Only then does `formatted_turns` increase. A canonical tag is a match of the given
+#    `CANONICAL` regex (case-sensitive tags, brackets required, exactly 5 letters).
 # 2. `env_message(reply, answer, turn, guessed_words)`: the guess is the **last** canonical match of the reply.
+#    `guessed_words` is the list of words guessed in earlier turns.
 #    - no guess → `"\n" + INVALID_MOVE`; already guessed (any case) → `"\n" + REPEATED_MOVE.format(word=guess)`
 #      (the lowercased guess);
 #    - otherwise `"\n" + spaced uppercase guess + "\n" + G/Y/X feedback`;
@@ -196,7 +200,7 @@ MISTAKES = [{'name': 'cap_keeps_tail',
   'patch': [{'find': '    return len(CANONICAL.findall(reply)) == 1 and len(OPEN_TAG.findall(reply)) == 1',
              'replace': '    return len(CANONICAL.findall(reply)) == 1'}]},
  {'name': 'turns_off_by_one',
-  'score': 6.0556,
+  'score': 6.1,
   'fails': {'env_messages': '6 minus the turn just played', 'game_end': 'turn reaches 6'},
   'patch': [{'find': '    left = f"You have {MAX_TURNS - turn} guesses left."\n'
                      '    if guess is None:\n'
@@ -229,8 +233,90 @@ MISTAKES = [{'name': 'cap_keeps_tail',
   'patch': [{'find': '    if guess in [w.lower() for w in guessed_words]:',
              'replace': '    if guess in guessed_words:'}]},
  {'name': 'whitespace_reply_continues',
-  'score': 9.7778,
+  'score': 9.8,
   'fails': {'game_end': 'empty reply'},
   'patch': [{'find': '    return (not reply.strip() or extract_guess(reply) == answer',
              'replace': '    return (reply == "" or extract_guess(reply) == answer'}]}]
 
+RULES = {'format_truth_table': [{'id': 'one_canonical',
+                         'stated': 'exactly one canonical `<guess>[word]</guess>`',
+                         'hint': {'en': 'A well-formatted reply has exactly one canonical '
+                                        '<guess>[word]</guess> tag.',
+                                  'zh': '格式正确的回复恰好有一个规范的 <guess>[word]</guess> 标签。'}},
+                        {'id': 'canonical_regex',
+                         'stated': 'A canonical tag is a match of the given `CANONICAL` regex',
+                         'hint': {'en': 'Canonical means a match of the given CANONICAL regex: '
+                                        'case-sensitive tags, brackets, exactly 5 letters.',
+                                  'zh': '规范指给定 CANONICAL 正则的匹配：标签区分大小写、有方括号、恰好 5 个字母。'}},
+                        {'id': 'one_open_tag',
+                         'stated': 'exactly one opening `<guess`',
+                         'hint': {'en': 'Count opening <guess tags case-insensitively (OPEN_TAG): exactly '
+                                        'one, so a stray tag breaks the format.',
+                                  'zh': '不区分大小写地统计开标签 <guess（OPEN_TAG）：必须恰好一个，多出的标签会破坏格式。'}}],
+ 'env_messages': [{'id': 'marks',
+                   'stated': 'spaced uppercase guess',
+                   'types': 'is the list of words guessed in earlier turns',
+                   'hint': {'en': 'The message is newline, the spaced uppercase guess, newline, the G/Y/X '
+                                  'marks, then the guesses-left line.',
+                            'zh': '消息为换行、空格分隔的大写猜测、换行、G/Y/X 反馈，然后是剩余次数那一行。'}},
+                  {'id': 'uppercase',
+                   'stated': 'spaced uppercase guess',
+                   'types': 'is the list of words guessed in earlier turns',
+                   'hint': {'en': 'The guess is lowercased for the marks and shown spaced in uppercase, '
+                                  'whatever case the reply used.',
+                            'zh': '无论回复用什么大小写，猜测都先转小写计算反馈，并以空格分隔的大写显示。'}},
+                  {'id': 'last_guess',
+                   'stated': 'the guess is the **last** canonical match',
+                   'types': 'is the list of words guessed in earlier turns',
+                   'hint': {'en': 'With several canonical tags the guess is the last one.',
+                            'zh': '有多个规范标签时，猜测是最后一个。'}},
+                  {'id': 'guesses_left',
+                   'stated': 'where `turn` is the turn just played (1-based)',
+                   'types': 'is the list of words guessed in earlier turns',
+                   'hint': {'en': "'You have N guesses left.' with N = 6 minus the turn just played (turns "
+                                  'are 1-based).',
+                            'zh': "'You have N guesses left.' 中 N = 6 减去刚完成的轮次（轮次从 1 开始）。"}}],
+ 'invalid_moves': [{'id': 'no_guess',
+                    'stated': 'no guess →',
+                    'hint': {'en': 'A reply with no canonical guess gives INVALID_MOVE in place of the guess '
+                                   'and marks.',
+                             'zh': '没有规范猜测的回复用 INVALID_MOVE 代替猜测与反馈。'}},
+                   {'id': 'repeated',
+                    'stated': 'already guessed (any case)',
+                    'hint': {'en': 'A guess already in guessed_words, in any case, gives REPEATED_MOVE with '
+                                   'the lowercased word; a new guess gets its marks.',
+                             'zh': '已在 guessed_words 中（不区分大小写）的猜测给出带小写单词的 REPEATED_MOVE；新的猜测给出反馈。'}},
+                   {'id': 'turn_spent',
+                    'stated': 'an invalid reply spends its turn too',
+                    'hint': {'en': 'An invalid reply still ends with the guesses-left line for the turn it '
+                                   'spent.',
+                             'zh': '无效回复同样以它所占轮次的剩余次数行结尾。'}}],
+ 'game_end': [{'id': 'empty',
+               'stated': 'whitespace only counts as empty',
+               'hint': {'en': 'An empty reply ends the game, and whitespace only counts as empty.',
+                        'zh': '空回复结束游戏，只有空白字符也算空。'}},
+              {'id': 'correct',
+               'stated': "the reply's **last** canonical guess, lowercased, equals `answer`",
+               'hint': {'en': "A correct guess ends the game: the reply's last canonical guess, lowercased, "
+                              'equals the answer.',
+                        'zh': '猜对结束游戏：回复中最后一个规范猜测转小写后等于答案。'}},
+              {'id': 'max_turns',
+               'stated': '`turn ≥ 6`',
+               'hint': {'en': 'The game ends once turn reaches 6, whatever the reply (every reply uses a '
+                              'turn).',
+                        'zh': '轮次达到 6 时游戏结束，无论回复是什么（每次回复都占一轮）。'}},
+              {'id': 'tokens',
+               'stated': '(`remaining_tokens ≤ 0`)',
+               'hint': {'en': 'An exhausted token budget (remaining_tokens <= 0) ends the game.',
+                        'zh': 'token 预算用尽（remaining_tokens <= 0）时游戏结束。'}}],
+ 'response_split': [{'id': 'mask',
+                     'stated': 'model tokens get mask 1, env tokens',
+                     'types': '[(role, token_ids), ...] segments',
+                     'hint': {'en': 'Concatenate the segments in order; assistant tokens get mask 1 and env '
+                                    'tokens mask 0.',
+                              'zh': '按顺序拼接各段；assistant token 的 mask 为 1，env token 为 0。'}},
+                    {'id': 'cap',
+                     'stated': 'capped at 4096',
+                     'types': '[(role, token_ids), ...] segments',
+                     'hint': {'en': 'The cap keeps the first response_length tokens of both lists.',
+                              'zh': '截断保留两个列表的前 response_length 个元素。'}}]}

@@ -110,9 +110,10 @@ if result is not None:
 # (CHECKS: the answer file), and typical mistakes as patches of the solution with the score
 # and the check each must fail.
 CHECKS = {'config': {'extra_keys': 'ignore',
-            'feedback': {'en': "Translate the course's TorchTitan run into TrainConfig fields: some keys "
-                               'do not match the 3-step run (TOTAL_TRAINING_STEPS=3 SAVE_FREQ=-1 TEST_FREQ=-1, '
-                               "validation before training) or the actor's torchtitan/optim settings in the table.",
+            'feedback': {'en': "Translate the course's TorchTitan run into TrainConfig fields: some keys do "
+                               'not match the 3-step run (TOTAL_TRAINING_STEPS=3 SAVE_FREQ=-1 TEST_FREQ=-1, '
+                               "validation before training) or the actor's torchtitan/optim settings in the "
+                               'table.',
                          'zh': '把课程的 TorchTitan 运行翻译成 TrainConfig 字段：有的键与 3 步运行（TOTAL_TRAINING_STEPS=3 '
                                'SAVE_FREQ=-1 TEST_FREQ=-1，训练前验证）或表中 actor 的 torchtitan/optim 设置不一致。'},
             'expected': {'profile': 'cpu-tiny',
@@ -138,14 +139,20 @@ CHECKS = {'config': {'extra_keys': 'ignore',
                        'config.val_before_train': True,
                        'parallel.data_parallel_shard_size': 2,
                        'parallel.context_parallel_size': 1,
-                       'parallel.reshard_after_forward': 'always'},
+                       'parallel.reshard_after_forward': 'always',
+                       'config.kl_loss_coef': 0.001,
+                       'config.kl_loss_type': 'low_var_kl',
+                       'config.entropy_coeff': 0.004},
                'present_files': ['metrics.jsonl', 'run.json'],
                'absent_files': ['checkpoints', '*.safetensors'],
                'feedback': {'en': 'run.json must show model_engine torchtitan on 2 ranks with FSDP2 (shard '
-                                  '2, cp 1, reshard always, DTensor params), validation before training, and a '
-                                  '3-step run with SAVE_FREQ=-1 writes no checkpoints.',
+                                  '2, cp 1, reshard always, DTensor params), validation before training, the '
+                                  'actor loss terms of the table (kl_loss_coef, kl_loss_type, '
+                                  'entropy_coeff), and a 3-step run with SAVE_FREQ=-1 writes no checkpoints.',
                             'zh': 'run.json 应显示 model_engine=torchtitan、2 个 rank、FSDP2（shard 2、cp 1、reshard '
-                                  'always、参数为 DTensor），且 SAVE_FREQ=-1 的 3 步运行不写 checkpoint。'}},
+                                  'always、参数为 DTensor）、训练前验证、表中 actor '
+                                  '的损失项（kl_loss_coef、kl_loss_type、entropy_coeff），且 SAVE_FREQ=-1 的 3 步运行不写 '
+                                  'checkpoint。'}},
  'trace_shape': {'metrics': ['training/global_step',
                              'actor/pg_loss',
                              'actor/kl_loss',
@@ -220,7 +227,8 @@ MISTAKES = [{'name': 'default_reshard',
  {'name': 'no_val_before_train',
   'score': 9.2,
   'fails': {'config': 'TrainConfig fields', 'run_setup': 'config.val_before_train'},
-  'patch': [{'find': "    'val_before_train': True,        # trainer.val_before_train=True: validate once before step 1\n",
+  'patch': [{'find': "    'val_before_train': True,        # trainer.val_before_train=True: validate once "
+                     'before step 1\n',
              'replace': ''}]},
  {'name': 'no_warmup',
   'score': 8.8667,
@@ -235,11 +243,57 @@ MISTAKES = [{'name': 'default_reshard',
             'trace_values': 'training/global_step has 2 values',
             'trace_band': 'has 2 values'},
   'patch': [{'find': "    'steps': 3,                      # TOTAL_TRAINING_STEPS=3",
-             'replace': "    'steps': 2,                      # 3 steps = validation before training + 2 updates"}]},
+             'replace': "    'steps': 2,                      # 3 steps = validation before training + 2 "
+                        'updates'}]},
  {'name': 'lr_typo_2e_2',
   'score': 6.0,
   'fails': {'trace_band': 'actor/entropy leaves the accepted band', 'trace_values': 'actor/lr differs'},
-  'patch': [{'find': "    'profile': 'cpu-tiny',           # tiny Qwen3 + 2 CPU ranks (gloo); the NPU run uses Qwen3-1.7B",
-             'replace': "    'profile': 'cpu-tiny',           # tiny Qwen3 + 2 CPU ranks (gloo); the NPU run uses Qwen3-1.7B\n"
-                        "    'lr': 2e-2,                      # the profile's lr (typed 2e-2 for 2e-5)"}]}]
+  'patch': [{'find': "    'profile': 'cpu-tiny',           # tiny Qwen3 + 2 CPU ranks (gloo); the NPU run "
+                     'uses Qwen3-1.7B',
+             'replace': "    'profile': 'cpu-tiny',           # tiny Qwen3 + 2 CPU ranks (gloo); the NPU run "
+                        'uses Qwen3-1.7B\n'
+                        "    'lr': 2e-2,                      # the profile's lr (typed 2e-2 for 2e-5)"}]},
+ {'name': 'fsdp_entropy',
+  'score': 9.2,
+  'fails': {'config': 'TrainConfig fields', 'run_setup': 'config.entropy_coeff'},
+  'patch': [{'find': "    'entropy_coeff': 0.004,          # actor.entropy_coeff=0.004",
+             'replace': "    'entropy_coeff': 0.002,          # the FSDP script's entropy_coeff"}]}]
 
+RULES = {'config': [{'id': 'course_table',
+             'stated': 'the fields it needs are in the table',
+             'hint': {'en': 'Each TrainConfig field in the table takes the course value in its last column.',
+                      'zh': '表中每个 TrainConfig 字段都取最后一列的课程值。'}}],
+ 'run_setup': [{'id': 'three_step_run',
+                'stated': 'no checkpoint, no periodic or final validation',
+                'hint': {'en': 'The 3-step run (steps 3, save_freq -1, test_freq -1, validation before '
+                               'training) on 2 ranks with FSDP2 shard 2, cp 1 and reshard always writes no '
+                               'checkpoint.',
+                         'zh': '3 步运行（steps 3、save_freq -1、test_freq -1、训练前验证）在 2 个 rank 上用 FSDP2 shard 2、cp '
+                               '1、reshard always，不写 checkpoint。'}},
+               {'id': 'loss_terms',
+                'stated': '`actor.entropy_coeff`',
+                'hint': {'en': "The actor's loss terms come from the table: kl_loss_coef, kl_loss_type and "
+                               "entropy_coeff are the TorchTitan script's (its entropy_coeff is 0.004, the "
+                               "FSDP script's is 0.002).",
+                         'zh': 'actor 的损失项来自表格：kl_loss_coef、kl_loss_type 与 entropy_coeff 取 TorchTitan 脚本的值（其 '
+                               'entropy_coeff 为 0.004，FSDP 脚本为 0.002）。'}}],
+ 'trace_shape': [{'id': 'three_records',
+                  'stated': 'Grading reads `metrics.jsonl` and `run.json`',
+                  'hint': {'en': "metrics.jsonl needs one record per training step (3) with verl's metric "
+                                 'names and finite values.',
+                           'zh': 'metrics.jsonl 每个训练步一条记录（共 3 条），使用 verl 的指标名且数值有限。'}}],
+ 'trace_values': [{'id': 'warmup_clamped',
+                   'stated': 'warmup 5 clamped to 3',
+                   'hint': {'en': 'global_step runs 1..3 and warmup 5 is clamped to the 3 steps, so the LR '
+                                  "factor is 1/3, 2/3, 1 of the profile's lr; kl_loss starts at 0.",
+                            'zh': 'global_step 为 1..3，warmup 5 被截为 3 步，学习率系数为配置 lr 的 1/3、2/3、1；kl_loss 从 0 '
+                                  '开始。'}}],
+ 'trace_band': [{'id': 'profile_lr',
+                 'stated': "Keep the profile's own learning rate",
+                 'hint': {'en': "Run the cpu-tiny profile with its own lr, batch and seed; the 1.7B model's "
+                                'values leave the band.',
+                          'zh': '用 cpu-tiny 配置自带的 lr、batch 与 seed 运行；换成 1.7B 模型的数值会超出范围。'}}]}
+
+EQUIVALENT = [{'mutant': 'str_empty:841cd68a:2',
+  'reason': "the notebook lets out_dir keep any value; an empty out_dir resolves to the kernel's working "
+            'directory, where run() writes the same metrics.jsonl and run.json'}]

@@ -31,6 +31,7 @@
 #    `(TaskRunner pid=1507) step:1 - ...`；数值可能打印成 `np.float64(0.5)`；其他行忽略。每个键（包括 `step`）都返回数字。
 # 2. `summarize(logs, warmup=1)`：一条路径的多次重复；每次重复去掉 `step <= warmup` 的步，先各自求平均再整体平均。
 # 3. `speedups(runs, baseline="FSDP", warmup=1)`：`runs` 为 `{路径: [日志文本, ...]}`，返回每条路径相对基线的加速比。
+#    加速比 = 基线时间 / 该路径时间（大于 1 表示更快，基线自身为 1）；`runs` 里路径的顺序不固定。
 # 评分时会把**其他**日志传给你的函数，所以不要硬编码数字。
 #
 # ---
@@ -42,7 +43,8 @@
 # 2. `summarize(logs, warmup=1)`: several repetitions of one path; drop steps with `step <= warmup` in each, average
 #    each repetition, then average the repetitions.
 # 3. `speedups(runs, baseline="FSDP", warmup=1)`: `runs` is `{path: [log text, ...]}`; return each path's speed-up
-#    over the baseline.
+#    over the baseline: speed-up = baseline time / path time (above 1 is faster; the baseline itself is 1). The
+#    paths in `runs` may come in any order.
 # Grading passes **other** logs to your functions, so do not hard-code numbers.
 
 # %%
@@ -177,3 +179,65 @@ MISTAKES = [{'name': 'actor_seconds_not_per_token',
   'fails': {'parse_steps': 'Ray prefix'},
   'patch': [{'find': 'STEP_LINE = re.compile(r"step:(\\d+) - (.*)$")',
              'replace': 'STEP_LINE = re.compile(r"^step:(\\d+) - (.*)$")  # lines that start with step:'}]}]
+
+RULES = {'parse_steps': [{'id': 'step_lines',
+                  'stated': 'parse the `step:N - key:value - ...` lines',
+                  'hint': {'en': 'Keep only the step:N - key:value - ... lines, one record per line in '
+                                 'order, and ignore the other lines.',
+                           'zh': '只保留 step:N - key:value - ... 行，每行一条记录、保持顺序，其他行忽略。'}},
+                 {'id': 'ray_prefix',
+                  'stated': 'prefix such as `(TaskRunner pid=1507) step:1 - ...`',
+                  'hint': {'en': "Step lines may carry a Ray process prefix such as '(TaskRunner pid=...)' "
+                                 'before step:N.',
+                           'zh': "step 行前面可能带有 Ray 进程前缀，如 '(TaskRunner pid=...)'。"}},
+                 {'id': 'np_values',
+                  'stated': 'values may be printed as `np.float64(0.5)`',
+                  'hint': {'en': 'A value printed as np.float64(...) is the number inside the parentheses.',
+                           'zh': '打印成 np.float64(...) 的值就是括号里的数。'}},
+                 {'id': 'numbers',
+                  'stated': 'Return every key (`step` included) as a number',
+                  'hint': {'en': 'Every key, step included, maps to a number.',
+                           'zh': '每个键（包括 step）都对应一个数字。'}}],
+ 'summary': [{'id': 'per_token',
+              'stated': '(`timing_per_token_ms/update_actor`)',
+              'hint': {'en': 'The actor time is timing_per_token_ms/update_actor (per token), not '
+                             'timing_s/update_actor.',
+                       'zh': 'Actor 时间用 timing_per_token_ms/update_actor（每 token），不是 '
+                             'timing_s/update_actor。'}},
+             {'id': 'step_time',
+              'stated': 'the step time (`timing_s/step`)',
+              'hint': {'en': 'The step time is timing_s/step.', 'zh': '每步时间用 timing_s/step。'}},
+             {'id': 'warmup_drop',
+              'stated': 'drop steps with `step <= warmup` in each',
+              'hint': {'en': 'Drop the warm-up steps (step <= warmup) in every repetition before averaging.',
+                       'zh': '在每次重复里先去掉 warm-up 步（step <= warmup）再求平均。'},
+              'types': '`summarize(logs, warmup=1)`'},
+             {'id': 'rep_mean',
+              'stated': 'average each repetition, then average the repetitions',
+              'hint': {'en': 'Average each repetition on its own, then average the repetitions (not one '
+                             'pooled mean of all steps).',
+                       'zh': '先对每次重复各自求平均，再对各次重复求平均（不是把所有步合在一起求平均）。'}}],
+ 'speedup': [{'id': 'ratio',
+              'stated': 'speed-up = baseline time / path time',
+              'types': '`runs` is `{path: [log text, ...]}`',
+              'hint': {'en': 'Speed-up = baseline time / path time for both the actor per-token time and the '
+                             'step time, so the baseline is exactly 1.',
+                       'zh': '加速比 = 基线时间 / 该路径时间，Actor 每 token 时间与每步时间都如此，基线正好为 1。'}},
+             {'id': 'warmup_passed',
+              'stated': 'drop steps with `step <= warmup` in each',
+              'types': '`runs` is `{path: [log text, ...]}`',
+              'hint': {'en': 'speedups passes its warmup on to the averages of every path.',
+                       'zh': 'speedups 要把它的 warmup 传给每条路径的平均计算。'}},
+             {'id': 'any_order',
+              'stated': 'may come in any order',
+              'types': '`runs` is `{path: [log text, ...]}`',
+              'hint': {'en': 'Find the baseline by its name, whatever order the paths come in, and give '
+                             'every path in runs a speed-up.',
+                       'zh': '按名字找到基线，无论路径顺序如何，并为 runs 中的每条路径给出加速比。'}}]}
+
+EQUIVALENT = [{'mutant': 'const_zero:9d08b85e:1',
+  'reason': "group(0) adds the leading 'step:N' item, which parses to the key step with the same number (as "
+            'a float), so every record holds the same numbers'},
+ {'mutant': 'const_zero:d749ff1e:2',
+  'reason': 'when group(1) is empty the NUMBER regex matched the whole raw value as group(2), so group(0) is '
+            'the same text'}]

@@ -27,6 +27,8 @@
 # 1. `CAUSE_OF`：每个错误键 → `CAUSES` 中的字母。
 # 2. `FIX_OF`：每个错误键 → `FIXES` 中的编号。
 # 3. `classify(message)`：把一行真实日志（可能带前缀、具体数字）归到 `ERRORS` 的键；表外的错误返回 `None`。
+#    一行日志只有包含某一行的报错短语时才属于该行（其中的数字、版本号和包名可以不同）；只是与某行有相同的词
+#    （例如成功信息 `uv 0.12.0 is installed`）的日志行不在表内，返回 `None`。
 #
 # ---
 #
@@ -34,7 +36,9 @@
 # 1. `CAUSE_OF`: each error key → a letter from `CAUSES`.
 # 2. `FIX_OF`: each error key → a number from `FIXES`.
 # 3. `classify(message)`: map one real log line (prefixes, concrete numbers) to its `ERRORS` key; errors outside
-#    the table give `None`.
+#    the table give `None`. A line belongs to a row only when it contains that row's error phrase (its numbers,
+#    versions and package names may differ); a line that only shares words with a row, such as the success message
+#    `uv 0.12.0 is installed`, is outside the table (`None`).
 
 # %%
 ERRORS = {
@@ -169,7 +173,8 @@ for _label, _msg, _want in [("grad_norm", "grad_norm is not finite", "grad_norm"
 # and the check each must fail.
 CHECKS = {'causes': {'extra_keys': 'penalize',
             'feedback': {'en': 'Some causes are wrong: re-read each error string and match it to its cause; '
-                               'the two NPU-count messages and the two parallelism messages are easy to mix up.',
+                               'the two NPU-count messages and the two parallelism messages are easy to mix '
+                               'up.',
                          'zh': '有的原因选错了：重新阅读每条错误，为它匹配原因；两条 NPU 数量消息和两条并行度消息很容易混淆。'},
             'expected': {'uv_version': 'D',
                          'cann_missing': 'J',
@@ -206,57 +211,102 @@ CHECKS = {'causes': {'extra_keys': 'penalize',
               'calls': [{'args': ['grad_norm is not finite'],
                          'public': True,
                          'label': 'table row: grad_norm',
-                         'expect': 'grad_norm'},
+                         'expect': 'grad_norm',
+                         'rules': ['row_phrase']},
                         {'args': ['Invalid parallel dims'],
                          'public': True,
                          'label': 'table row: parallel dims',
-                         'expect': 'parallel_dims'},
+                         'expect': 'parallel_dims',
+                         'rules': ['row_phrase']},
                         {'args': ['RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB'],
                          'public': True,
                          'label': 'not in the table',
-                         'expect': None},
+                         'expect': None,
+                         'rules': ['outside_none']},
                         {'args': ['ERROR: uv 0.12.0 is required (found uv 0.4.30). Install it with: pip '
                                   'install uv==0.12.0'],
                          'public': False,
-                         'expect': 'uv_version'},
+                         'expect': 'uv_version',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['ERROR: NNAL/ATB is required: /usr/local/Ascend/nnal/atb/set_env.sh not '
                                   'found'],
                          'public': False,
-                         'expect': 'atb_missing'},
+                         'expect': 'atb_missing',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['ERROR: transformers is at 5.10.4; expected 4.57.6'],
                          'public': False,
-                         'expect': 'version_pin'},
+                         'expect': 'version_pin',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['Expected exactly two visible NPUs, got 8.'],
                          'public': False,
-                         'expect': 'npu_count'},
+                         'expect': 'npu_count',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['ERROR: This backend requires exactly one node with two NPUs.'],
                          'public': False,
-                         'expect': 'node_count'},
+                         'expect': 'node_count',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['ImportError: torchtitan_npu is required for model_engine=torchtitan on '
                                   'NPU. Run setup_backend.sh first.'],
                          'public': False,
-                         'expect': 'torchtitan_npu_missing'},
+                         'expect': 'torchtitan_npu_missing',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['ValueError: No matching torchtitan flavor found for model_type=qwen3 '
                                   '(dim=1024, n_layers=28, vocab=151936)'],
                          'public': False,
-                         'expect': 'flavor'},
+                         'expect': 'flavor',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['(TaskRunner pid=4242) RuntimeError: grad_norm is not finite: nan'],
                          'public': False,
-                         'expect': 'grad_norm'},
+                         'expect': 'grad_norm',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['AssertionError: Invalid parallel dims: dp_replicate(1) * dp_shard(2) * '
                                   'cp(2) * tp(1) * pp(1) != WORLD_SIZE(2)'],
                          'public': False,
-                         'expect': 'parallel_dims'},
+                         'expect': 'parallel_dims',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['ValueError: [Ulysses CP] n_kv_heads=8 must be divisible by cp=16'],
                          'public': False,
-                         'expect': 'ulysses_heads'},
+                         'expect': 'ulysses_heads',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['ERROR: CANN set_env.sh was not found. Install CANN 9.0 or set '
                                   'ASCEND_HOME_PATH.'],
                          'public': False,
-                         'expect': 'cann_missing'},
+                         'expect': 'cann_missing',
+                         'rules': ['row_phrase', 'prefixes_numbers']},
                         {'args': ['torch.distributed.DistNetworkError: Connection reset by peer'],
                          'public': False,
-                         'expect': None}]}}
+                         'expect': None,
+                         'rules': ['outside_none']},
+                        {'args': ['INFO: CANN set_env.sh was found at '
+                                  '/usr/local/Ascend/ascend-toolkit/set_env.sh'],
+                         'public': False,
+                         'expect': None,
+                         'rules': ['shared_words']},
+                        {'args': ['INFO: found a matching torchtitan flavor for qwen3: 1.7B'],
+                         'public': False,
+                         'expect': None,
+                         'rules': ['shared_words']},
+                        {'args': ['INFO: grad_norm is finite again (0.84) after one skipped step'],
+                         'public': False,
+                         'expect': None,
+                         'rules': ['shared_words']},
+                        {'args': ['INFO: NNAL/ATB found; sourced nnal/atb/set_env.sh --cxx_abi=1'],
+                         'public': False,
+                         'expect': None,
+                         'rules': ['shared_words']},
+                        {'args': ['ERROR: vllm_ascend is at 0.18.0; expected 0.15.0. Rerun setup_backend.sh '
+                                  'for model_engine=torchtitan on NPU'],
+                         'public': False,
+                         'expect': 'version_pin',
+                         'rules': ['row_phrase', 'shared_words']},
+                        {'args': ['INFO: parallel dims are valid: dp_shard=2, cp=1 on 2 NPUs'],
+                         'public': False,
+                         'expect': None,
+                         'rules': ['shared_words']},
+                        {'args': ['INFO: uv 0.12.0 found; torch_npu is at 2.12.0rc1 as expected'],
+                         'public': False,
+                         'expect': None,
+                         'rules': ['shared_words']}]}}
 
 MISTAKES = [{'name': 'dims_vs_heads',
   'score': 9.2727,
@@ -264,7 +314,7 @@ MISTAKES = [{'name': 'dims_vs_heads',
   'patch': [{'find': "    'parallel_dims': 'E',\n    'ulysses_heads': 'H',",
              'replace': "    'parallel_dims': 'H',\n    'ulysses_heads': 'E',"}]},
  {'name': 'loose_patterns',
-  'score': 9.6,
+  'score': 9.7273,
   'fails': {'classify': 'most specific phrase'},
   'patch': [{'find': 'PATTERNS = [  # most specific phrase of each message; order does not matter because '
                      'none overlaps\n'
@@ -304,4 +354,51 @@ MISTAKES = [{'name': 'dims_vs_heads',
                         "    'atb_missing': 10,\n"
                         "    'version_pin': 4,\n"
                         "    'node_count': 11,\n"
-                        "    'npu_count': 1,"}]}]
+                        "    'npu_count': 1,"}]},
+ {'name': 'word_overlap',
+  'score': 8.9091,
+  'fails': {'classify': 'hidden cases failed'},
+  'patch': [{'find': '    for key, pattern in PATTERNS:\n'
+                     '        if re.search(pattern, message):\n'
+                     '            return key\n'
+                     '    return None',
+             'replace': '    words = set(re.findall(r"[a-z0-9_./]+", message.lower()))\n'
+                        '    best, best_key = 0.0, None\n'
+                        '    for key, text in ERRORS.items():  # the row sharing the most words\n'
+                        '        row = set(re.findall(r"[a-z0-9_./]+", text.lower()))\n'
+                        '        if len(row & words) / len(row) > best:\n'
+                        '            best, best_key = len(row & words) / len(row), key\n'
+                        '    return best_key if best >= 0.5 else None'}]}]
+
+RULES = {'causes': [{'id': 'cause_per_error',
+             'stated': 'each error key → a letter from `CAUSES`',
+             'hint': {'en': 'Give every error key the letter of the cause that produces that message; the '
+                            'two NPU-count messages and the two parallelism messages are easy to mix up.',
+                      'zh': '为每个错误键选出产生这条消息的原因字母；两条 NPU 数量消息和两条并行度消息很容易混淆。'}}],
+ 'fixes': [{'id': 'fix_per_error',
+            'stated': 'each error key → a number from `FIXES`',
+            'hint': {'en': 'Give every error key the number of the fix that removes its cause.',
+                     'zh': '为每个错误键选出能消除其原因的修复编号。'}}],
+ 'classify': [{'id': 'row_phrase',
+               'stated': "contains that row's error phrase",
+               'hint': {'en': "Match each row by its own error phrase (e.g. 'NNAL/ATB is required', not just "
+                              "'is required').",
+                        'zh': "按每一行自己的报错短语匹配（例如 'NNAL/ATB is required'，而不只是 'is required'）。"}},
+              {'id': 'prefixes_numbers',
+               'stated': '(its numbers, versions and package names may differ)',
+               'hint': {'en': 'Real log lines carry prefixes (ERROR:, exception names, Ray process tags) and '
+                              'their own numbers, versions and package names: match the phrase, not the '
+                              'whole table text.',
+                        'zh': '真实日志行带有前缀（ERROR:、异常名、Ray 进程标记）以及自己的数字、版本号和包名：匹配短语，而不是整条表内文本。'}},
+              {'id': 'outside_none',
+               'stated': 'errors outside the table give `None`',
+               'hint': {'en': 'An error that is not in the table gives None.', 'zh': '不在表中的错误返回 None。'}},
+              {'id': 'shared_words',
+               'stated': 'a line that only shares words with a row',
+               'hint': {'en': 'Sharing words with a row is not enough: a success or status line that lacks '
+                              "the row's error phrase is outside the table (None), and a line is classified "
+                              'by the phrase it contains, not by its most common words.',
+                        'zh': '与某行有相同的词还不够：不含该行报错短语的成功或状态信息不在表内（None）；一行日志按它包含的短语归类，而不是按共同词最多的那一行。'}}]}
+
+EQUIVALENT = [{'mutant': 'stmt_drop:6b056bb6:1',
+  'reason': 'a function that falls off its end returns None, the same value as the dropped `return None`'}]

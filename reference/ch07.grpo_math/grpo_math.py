@@ -240,7 +240,7 @@ CHECKS = {'course_stats': {'rtol': 0.0,
 
 MISTAKES = [{'name': 'batch_wide_baseline',
   'score': 8.5,
-  'fails': {'grouped_advantages': 'within their own group'},
+  'fails': {'grouped_advantages': 'within its own group'},
   'patch': [{'find': '    groups = defaultdict(list)\n'
                      '    for score, group in zip(scores, index):\n'
                      '        groups[group].append(score)\n'
@@ -252,7 +252,7 @@ MISTAKES = [{'name': 'batch_wide_baseline',
                         '    return [(s - mean) / (std + epsilon) for s in scores]'}]},
  {'name': 'biased_std',
   'score': 5.25,
-  'fails': {'course_advantages': 'unbiased group std', 'course_stats': 'unbiased (n-1)'},
+  'fails': {'course_advantages': 'unbiased (n-1) standard deviation', 'course_stats': 'unbiased (n-1)'},
   'patch': [{'find': '    """Mean and unbiased (n-1) standard deviation, as torch.std does by default."""\n'
                      '    n = len(values)\n'
                      '    mean = sum(values) / n\n'

@@ -324,7 +324,7 @@ CHECKS = {'step_arithmetic': {'compare': 'exact',
 
 MISTAKES = [{'name': 'keeps_last_batch',
   'score': 7.4286,
-  'fails': {'step_arithmetic': 'drop_last'},
+  'fails': {'step_arithmetic': 'drops the last partial batch'},
   'patch': [{'find': '        "steps_per_epoch": num_train // train_batch_size,\n'
                      '        "total_steps": num_train // train_batch_size * total_epochs,',
              'replace': '        "steps_per_epoch": -(-num_train // train_batch_size),  # keeps the last '
@@ -332,7 +332,7 @@ MISTAKES = [{'name': 'keeps_last_batch',
                         '        "total_steps": -(-num_train // train_batch_size) * total_epochs,'}]},
  {'name': 'no_min_lr_floor',
   'score': 8.3846,
-  'fails': {'lr_course': 'min_lr_factor', 'lr_variants': 'min_lr_factor floor'},
+  'fails': {'lr_course': 'min_lr_factor', 'lr_variants': 'mapped into [min_lr_factor, 1]'},
   'patch': [{'find': '    return min_lr_factor + (1 - min_lr_factor) * factor',
              'replace': '    return factor'}]},
  {'name': 'warmup_from_zero',
@@ -342,7 +342,7 @@ MISTAKES = [{'name': 'keeps_last_batch',
              'replace': '        return step / warmup_steps'}]},
  {'name': 'warmup_not_clamped',
   'score': 8.0,
-  'fails': {'lr_short_run': 'clamps warmup'},
+  'fails': {'lr_short_run': 'clamped to total_steps'},
   'patch': [{'find': '    """torchtitan\'s linear warmup -> stable -> decay multiplier for 0-indexed '
                      '`step`."""\n'
                      '    warmup_steps = min(warmup_steps, total_steps)\n'

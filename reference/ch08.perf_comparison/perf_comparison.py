@@ -148,7 +148,7 @@ MISTAKES = [{'name': 'actor_seconds_not_per_token',
              'replace': '        actor.append(sum(r["timing_s/update_actor"] for r in kept) / len(kept))'}]},
  {'name': 'pooled_repetitions',
   'score': 6.15,
-  'fails': {'summary': 'average each repetition'},
+  'fails': {'summary': 'Average each repetition on its own'},
   'patch': [{'find': '    actor, step = [], []\n'
                      '    for text in logs:\n'
                      '        kept = [r for r in parse_steps(text) if r["step"] > warmup]\n'
@@ -171,12 +171,12 @@ MISTAKES = [{'name': 'actor_seconds_not_per_token',
                         '"step": s["step_s"] / base["step_s"]}'}]},
  {'name': 'warmup_included',
   'score': 3.0,
-  'fails': {'summary': 'drop the warm-up'},
+  'fails': {'summary': 'Drop the warm-up steps'},
   'patch': [{'find': '        kept = [r for r in parse_steps(text) if r["step"] > warmup]',
              'replace': '        kept = [r for r in parse_steps(text) ]'}]},
  {'name': 'anchored_step_line',
   'score': 6.05,
-  'fails': {'parse_steps': 'Ray prefix'},
+  'fails': {'parse_steps': 'Ray process prefix'},
   'patch': [{'find': 'STEP_LINE = re.compile(r"step:(\\d+) - (.*)$")',
              'replace': 'STEP_LINE = re.compile(r"^step:(\\d+) - (.*)$")  # lines that start with step:'}]}]
 

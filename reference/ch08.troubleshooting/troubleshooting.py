@@ -315,7 +315,7 @@ MISTAKES = [{'name': 'dims_vs_heads',
              'replace': "    'parallel_dims': 'H',\n    'ulysses_heads': 'E',"}]},
  {'name': 'loose_patterns',
   'score': 9.7273,
-  'fails': {'classify': 'most specific phrase'},
+  'fails': {'classify': 'its own error phrase'},
   'patch': [{'find': 'PATTERNS = [  # most specific phrase of each message; order does not matter because '
                      'none overlaps\n'
                      '    ("uv_version", r"\\buv \\d+\\.\\d+\\.\\d+ is required"),',

@@ -16,10 +16,12 @@ Stdlib + ipykernel only; nothing of grading/ or service/ is imported (the kernel
 usage: python _fork_zygote.py <path of _kernel_boot.py> [hidden top-level module ...]
 """
 
+import contextlib
 import ctypes
 import json
 import os
 import select
+import signal
 import sys
 
 # mnt last: after it, host paths are gone
@@ -119,6 +121,7 @@ def monitor(req: dict, reply_fd: int, hider: HideModules) -> None:
         with open(procs, "w") as f:
             f.write("0")  # into the run's control group: the kernel is born there
     holder = int(req["holder"])
+    holder_fd = os.pidfd_open(holder)  # a pidfd, never a pid that could be reused once the sandbox is gone
     ns_fds = [(os.open(f"/proc/{holder}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), flag) for name, flag in NAMESPACES]
     for fd, flag in ns_fds:
         check(libc.setns(fd, flag) == 0, f"setns {flag:#x}")
@@ -132,10 +135,14 @@ def monitor(req: dict, reply_fd: int, hider: HideModules) -> None:
         finally:
             os._exit(71)
     os.write(reply_fd, f"pid {kernel}\n".encode())
-    os.closerange(0, status_fd)  # the zygote's pipes and the log: the monitor only waits
-    os.closerange(status_fd + 1, 1 << 16)
+    low, high = sorted((status_fd, holder_fd))
+    os.closerange(0, low)  # the zygote's pipes and the log: the monitor only waits
+    os.closerange(low + 1, high)
+    os.closerange(high + 1, 1 << 16)
     _, status = os.waitpid(kernel, 0)
     os.write(status_fd, str(os.waitstatus_to_exitcode(status)).encode())
+    with contextlib.suppress(OSError):  # as when an exec'd kernel exits: the holder goes, bwrap takes the rest
+        signal.pidfd_send_signal(holder_fd, signal.SIGKILL)
     os._exit(0)
 
 

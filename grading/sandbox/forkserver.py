@@ -153,7 +153,7 @@ def _children(pid: int) -> list[int]:
 def _held_launcher(bwrap_pid: int, uid: int, timeout_s: float) -> int:
     """The host pid of the holding launcher (outer bwrap -> its pid 1 -> the launcher) once it has
     dropped to the run's uid: its tmpfs limits and scratch owner are set by then."""
-    deadline = time.monotonic() + timeout_s
+    deadline, pause = time.monotonic() + timeout_s, 0.001
     while time.monotonic() < deadline:
         for init in _children(bwrap_pid):
             for pid in _children(init):
@@ -162,7 +162,8 @@ def _held_launcher(bwrap_pid: int, uid: int, timeout_s: float) -> int:
                     uids = next(line.split()[1:] for line in status.splitlines() if line.startswith("Uid:"))
                     if uids == [str(uid)] * 4:
                         return pid
-        time.sleep(0.002)
+        time.sleep(pause)
+        pause = min(pause * 1.5, 0.02)  # a few ms when the host is quiet, few looks when it is not
     raise ForkUnavailable("the held sandbox's launcher never dropped to the run's uid")
 
 

@@ -95,6 +95,12 @@ class Settings(BaseSettings):
         description="the sandboxed kernels' system-call filter (libseccomp's Python bindings, python3-seccomp): "
         "auto = required in prod, used where possible in dev (with a warning where not); off = dev only",
     )
+    sandbox_kernel_start: Literal["exec", "fork"] = Field(
+        "exec",
+        description="how a sandboxed kernel starts: exec = a fresh interpreter in its sandbox; fork = forked into "
+        "the same fresh sandbox from a parent that imported ipykernel once (grading/sandbox/forkserver.py), "
+        "falling back to exec for any kernel it cannot start",
+    )
     sandbox_cpus_per_run: float = Field(
         0.0,
         ge=0,
@@ -533,6 +539,7 @@ class Settings(BaseSettings):
             "cpus_per_run": self.sandbox_cpus_per_run,
             "cpu_weight": self.sandbox_cpu_weight,
             "seccomp": self.sandbox_seccomp,
+            "kernel_start": self.sandbox_kernel_start,
         }
 
     def with_dev_secret(self) -> tuple[Settings, bool]:

@@ -43,7 +43,15 @@ def make_sandbox(
             )
         from grading.sandbox.bwrap import BwrapConfig, BwrapSandbox
 
-        sandbox = BwrapSandbox(BwrapConfig(**options))
+        config = BwrapConfig(**options)
+        if config.kernel_start == "fork":  # kernels forked from a pre-imported parent, exec as the fallback
+            from grading.sandbox.forkserver import ForkingSandbox
+
+            sandbox = ForkingSandbox(config)
+        elif config.kernel_start == "exec":
+            sandbox = BwrapSandbox(config)
+        else:
+            raise ValueError(f"unknown kernel start {config.kernel_start!r}; use one of: exec, fork")
     else:
         raise ValueError(f"unknown sandbox mode {mode!r}; use one of: auto, bwrap, unsafe-local")
     if prewarm:

@@ -1,5 +1,6 @@
 """Runs inside the sandbox as root for a moment: own the scratch dirs, set rlimits, drop to the sandbox
-uid for good, then exec the kernel. Stdlib only (it starts with `python -I -S`); bound read-only.
+uid for good, then exec the kernel (or, with "hold", wait as that uid for a forked kernel to join).
+Stdlib only (it starts with `python -I -S`); bound read-only.
 
 usage: python -I -S _launcher.py '<json config>' -- <kernel argv...>
 """
@@ -8,6 +9,7 @@ import ctypes
 import json
 import os
 import resource
+import signal
 import sys
 
 PR_SET_NO_NEW_PRIVS = 38
@@ -49,6 +51,9 @@ def main() -> None:
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise SystemExit("titangrade sandbox: prctl(NO_NEW_PRIVS) failed")
     os.chdir(cfg["cwd"])
+    if cfg.get("hold"):  # the fork server's kernel joins this sandbox (_fork_zygote.py); this only keeps it up
+        while True:
+            signal.pause()
     os.execve(argv[0], argv, cfg["env"])
 
 

@@ -117,6 +117,10 @@ class _SandboxKernelManager(KernelManager):
 
     wrap_argv: list[str] = []  # noqa: RUF012  (only ever replaced per instance, never mutated in place)
     owner: tuple[int, int] = (0, 0)
+    kernel_alive: Callable[[], bool] | None = None  # a forked kernel (forkserver.py): alive only while it is
+
+    def is_alive(self) -> bool:
+        return bool(super().is_alive()) and (self.kernel_alive is None or self.kernel_alive())
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         return self.wrap_argv + super().format_kernel_cmd(extra_arguments)
@@ -151,6 +155,8 @@ class BwrapSession(KernelSession):
         self._uids = uids
         self._closed: list[str] | None = None
         self._lock = threading.Lock()
+        self.kernel_exit: Callable[[], int | None] | None = None  # a forked kernel's exit code (forkserver.py)
+        self.cleanups: list[Callable[[], None]] = []
 
     def channel_urls(self) -> dict[str, str]:
         """The kernel's sockets through hard links in a root-only directory (see `seal_kernel_dir`)."""
@@ -206,7 +212,7 @@ class BwrapSession(KernelSession):
 
     def _exit_limits(self) -> set[str]:
         proc = getattr(self.km.provisioner, "process", None)
-        code = proc.poll() if proc is not None else None
+        code = self.kernel_exit() if self.kernel_exit else proc.poll() if proc is not None else None
         if code is None:
             return set()
         # bwrap reports a child killed by signal N as exit status 128 + N
@@ -238,6 +244,9 @@ class BwrapSession(KernelSession):
             # every /proc entry) usually finds nothing at its first look and need not wait and look again
             clean = self.group.destroy()
             clean = kill_uid(self.user.pw_uid) and clean
+            for cleanup in self.cleanups:
+                with contextlib.suppress(Exception):
+                    cleanup()
             shutil.rmtree(self.runtime, ignore_errors=True)
             if clean:
                 self._uids.release(self.user)  # a uid with survivors stays out of circulation
@@ -264,6 +273,10 @@ class BwrapSandbox(Sandbox):
         self.seccomp = seccomp.use_filter(self.config.seccomp)
 
     def start(self, request: KernelRequest) -> BwrapSession:
+        return self._start(request)
+
+    def _start(self, request: KernelRequest, *, hold: bool = False) -> BwrapSession:
+        """`hold`: the sandbox waits for a kernel that `_before_ready` brings (forkserver.py)."""
         cfg = self.config
         user = self.uids.acquire()
         os.makedirs(cfg.runtime_root, mode=0o711, exist_ok=True)
@@ -277,7 +290,7 @@ class BwrapSandbox(Sandbox):
                 user.pw_name, memory_mb=request.limits.memory_mb, max_processes=request.limits.max_processes
             )
             filter_fd = seccomp.filter_fd() if self.seccomp else None
-            km = self._kernel_manager(request, user, runtime, seccomp_fd=filter_fd)
+            km = self._kernel_manager(request, user, runtime, seccomp_fd=filter_fd, hold=hold)
             km.wrap_argv = group.exec_prefix() + km.wrap_argv  # bwrap is born in the run's group
             with open(runtime / "launch.log", "wb") as launch_log:
                 km.start_kernel(
@@ -308,7 +321,7 @@ class BwrapSandbox(Sandbox):
         finally:
             if filter_fd is not None:
                 os.close(filter_fd)  # bwrap has its own copy (and has read it, or will before it execs)
-        self._wait_ready(session)
+        self._wait_ready(session, request if hold else None)
         deadline = time.monotonic() + request.limits.run_timeout_s + cfg.wall_grace_s
         session.watcher = LimitWatcher(
             session.channel_urls(),
@@ -321,10 +334,16 @@ class BwrapSandbox(Sandbox):
         session.watcher.wait_subscribed()
         return session
 
-    def _wait_ready(self, session: BwrapSession) -> None:
+    def _before_ready(self, session: BwrapSession, request: KernelRequest) -> None:
+        """Where a held sandbox gets its kernel (forkserver.py); nothing to do when bwrap execs it."""
+
+    def _wait_ready(self, session: BwrapSession, held: KernelRequest | None = None) -> None:
         """kernel_info on the shell channel while only ipykernel runs (no learner code yet), then seal the
-        kernel's dir and link its sockets. The engine then makes its own iopub handshake (kernel_io.py)."""
+        kernel's dir and link its sockets. The engine then makes its own iopub handshake (kernel_io.py).
+        `held`: the request of a sandbox that waits for `_before_ready` to bring its kernel."""
         try:
+            if held is not None:
+                self._before_ready(session, held)
             await_kernel_info(
                 session.km._make_url("shell"),
                 session.km.session,
@@ -344,7 +363,13 @@ class BwrapSandbox(Sandbox):
         return {"PATH": "/usr/bin:/bin", "LANG": os.environ.get("LANG", "C.UTF-8")}
 
     def _kernel_manager(
-        self, request: KernelRequest, user: pwd.struct_passwd, runtime: Path, *, seccomp_fd: int | None = None
+        self,
+        request: KernelRequest,
+        user: pwd.struct_passwd,
+        runtime: Path,
+        *,
+        seccomp_fd: int | None = None,
+        hold: bool = False,
     ) -> _SandboxKernelManager:
         kernel_dir = runtime / KERNEL_DIR
         kernel_dir.mkdir(mode=0o700)
@@ -359,7 +384,7 @@ class BwrapSandbox(Sandbox):
             interrupt_mode="message",
         )
         km.owner = (user.pw_uid, user.pw_gid)
-        km.wrap_argv = self.bwrap_argv(request, user, runtime, seccomp_fd=seccomp_fd)
+        km.wrap_argv = bwrap_argv(self.config, request, user, runtime, seccomp_fd=seccomp_fd, hold=hold)
         return km
 
     def kernel_env(self, request: KernelRequest) -> dict[str, str]:

@@ -79,6 +79,9 @@ class BwrapConfig:
     # imports its debugger (pydevd) at start when it can, a quarter of a kernel start's CPU, and grading never
     # debugs; without it ipykernel starts without the debugger
     seccomp: str = "auto"  # the kernel's system-call filter (seccomp.py): auto | require | off, as for cgroups
+    kernel_start: str = field(default_factory=lambda: os.environ.get("TITANGRADE_SANDBOX_KERNEL_START", "exec"))
+    # exec: every kernel a fresh `python _kernel_boot.py`; fork: forked from a pre-imported parent into the
+    # same fresh sandbox (forkserver.py), falling back to exec whenever that cannot start a kernel
 
 
 def rlimits(limits: Limits, *, accelerator: bool) -> dict[str, tuple[int, int]]:
@@ -153,9 +156,11 @@ def bwrap_argv(
     runtime: Path,
     *,
     seccomp_fd: int | None = None,
+    hold: bool = False,
 ) -> list[str]:
     """The full command line up to (not including) the kernel's own argv. `seccomp_fd`: an inherited
-    descriptor holding the system-call filter (seccomp.py), which bwrap installs before it execs the launcher."""
+    descriptor holding the system-call filter (seccomp.py), which bwrap installs before it execs the launcher.
+    `hold`: the launcher waits for a forked kernel (forkserver.py) instead of exec'ing one."""
     cfg, lim = config, request.limits
     scratch = str(lim.scratch_mb * MiB)
     args = [
@@ -244,5 +249,6 @@ def bwrap_argv(
         "tmpfs": {path: [lim.scratch_mb * MiB, cfg.tmpfs_inodes] for path in WRITABLE},
         "rlimits": rlimits(lim, accelerator=accelerator),
         "env": kernel_env(config, request),
+        "hold": hold,
     }
     return [*args, "--", config.python, "-I", "-S", INNER_LAUNCHER, json.dumps(launch), "--"]

@@ -89,6 +89,10 @@ class RunGroup:
         self._base = self._last = Counters()
         self.final: Counters | None = None  # the counters as the run ended (after destroy)
 
+    def procs_files(self) -> list[str]:
+        """The group's cgroup.procs files: a process writing "0" to each joins the run (forkserver.py)."""
+        return list(self._procs)
+
     def exec_prefix(self) -> list[str]:
         """argv to put before the sandbox's command: it joins the group ("0" = the writing process), then
         execs the command under the same pid; a failed join ends it before anything of the run starts."""

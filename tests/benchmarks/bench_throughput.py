@@ -2,7 +2,7 @@
 and a check that every one was graded exactly once.
 
     sudo .venv/bin/python tests/benchmarks/bench_throughput.py [--n 200] [--pg URL] [--sandbox bwrap unsafe-local]
-        [--code CHECKOUT ...] [--rounds 1] [--prewarm ""]
+        [--code CHECKOUT ...] [--rounds 1] [--prewarm ""] [--kernel-start exec fork]
 
 Each row queues --n light submissions straight into a fresh database (SQLite file, or a PostgreSQL schema
 with --pg): every other one is ch07.wordle_reward's reference solution, the rest cycle through the other
@@ -17,6 +17,9 @@ included (a cpuacct control group per row, as root).
 fresh process with PYTHONPATH at that checkout, interleaved A B B A over --rounds (benchkit.in_round_order: use
 an even number), so "before" and "after" share one machine state. Print `uptime` with the figures: the machine
 is shared.
+
+--kernel-start exec fork measures both ways a sandboxed kernel starts (TITANGRADE_SANDBOX_KERNEL_START, the
+fork server of grading/sandbox/forkserver.py) side by side, interleaved like --code.
 """
 
 from __future__ import annotations
@@ -224,12 +227,14 @@ def child(args: argparse.Namespace) -> None:
         db.drop()
 
 
-def run_row(code: Path, label: str, args: argparse.Namespace, sandbox: str, pg: str | None) -> dict:
+def run_row(
+    code: Path, label: str, args: argparse.Namespace, sandbox: str, pg: str | None, kernel_start: str = "exec"
+) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--n", str(args.n), "--sandbox", sandbox,
            "--prewarm", args.prewarm, "--label", label]  # fmt: skip
     if pg:
         cmd += ["--pg", pg]
-    env = dict(os.environ, PYTHONPATH=str(code))
+    env = dict(os.environ, PYTHONPATH=str(code), TITANGRADE_SANDBOX_KERNEL_START=kernel_start)
     proc = subprocess.Popen(cmd, env=env, cwd=str(code), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = proc.communicate(timeout=3600)
     for _ in range(100):  # the row's cpuacct group, once its last sandbox process is gone
@@ -252,6 +257,7 @@ def main() -> int:
     ap.add_argument("--code", nargs="*", default=[], help="other checkouts to measure side by side (before)")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--prewarm", default="", help='TITANGRADE_SANDBOX_PREWARM for the worker, e.g. "light=1"')
+    ap.add_argument("--kernel-start", nargs="+", default=["exec"], choices=("exec", "fork"))
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--label", default="this", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -261,15 +267,18 @@ def main() -> int:
         return 0
     from benchkit import in_round_order  # this script's own directory
 
-    codes = [(Path(c).resolve(), Path(c).name) for c in args.code] + [(REPO, "this")]
+    codes = [(Path(c).resolve(), Path(c).name, "exec") for c in args.code]
+    codes += [(REPO, "this" if start == "exec" else f"this-{start}", start) for start in args.kernel_start]
     dbs = [None, args.pg] if args.pg else [None]
     print(f"uptime: {os.popen('uptime').read().strip()}; {os.cpu_count()} CPUs; n={args.n}; prewarm={args.prewarm!r}")
     rows: dict[tuple, list[dict]] = {}
     for rnd in range(args.rounds):
         for pg in dbs:
             for sandbox in args.sandbox:
-                for code, label in in_round_order(codes, rnd):
-                    r = run_row(code, label, args, sandbox, pg)
+                for code, label, start in in_round_order(codes, rnd):
+                    if sandbox != "bwrap" and start != "exec":
+                        continue  # the fork server is the bwrap sandbox's
+                    r = run_row(code, label, args, sandbox, pg, start)
                     key = (label, "postgresql" if pg else "sqlite", sandbox)
                     rows.setdefault(key, []).append(r)
                     rate = 60 * r["graded"] / r["span_s"]

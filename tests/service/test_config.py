@@ -76,13 +76,18 @@ def test_whole_run_caps_are_required_in_prod_and_warned_about_once_in_dev(monkey
     settings, warning = Settings(mode="dev", sandbox="bwrap").resolve_sandbox()
     assert warning.startswith("WARNING") and "no memory hierarchy; mount it" in warning
     assert settings.sandbox_options() == {"cgroups": "off", "cpus_per_run": 0.0, "cpu_weight": 10,
-                                          "seccomp": "require"}  # quiet pools
+                                          "seccomp": "require", "kernel_start": "exec"}  # quiet pools
     monkeypatch.setattr("grading.sandbox.cgroups.probe", lambda: Probe(True, "cgroup v1"))
     settings, warning = Settings(mode="prod", secret_key="s" * 40, sandbox="bwrap",
                                  sandbox_cpus_per_run=1.5, sandbox_cpu_weight=50).resolve_sandbox()
     assert warning == "" and settings.sandbox_options() == {"cgroups": "require", "cpus_per_run": 1.5,
-                                                            "cpu_weight": 50, "seccomp": "require"}
+                                                            "cpu_weight": 50, "seccomp": "require",
+                                                            "kernel_start": "exec"}
     assert Settings(sandbox="unsafe-local").sandbox_options() == {}
+    forking, _ = Settings(mode="dev", sandbox="bwrap", sandbox_kernel_start="fork").resolve_sandbox()
+    assert forking.sandbox_options()["kernel_start"] == "fork"  # off (exec) unless asked for
+    with pytest.raises(ValidationError):
+        Settings(sandbox_kernel_start="spawn")
     with pytest.raises(ValidationError, match="TITANGRADE_SANDBOX_CGROUPS=off"):
         Settings(mode="prod", secret_key="s" * 40, sandbox_cgroups="off")
     with pytest.raises(ValidationError):

@@ -665,7 +665,7 @@ MISTAKES = [{'name': 'first_guess',
              'replace': '"score": correct + partial + length_bonus + fmt'}]},
  {'name': 'feedback_case_sensitive',
   'score': 9.8636,
-  'fails': {'feedback_string': 'five marks'},
+  'fails': {'feedback_string': 'feedback ignores case'},
   'patch': [{'find': '    guess, answer = guess.lower(), answer.lower()\n', 'replace': ''}]}]
 
 RULES = {'public_cases': [{'id': 'score',

@@ -313,9 +313,9 @@ RULES = {'public_cases': [{'id': 'name_map',
                    'types': '`derive_name_and_flavor(hf_config: dict) -> tuple[str, str]`'},
                   {'id': 'registry_order',
                    'stated': 'take the **first** flavor, in registry order',
-                   'hint': {'en': 'Several flavors can share the same sizes: walk the registry in its given '
+                   'hint': {'en': 'Several flavors can share the same sizes: walk the flavors in registry '
                                   'order and return the first one that matches.',
-                            'zh': '多个 flavor 可能尺寸相同：按注册表给出的顺序查找，返回第一个匹配的。'},
+                            'zh': '多个 flavor 可能尺寸相同：按注册顺序查找，返回第一个匹配的。'},
                    'types': '`derive_name_and_flavor(hf_config: dict) -> tuple[str, str]`'}],
  'errors': [{'id': 'unsupported_type',
              'stated': 'every other `model_type` (those three included) counts as unsupported',

@@ -302,21 +302,18 @@ RULES = {'public_cases': [{'id': 'name_map',
                                   'qwen2_moe and qwen3_moe all give "qwen3", llama gives "llama3"; then '
                                   "search that model's registry.",
                             'zh': '先把 model_type 映射成 torchtitan 模型名：qwen2、qwen3、qwen2_moe、qwen3_moe 都是 '
-                                  '"qwen3"，llama 是 "llama3"；再在该模型的注册表里查找。'},
-                   'types': '`derive_name_and_flavor(hf_config: dict) -> tuple[str, str]`'},
+                                  '"qwen3"，llama 是 "llama3"；再在该模型的注册表里查找。'}},
                   {'id': 'dim_layers_vocab',
                    'stated': "whose `dim`, layer count and vocab size equal the HF config's",
                    'hint': {'en': 'A flavor matches only when its dim, its layer count and its vocab size '
                                   'all equal hidden_size, num_hidden_layers and vocab_size.',
                             'zh': '只有 dim、层数、词表大小三者都分别等于 hidden_size、num_hidden_layers、vocab_size 时，flavor '
-                                  '才算匹配。'},
-                   'types': '`derive_name_and_flavor(hf_config: dict) -> tuple[str, str]`'},
+                                  '才算匹配。'}},
                   {'id': 'registry_order',
                    'stated': 'take the **first** flavor, in registry order',
                    'hint': {'en': 'Several flavors can share the same sizes: walk the flavors in registry '
                                   'order and return the first one that matches.',
-                            'zh': '多个 flavor 可能尺寸相同：按注册顺序查找，返回第一个匹配的。'},
-                   'types': '`derive_name_and_flavor(hf_config: dict) -> tuple[str, str]`'}],
+                            'zh': '多个 flavor 可能尺寸相同：按注册顺序查找，返回第一个匹配的。'}}],
  'errors': [{'id': 'unsupported_type',
              'stated': 'every other `model_type` (those three included) counts as unsupported',
              'hint': {'en': 'Only the model types listed in step 1 are supported; every other model type, '

@@ -464,14 +464,12 @@ RULES = {'local_heads': [{'id': 'per_card',
                                        "(j+1)*H/cp - 1) for the whole sequence, the ranks' sequence slices "
                                        'concatenated in rank order.',
                                  'zh': 'seq_to_head 之后 rank j 应持有第 j 组头（第 j*H/cp 到 (j+1)*H/cp - 1 个头）的整条序列，各 '
-                                       'rank 的序列切片按 rank 顺序拼接。'},
-                        'types': 'shapes: list of [B, S, H, D]'},
+                                       'rank 的序列切片按 rank 顺序拼接。'}},
                        {'id': 'roundtrip',
                         'stated': '`head_to_seq(y, group=None)`: the reverse',
                         'hint': {'en': 'head_to_seq must undo seq_to_head exactly: each rank gets back its '
                                        'own sequence slice with all heads.',
-                                 'zh': 'head_to_seq 必须精确还原 seq_to_head：每个 rank 拿回自己的序列切片和全部头。'},
-                        'types': 'shapes: list of [B, S, H, D]'}]}
+                                 'zh': 'head_to_seq 必须精确还原 seq_to_head：每个 rank 拿回自己的序列切片和全部头。'}}]}
 
 MISTAKES = [{'name': 'kv_heads_ignored',
   'score': 7.6666,

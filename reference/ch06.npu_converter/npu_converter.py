@@ -67,6 +67,7 @@ def npu_rotary_mul(x, cos, sin):
 # ## 任务
 # 1. `register_converter(name)`：装饰器，把转换函数 `convert(model) -> int` 登记到 `CONVERTERS[name]`。
 # 2. `NPURMSNorm(RMSNorm)` 与 `"npu_rms_norm"` 转换器：递归替换模型中所有 RMSNorm（包括嵌套的 q_norm/k_norm），返回替换个数。
+#    输入 `x` 可以有任意多个前导维（如 `[batch, seq, dim]`），归一化只作用在最后一维。
 # 3. `"npu_rope"` 转换器：让 `CosSinRoPE.apply_rotary_emb` 改用 `npu_rotary_mul`（对 q、k 各调用一次），返回模型中 `CosSinRoPE` 模块的个数。
 # 4. `apply_converters(model, names) -> dict`：按顺序应用，返回 `{name: 个数}`；未注册的名称抛出 `ValueError`。
 #
@@ -76,6 +77,7 @@ def npu_rotary_mul(x, cos, sin):
 # 1. `register_converter(name)`: a decorator that records a converter function `convert(model) -> int` in `CONVERTERS[name]`.
 # 2. `NPURMSNorm(RMSNorm)` and the `"npu_rms_norm"` converter: replace every RMSNorm in the model, recursively (nested
 #    q_norm/k_norm included); return how many were replaced.
+#    The input `x` may have any number of leading dimensions (e.g. `[batch, seq, dim]`); the norm runs over the last one.
 # 3. the `"npu_rope"` converter: make `CosSinRoPE.apply_rotary_emb` use `npu_rotary_mul` (once for q, once for k); return
 #    the number of `CosSinRoPE` modules in the model.
 # 4. `apply_converters(model, names) -> dict`: apply in order, return `{name: count}`; raise `ValueError` for a name that
@@ -204,6 +206,57 @@ print(convert_names(["npu_rms_norm"]))
 # Grader only: never in the template or the solution. Hidden cases with their expected values
 # (the bulky per-check data is in cases.json next to this file), and typical mistakes as
 # patches of the solution with the score and the check each must fail.
+RULES = {'counts_1_7b': [{'id': 'recursive',
+                  'stated': 'replace every RMSNorm in the model, recursively',
+                  'hint': {'en': 'Walk every submodule (named_modules or recursion), not only the top level: '
+                                 'q_norm and k_norm live inside attention.',
+                           'zh': '要遍历所有子模块（named_modules 或递归），不能只看顶层：q_norm 和 k_norm 在 attention 里面。'}},
+                 {'id': 'rope_count',
+                  'stated': 'the number of `CosSinRoPE` modules in the model',
+                  'hint': {'en': 'npu_rope returns how many CosSinRoPE modules the model holds.',
+                           'zh': 'npu_rope 返回模型中 CosSinRoPE 模块的个数。'}}],
+ 'rmsnorm_numerics': [{'id': 'npu_forward',
+                       'stated': 'forward = `torch_npu.npu_rms_norm(x, weight, eps)[0]`',
+                       'hint': {'en': 'The converted module must be an NPURMSNorm whose forward calls '
+                                      'npu_rms_norm(x, weight, eps) exactly once and returns its first '
+                                      'output.',
+                                'zh': '替换后的模块必须是 NPURMSNorm，forward 只调用一次 npu_rms_norm(x, weight, '
+                                      'eps)，并返回它的第一个输出。'}},
+                      {'id': 'own_eps',
+                       'stated': 'eps comes from `eps`, `variance_epsilon` or `epsilon`, else '
+                                 '`finfo(dtype).eps`',
+                       'hint': {'en': "Use the module's own eps (looked up as eps, variance_epsilon, "
+                                      'epsilon), never a fixed value: small inputs make a wrong eps visible.',
+                                'zh': '使用模块自己的 eps（依次查 eps、variance_epsilon、epsilon），不要写死：小输入会暴露错误的 eps。'}},
+                      {'id': 'leading_dims',
+                       'stated': 'may have any number of leading dimensions',
+                       'hint': {'en': 'x can have any number of leading dimensions; the norm runs over the '
+                                      'last one only.',
+                                'zh': 'x 可以有任意多个前导维；归一化只作用在最后一维。'},
+                       'types': 'may have any number of leading dimensions'}],
+ 'rope_numerics': [{'id': 'rope_kernel',
+                    'stated': 'make `CosSinRoPE.apply_rotary_emb` use `npu_rotary_mul` (once for q, once for '
+                              'k)',
+                    'hint': {'en': 'Patch CosSinRoPE.apply_rotary_emb so it calls npu_rotary_mul once for q '
+                                   "and once for k; the outputs must equal torchtitan's rotate-half RoPE.",
+                             'zh': '修补 CosSinRoPE.apply_rotary_emb，使它对 q、k 各调用一次 npu_rotary_mul；结果须与 '
+                                   'torchtitan 的 rotate-half RoPE 一致。'}},
+                   {'id': 'cos_sin_split',
+                    'stated': '`cos = rope_cache[..., :head_dim]` and `sin = rope_cache[..., head_dim:]`',
+                    'hint': {'en': 'Split the cache at head_dim: the first half is cos, the second half is '
+                                   'sin.',
+                             'zh': '在 head_dim 处切分缓存：前一半是 cos，后一半是 sin。'}}],
+ 'registry': [{'id': 'apply_in_order',
+               'stated': 'apply in order, return `{name: count}`',
+               'hint': {'en': 'apply_converters runs each named converter and returns {name: count} for '
+                              'every name given.',
+                        'zh': 'apply_converters 依次运行每个给出的转换器，并为每个名称返回 {名称: 个数}。'}},
+              {'id': 'unknown_raises',
+               'stated': 'raise `ValueError` for a name that is not registered',
+               'hint': {'en': 'A name that no converter registered raises ValueError, even after other names '
+                              'were applied.',
+                        'zh': '没有注册的名称要抛出 ValueError，即使之前的名称已经应用。'}}]}
+
 MISTAKES = [{'name': 'hf_eps_name_only',
   'score': 8.5,
   'fails': {'rmsnorm_numerics': 'hidden'},
@@ -228,5 +281,6 @@ MISTAKES = [{'name': 'hf_eps_name_only',
  {'name': 'unknown_name_skipped',
   'score': 9.6667,
   'fails': {'registry': 'ValueError'},
-  'patch': [{'find': '            raise ValueError(f"unknown converter {name!r}; registered: {sorted(CONVERTERS)}")',
+  'patch': [{'find': '            raise ValueError(f"unknown converter {name!r}; registered: '
+                     '{sorted(CONVERTERS)}")',
              'replace': '            continue  # silently skip names without a converter'}]}]

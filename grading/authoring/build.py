@@ -17,6 +17,7 @@ from nbformat import v4
 
 from grading.authoring.master import AuthoringError, Master, Mistake, read_master
 from grading.authoring.policy_note import policy_markdown
+from grading.authoring.rules import HINTS_FIELD, check_rules, rule_hints
 from grading.exercise import REPO_ROOT, Exercise
 
 DEFAULT_FIXTURES_ROOT = REPO_ROOT / "tests" / "fixtures" / "notebooks"
@@ -82,6 +83,10 @@ def render(ex: Exercise, *, fixtures_root: Path = DEFAULT_FIXTURES_ROOT) -> Outp
 
 def answer_file_bytes(ex: Exercise, master: Master) -> bytes:
     checks = {c.name: master.checks[c.name] for c in ex.manifest.checks}
+    for name in checks:  # a failing hidden case's feedback is the hint of the rule(s) it names
+        hints = rule_hints(ex, master, name)
+        if hints:
+            checks[name] = {**checks[name], HINTS_FIELD: hints}
     ref: dict[str, Any] = {"exercise_id": ex.id, "checks": checks}
     if master.harness:  # grader-owned launchers: re-run after the learner's cells (grading/harness.py)
         ref["harness"] = master.harness
@@ -114,9 +119,24 @@ def _short(text: str) -> str:
     return repr(first[:60] + ("..." if len(first) > 60 or "\n" in text.strip() else ""))
 
 
-def _notebook_bytes(ex: Exercise, master: Master, variant: str, mistake: Mistake | None = None) -> bytes:
+def mutant_notebook_bytes(ex: Exercise, master: Master, cell: int, source: str, mutant_id: str) -> bytes:
+    """The solution with learner cell `cell` replaced by `source` (grading/authoring/mutants.py)."""
+    cells = _sources(master, "solution", None)
+    cells[cell] = (cells[cell][0], source)
+    return _notebook_bytes(ex, master, "solution", cells=cells, meta={"mutant": mutant_id})
+
+
+def _notebook_bytes(
+    ex: Exercise,
+    master: Master,
+    variant: str,
+    mistake: Mistake | None = None,
+    *,
+    cells: list[tuple[str, str]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> bytes:
     nb = v4.new_notebook()
-    cells = _sources(master, variant, mistake)
+    cells = list(cells) if cells is not None else _sources(master, variant, mistake)
     at = 1 if cells and cells[0][0] == "markdown" else 0  # right after the title cell
     cells.insert(at, ("markdown", policy_markdown(ex.manifest)))  # what the learner writes and may use
     for i, (kind, src) in enumerate(cells):
@@ -124,7 +144,7 @@ def _notebook_bytes(ex: Exercise, master: Master, variant: str, mistake: Mistake
         cell["id"] = f"{ex.short_name[:20]}-{i:02d}"  # stable ids: a rebuild is byte-identical
         nb.cells.append(cell)
     nb.metadata.update(master.metadata)
-    meta: dict[str, Any] = {"exercise_id": ex.id}
+    meta = {"exercise_id": ex.id, **(meta or {})}
     if mistake is not None:
         meta["expect"] = {"status": mistake.status, "score": mistake.score, "feedback_contains": mistake.fails}
     nb.metadata["titangrade"] = meta
@@ -221,6 +241,12 @@ def check_consistency(ex: Exercise, master: Master) -> None:
                     f"mistake {m.name!r} must fail {failing!r}, which is not a check of this exercise",
                     f"use one of {sorted(declared)}",
                 )
+    if master.equivalent:  # a stale declaration is an authoring error (docs/exercise-format.md#mutants)
+        from grading.authoring.mutants import generate, stale_equivalents
+
+        stale = stale_equivalents(master, generate(master, {c.name: c.answer for c in ex.manifest.checks}))
+        if stale:
+            raise stale[0]
     seen: set[str] = set()
     for m in master.mistakes:
         if all(p["find"] == p["replace"] for p in m.patch):
@@ -233,6 +259,7 @@ def check_consistency(ex: Exercise, master: Master) -> None:
         if m.name in seen:
             raise AuthoringError(master.path, m.line, f"mistake {m.name!r} is declared twice", "rename one")
         seen.add(m.name)
+    check_rules(ex, master)  # every stated rule has a case (grading/authoring/rules.py)
 
 
 def _toml_line(path: Path, *needles: str) -> int:

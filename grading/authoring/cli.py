@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grading.authoring import mutants_cli
 from grading.authoring.build import DEFAULT_FIXTURES_ROOT, Outputs, master_path, render
 from grading.authoring.master import AuthoringError
 from grading.errors import GraderFault
@@ -56,6 +57,12 @@ def register(ex_sub: argparse._SubParsersAction, catalogue_args: Callable[[argpa
         metavar="N",
         help="grade a run that hit a time limit (or was not gradable) again, up to N times (default 2)",
     )
+    val.add_argument(
+        "--mutants",
+        action="store_true",
+        help="then grade the mutants of each exercise that validated (titangrade exercises mutants)",
+    )
+    mutants_cli.add_options(val)
     _common(val, catalogue_args)
     val.set_defaults(func=cmd_validate)
 
@@ -63,6 +70,7 @@ def register(ex_sub: argparse._SubParsersAction, catalogue_args: Callable[[argpa
     new.add_argument("id", help="chNN.snake_name, e.g. ch09.reward_shaping")
     _common(new, catalogue_args)
     new.set_defaults(func=cmd_new)
+    mutants_cli.register(ex_sub, lambda parser: _common(parser, catalogue_args))
 
 
 def _common(parser: argparse.ArgumentParser, catalogue_args: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -168,8 +176,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from grading.authoring.validate import validate
     from grading.sandbox import make_sandbox
 
-    if args.repeat < 1 or args.retries < 0:
-        print("error: --repeat must be at least 1 and --retries at least 0", file=sys.stderr)
+    if args.repeat < 1 or args.retries < 0 or mutants_cli.usage_error(args):
+        print(
+            f"error: {mutants_cli.usage_error(args) or '--repeat must be at least 1 and --retries at least 0'}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     picked = _selected(args)
     if picked is None:
@@ -216,7 +227,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"`titangrade exercises validate {ids}` again, later or with more --retries (this run: {args.retries})",
             file=sys.stderr,
         )
-    return EXIT_PROBLEMS if problems else EXIT_NOT_GRADED if not_graded else 0
+    code = EXIT_PROBLEMS if problems else EXIT_NOT_GRADED if not_graded else 0
+    if args.mutants:  # the mutants of exercises that validated: a failing one's mutants say nothing
+        failed = {p.path for p in problems}
+        good = [o for o in outputs if o.master.path not in failed and o.exercise.id not in dict(not_graded)]
+        print(f"\nmutants of {len(good)} exercise(s) that validated", flush=True)
+        mutated = mutants_cli.mutants_of(good, catalogue=catalogue, args=args, say=_say) if good else 0
+        code = EXIT_PROBLEMS if EXIT_PROBLEMS in (code, mutated) else max(code, mutated)
+    return code
 
 
 def _verdict(row: Row) -> str:

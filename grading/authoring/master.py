@@ -11,9 +11,12 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from grading.authoring.equivalent import Equivalent, parse_equivalents
 
 CELL_MARKER = re.compile(r"^# %%(?P<rest>(?:[ \t].*)?)$")
 BEGIN, STUB, END = "### BEGIN SOLUTION", "### STUB", "### END SOLUTION"
@@ -23,7 +26,7 @@ MAGIC = re.compile(r"^# (?=%%?[A-Za-z]|!)")  # jupytext comments out magics in .
 GRADER_TAG, SELF_CHECK_TAG = "grader", "self-check"
 HARNESS_TAG = "harness"  # a launcher the learner sees but the grader re-runs from the master (grader-owned)
 KNOWN_TAGS = {GRADER_TAG, SELF_CHECK_TAG, HARNESS_TAG}
-GRADER_NAMES = {"CHECKS", "MISTAKES"}
+GRADER_NAMES = {"CHECKS", "MISTAKES", "EQUIVALENT", "RULES"}  # RULES: grading/authoring/rules.py
 
 
 class AuthoringError(ValueError):
@@ -42,6 +45,8 @@ class Cell:
     line: int  # 1-based line of the cell's `# %%` marker
     tags: tuple[str, ...] = ()
     has_solution: bool = False
+    region: frozenset[int] = frozenset()  # 0-based indexes of `solution` lines inside a solution region
+    line_nos: tuple[int, ...] = ()  # the master file's line of each `solution` line
 
 
 @dataclass
@@ -62,7 +67,11 @@ class Master:
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)
     check_lines: dict[str, int] = field(default_factory=dict)
     mistakes: list[Mistake] = field(default_factory=list)
+    equivalent: list[Equivalent] = field(default_factory=list)
     grader_line: int = 0
+    rules: Any = None  # RULES as written (None: not declared); checked by grading/authoring/rules.py
+    rules_line: int = 0
+    grader_sources: list[tuple[int, str]] = field(default_factory=list)  # (first line, source) per grader cell
 
     @property
     def learner_cells(self) -> list[Cell]:
@@ -174,6 +183,8 @@ def _cell(path: Path, line: int, rest: str, body: list[str]) -> Cell:
         return Cell("markdown", text, text, line, tags)
     template: list[str] = []
     solution: list[str] = []
+    in_region: list[bool] = []  # per `solution` line
+    line_nos: list[int] = []
     state, begin_line, stub_given, indent = "common", 0, False, ""
     for j, raw in enumerate(body, start=line + 1 + lead):
         m = REGION_MARKER.match(raw)
@@ -209,8 +220,12 @@ def _cell(path: Path, line: int, rest: str, body: list[str]) -> Cell:
             line_text = MAGIC.sub("", raw)
             template.append(line_text)
             solution.append(line_text)
+            in_region.append(False)
+            line_nos.append(j)
         elif state == "solution":
             solution.append(MAGIC.sub("", raw))
+            in_region.append(True)
+            line_nos.append(j)
         else:
             c = COMMENTED.match(raw)
             if not c:
@@ -229,7 +244,19 @@ def _cell(path: Path, line: int, rest: str, body: list[str]) -> Cell:
             f"add `{END}` after the solution's last line (before the next `# %%`)",
         )
     has_solution = any(REGION_MARKER.match(r) for r in body)
-    return Cell("code", "\n".join(_strip_blank(template)), "\n".join(_strip_blank(solution)), line, tags, has_solution)
+    kept = _strip_blank(solution)
+    lead_sol = next((k for k, ln in enumerate(solution) if ln.strip()), 0)
+    region = frozenset(k - lead_sol for k, inside in enumerate(in_region) if inside and 0 <= k - lead_sol < len(kept))
+    return Cell(
+        "code",
+        "\n".join(_strip_blank(template)),
+        "\n".join(kept),
+        line,
+        tags,
+        has_solution,
+        region,
+        tuple(line_nos[lead_sol : lead_sol + len(kept)]),
+    )
 
 
 def _grader_data(master: Master, lines: list[str]) -> None:
@@ -246,6 +273,7 @@ def _grader_data(master: Master, lines: list[str]) -> None:
             )
         master.grader_line = master.grader_line or cell.line
         offset = cell.line + 1 + _first_nonblank(lines, cell.line)
+        master.grader_sources.append((offset, cell.solution))
         try:
             tree = ast.parse(cell.solution)
         except SyntaxError as exc:
@@ -266,7 +294,7 @@ def _grader_data(master: Master, lines: list[str]) -> None:
                 raise AuthoringError(
                     master.path,
                     at,
-                    "a grader cell may only assign CHECKS and MISTAKES",
+                    "a grader cell may only assign CHECKS, MISTAKES, RULES and EQUIVALENT",
                     "move code to a normal cell; the grader cell is data (literals), not code",
                 )
             try:
@@ -280,11 +308,20 @@ def _grader_data(master: Master, lines: list[str]) -> None:
                 ) from None
             if node.targets[0].id == "CHECKS":
                 _add_checks(master, value, at, cell.solution, offset)
-            else:
+            elif node.targets[0].id == "EQUIVALENT":
+                master.equivalent += parse_equivalents(master.path, value, at, _finder(cell.solution, offset, at))
+            elif node.targets[0].id == "RULES":
+                master.rules, master.rules_line = value, at
+            elif node.targets[0].id == "MISTAKES":
                 master.mistakes += [
                     _mistake(master.path, m, _line_of(cell.solution, offset, repr(m.get("name")), at))
                     for m in _list_of_dicts(master.path, value, at)
                 ]
+
+
+def _finder(source: str, offset: int, default: int) -> Callable[[str], int]:
+    """The line of a quoted name in a grader cell (for EQUIVALENT entries)."""
+    return lambda name: _line_of(source, offset, repr(name), default)
 
 
 def _first_nonblank(lines: list[str], marker_line: int) -> int:

@@ -1,7 +1,8 @@
 """`titangrade exercises new chNN.name`: the two source files of a new exercise, already valid.
 
 The scaffold builds and validates as it is (a sum-of-squares function with one public and two hidden
-cases and two typical mistakes, the fewest an exercise may declare: tests/exercises/test_catalogue.py),
+cases, the rules its notebook states with the cases that test each, and two typical mistakes, the fewest
+an exercise may declare: tests/exercises/test_catalogue.py),
 so an author starts from a green `validate` and edits from there.
 """
 
@@ -79,13 +80,14 @@ MASTER = '''\
 # %% [markdown]
 # # 第 {chapter} 章 · 练习：TODO
 #
-# 实现 `solve(numbers)`：返回各数平方之和。
+# 实现 `solve(numbers)`：返回各数平方之和。负数同样要平方；空列表的和为 0。
 #
 # ---
 #
 # # Chapter {chapter} · Exercise: TODO
 #
-# Implement `solve(numbers)`: return the sum of the squares of the numbers.
+# Implement `solve(numbers)`: return the sum of the squares of the numbers. Negative numbers are squared too;
+# an empty list sums to 0.
 
 # %%
 def solve(numbers):
@@ -114,15 +116,31 @@ CHECKS = {{
     "public_cases": {{
         "compare": "numeric",
         "feedback": {{"en": "Square each number before adding.", "zh": "先把每个数平方再相加。"}},
-        "calls": [{{"args": [[1, 2, 3]], "public": True, "label": "solve([1, 2, 3])", "expect": 14}}],
+        "calls": [{{"args": [[1, 2, 3]], "public": True, "label": "solve([1, 2, 3])", "expect": 14,
+                   "rules": ["square_sum"]}}],
     }},
     "hidden_cases": {{
         "compare": "numeric",
         "feedback": {{"en": "Square each number, negative ones too, before adding.",
                      "zh": "每个数（包括负数）都先平方再相加。"}},
-        "calls": [{{"args": [[-2, 5]], "public": False, "expect": 29}},
-                  {{"args": [[]], "public": False, "expect": 0}}],
+        "calls": [{{"args": [[-2, 5]], "public": False, "expect": 29, "rules": ["negatives"]}},
+                  {{"args": [[]], "public": False, "expect": 0, "rules": ["empty"]}}],
     }},
+}}
+
+RULES = {{  # the rules the notebook states (`stated`: its words), each tested by the calls naming it
+    "public_cases": [
+        {{"id": "square_sum", "stated": "return the sum of the squares of the numbers",
+         "hint": {{"en": "Square each number before adding.", "zh": "先把每个数平方再相加。"}}}},
+    ],
+    "hidden_cases": [
+        {{"id": "negatives", "stated": "Negative numbers are squared too",
+         "hint": {{"en": "Square each number, negative ones too, before adding.",
+                  "zh": "每个数（包括负数）都先平方再相加。"}}}},
+        {{"id": "empty", "stated": "an empty list sums to 0",
+         "hint": {{"en": "An empty list has no numbers: its sum of squares is 0.",
+                  "zh": "空列表没有数，平方和为 0。"}}}},
+    ],
 }}
 
 MISTAKES = [  # at least two typical mistakes, each a patch of the solution with the score it must get

@@ -78,6 +78,7 @@ class Graded:
     result: GradeResult
     notes: list[str] = field(default_factory=list)
     clock_only: bool = False  # every run hit the clock: no verdict on the notebook itself
+    disagreement: str = ""  # the scores of settled runs that disagreed (--repeat), e.g. "7, 4"
 
     @property
     def note(self) -> str:
@@ -87,6 +88,52 @@ class Graded:
     def host_fault(self) -> str:
         """Why no run of this notebook was graded at all ("" if one was): the grader's or the host's fault."""
         return (self.result.message or "not gradable") if self.result.status.value == "not_gradable" else ""
+
+
+def grade_runs(
+    label: str,
+    data: bytes,
+    *,
+    exercise_id: str,
+    catalogue: Catalogue,
+    sandbox: Sandbox,
+    say: Callable[[str], None] = print,
+    retries: int = TIMING_RETRIES,
+    repeat: int = 1,
+    grade_fn: Callable[..., GradeResult] = grade_notebook,
+) -> Graded:
+    """Grade one notebook: again while a run hit the clock (up to `retries`), then up to `repeat` runs in all;
+    validate and the mutants (grading/authoring/mutation.py) judge the runs the same way."""
+
+    def once(label: str) -> GradeResult:
+        say(f"    grading {label} ...")
+        result = grade_fn(data, exercise_id=exercise_id, catalogue=catalogue, sandbox=sandbox)
+        timed = clock_bound(result)
+        say(
+            f"    {label}: {result.status.value}, {result.score:g}/{result.max_score:g} "
+            f"({result.duration_s or 0:.1f} s){' -- ' + timed if timed else ''}"
+        )
+        return result
+
+    runs = [once(label)]
+    while clock_bound(runs[-1]) and len(runs) <= retries:  # the clock's verdict, not the notebook's
+        runs.append(once(f"{label} again"))
+    while len(runs) < repeat:
+        runs.append(once(f"{label} (run {len(runs) + 1} of {repeat})"))
+    settled = [r for r in runs if not clock_bound(r)]
+    graded = Graded(settled[0] if settled else runs[-1])
+    timed = [clock_bound(r) for r in runs if clock_bound(r)]
+    if timed and settled:
+        graded.notes.append(f"{len(timed)} of {len(runs)} runs hit the clock and were set aside: {timed[0]}")
+    elif timed:
+        graded.clock_only = True
+        graded.notes.append(
+            f"every run ({len(runs)}) hit the clock: {timed[-1]}; on a busy or slow host that is the host's "
+            "verdict, so rerun validate on a quiet machine before changing the declaration"
+        )
+    if len({verdict(r) for r in settled}) > 1:
+        graded.disagreement = ", ".join(f"{r.score:g}" for r in settled)
+    return graded
 
 
 def validate(
@@ -103,42 +150,18 @@ def validate(
     ex, master = out.exercise, out.master
     row = Row(ex.id, ex.manifest.max_score, mistakes=len(master.mistakes))
 
-    def once(label: str, data: bytes) -> GradeResult:
-        say(f"    grading {label} ...")
-        result = grade_fn(data, exercise_id=ex.id, catalogue=catalogue, sandbox=sandbox)
-        timed = clock_bound(result)
-        say(
-            f"    {label}: {result.status.value}, {result.score:g}/{result.max_score:g} "
-            f"({result.duration_s or 0:.1f} s){' -- ' + timed if timed else ''}"
-        )
-        return result
-
     def grade(label: str, data: bytes) -> Graded:
-        runs = [once(label, data)]
-        while clock_bound(runs[-1]) and len(runs) <= retries:  # the clock's verdict, not the notebook's
-            runs.append(once(f"{label} again", data))
-        while len(runs) < repeat:
-            runs.append(once(f"{label} (run {len(runs) + 1} of {repeat})", data))
-        settled = [r for r in runs if not clock_bound(r)]
-        graded = Graded(settled[0] if settled else runs[-1])
-        timed = [clock_bound(r) for r in runs if clock_bound(r)]
-        if timed and settled:
-            graded.notes.append(f"{len(timed)} of {len(runs)} runs hit the clock and were set aside: {timed[0]}")
-        elif timed:
-            graded.clock_only = True
-            graded.notes.append(
-                f"every run ({len(runs)}) hit the clock: {timed[-1]}; on a busy or slow host that is the host's "
-                "verdict, so rerun validate on a quiet machine before changing the declaration"
-            )
-        kinds = {verdict(r) for r in settled}
-        if len(kinds) > 1:
-            scores = ", ".join(f"{r.score:g}" for r in settled)
+        graded = grade_runs(
+            label, data, exercise_id=ex.id, catalogue=catalogue, sandbox=sandbox, say=say, retries=retries,
+            repeat=repeat, grade_fn=grade_fn,
+        )  # fmt: skip
+        if graded.disagreement:
             row.problems.append(
                 AuthoringError(
                     master.path,
                     1,
-                    f"{label} is graded differently on repeated runs (scores {scores}): the verdict depends on "
-                    "something other than the code",
+                    f"{label} is graded differently on repeated runs (scores {graded.disagreement}): the verdict "
+                    "depends on something other than the code",
                     "look for unseeded randomness, set or dict order, or a check near a time limit",
                 )
             )

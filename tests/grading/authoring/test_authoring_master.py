@@ -108,7 +108,7 @@ def test_regions_become_template_stub_and_solution(tmp_path):
             'CHECKS = {"c"',
             'print("hi")\nCHECKS = {"c"',
             ('print("hi")', 0),
-            "may only assign CHECKS and MISTAKES",
+            "may only assign CHECKS, MISTAKES, RULES and EQUIVALENT",
             "data (literals), not code",
         ),
         (

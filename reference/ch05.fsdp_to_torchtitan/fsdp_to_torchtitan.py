@@ -349,7 +349,14 @@ CHECKS = {'script_keys': {'expected': {'model_engine': 'torchtitan',
                              'expect': {'actor_rollout_ref.actor.torchtitan.data_parallel_shard_size': 2,
                                         'actor_rollout_ref.actor.torchtitan.data_parallel_replicate_size': 2,
                                         'actor_rollout_ref.actor.torchtitan.context_parallel_size': 2},
-                             'rules': ['hsdp']}],
+                             'rules': ['hsdp']},
+                            {'args': [{'data.max_response_length': 4096,
+                                       'actor_rollout_ref.actor.fsdp_config.param_offload': False}],
+                             'kwargs': {},
+                             'public': False,
+                             'expect': {'data.max_response_length': 4096,
+                                        'actor_rollout_ref.actor.torchtitan.param_offload': False},
+                             'rules': ['max_seq_len', 'drop_and_keep', 'same_name']}],
                   'compare': 'exact',
                   'feedback': {'en': 'Hidden cases cover reshard False, context parallel with fsdp_size=-1, '
                                      'HSDP (fsdp_size>0), the warm-up ratio, dropped fsdp_config keys, '
@@ -538,3 +545,7 @@ MISTAKES = [{'name': 'no_plus_prefix',
   'patch': [{'find': '            out[A + "torchtitan.data_parallel_replicate_size"] = n_gpus // (shard * '
                      'cp)',
              'replace': '            out[A + "torchtitan.data_parallel_replicate_size"] = n_gpus // shard'}]}]
+
+EQUIVALENT = [{'mutant': 'if_pass:268f6b83:1',
+  'reason': '`continue` is the last statement the loop body runs for a dropped fsdp_config key, so `pass` in '
+            'its place also goes straight to the next key'}]

@@ -523,3 +523,10 @@ MISTAKES = [{'name': 'int64_offsets',
                         '    longest = int((cu[1:] - cu[:-1]).max())\n'
                         '    return {"cu_seq_q": cu, "cu_seq_k": cu.clone(), "max_q": longest, "max_k": '
                         'longest}'}]}]
+
+EQUIVALENT = [{'mutant': 'stmt_drop:8fb87884:1',
+  'reason': "the builder is given a [B, S] integer tensor (the task's stated input), for which "
+            'torch.as_tensor returns the same tensor: dropping the call changes nothing'},
+ {'mutant': 'stmt_drop:911da841:1',
+  'reason': "the builder is given a [B, S] integer tensor (the task's stated input), for which "
+            'torch.as_tensor returns the same tensor: dropping the call changes nothing'}]

@@ -260,6 +260,11 @@ CHECKS = {'local_heads': {'calls': [{'args': [16, 8, 2],
                               'kwargs': {},
                               'public': False,
                               'expect': [1, 2, 4],
+                              'rules': ['every_cp']},
+                             {'args': [16, 8, 3],
+                              'kwargs': {},
+                              'public': False,
+                              'expect': [1, 2],
                               'rules': ['every_cp']}],
                    'compare': 'exact',
                    'feedback': {'en': 'List every cp from 1 to max_cp that divides both head counts.',
@@ -472,7 +477,7 @@ RULES = {'local_heads': [{'id': 'per_card',
                                  'zh': 'head_to_seq 必须精确还原 seq_to_head：每个 rank 拿回自己的序列切片和全部头。'}}]}
 
 MISTAKES = [{'name': 'kv_heads_ignored',
-  'score': 7.6666,
+  'score': 7.9048,
   'fails': {'valid_degrees': '1.7B up to 16', 'local_heads': 'kv heads'},
   'patch': [{'find': '    if n_heads % cp or n_kv_heads % cp:', 'replace': '    if n_heads % cp:'}]},
  {'name': 'no_permute_back',
@@ -488,6 +493,10 @@ MISTAKES = [{'name': 'kv_heads_ignored',
              'replace': '    send = x.reshape(B, cp, s // cp, H, D).permute(1, 0, 2, 3, 4).contiguous()  # '
                         '[cp, B, s, H/cp, D]'}]},
  {'name': 'max_cp_excluded',
-  'score': 9.3333,
+  'score': 9.4286,
   'fails': {'valid_degrees': 'max_cp'},
   'patch': [{'find': '    for cp in range(1, max_cp + 1):', 'replace': '    for cp in range(1, max_cp):'}]}]
+
+EQUIVALENT = [{'mutant': 'args_swap:077b2a5f:1',
+  'reason': 'valid_cp_degrees only asks whether ulysses_local_heads raises, and its condition (cp divides '
+            'both head counts) is symmetric in n_heads and n_kv_heads, so swapping them changes no answer'}]

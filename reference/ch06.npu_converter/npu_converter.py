@@ -12,7 +12,8 @@
 # torchtitan-npu 用**转换器注册表**改造模型：`@register_model_converter(name)` 注册一个转换器，训练配置里写
 # `converters=["npu_rms_norm", "npu_rope"]`（课程的 verl 补丁 `apply_npu_patcher` 正是这样做的）。
 # - `npu_rms_norm`：把每个 `torchtitan.models.common.rmsnorm.RMSNorm` 换成 `NPURMSNorm`：复制原模块的 `__dict__`，
-#   forward 改为 `torch_npu.npu_rms_norm(x, weight, eps)[0]`；eps 依次取 `eps`、`variance_epsilon`、`epsilon`，都没有时用 `finfo(dtype).eps`。
+#   forward 改为 `torch_npu.npu_rms_norm(x, weight, eps)[0]`；eps 依次取 `eps`、`variance_epsilon`、`epsilon`，都没有时用 `finfo(dtype).eps`
+#   （模块的 `eps` 可以是 `None`，`torch.nn.RMSNorm` 允许这样，此时按"都没有"处理）。
 #   Qwen3-1.7B：28 层 × 4（attention_norm、ffn_norm、q_norm、k_norm）+ 最终 norm = 113 个模块，eps 1e-6。
 # - `npu_rope`：替换的是**函数**而不是模块：RoPE 的 cos/sin 应用函数改为调用 `torch_npu.npu_rotary_mul`。课程固定的 torchtitan
 #   中它是 `torchtitan.models.common.rope.apply_rotary_emb_cos_sin`；本机的 torchtitan 0.3.0 中同一函数是静态方法
@@ -30,7 +31,8 @@
 # `apply_npu_patcher` does).
 # - `npu_rms_norm`: every `torchtitan.models.common.rmsnorm.RMSNorm` becomes an `NPURMSNorm`: copy the old module's
 #   `__dict__`; forward = `torch_npu.npu_rms_norm(x, weight, eps)[0]`; eps comes from `eps`, `variance_epsilon` or
-#   `epsilon`, else `finfo(dtype).eps`. Qwen3-1.7B: 28 layers × 4 (attention_norm, ffn_norm, q_norm, k_norm) + the final
+#   `epsilon`, else `finfo(dtype).eps` (the module's `eps` may be `None`, as `torch.nn.RMSNorm` allows: then none of them
+#   is set). Qwen3-1.7B: 28 layers × 4 (attention_norm, ffn_norm, q_norm, k_norm) + the final
 #   norm = 113 modules, eps 1e-6.
 # - `npu_rope` replaces **functions**, not modules: the cos/sin RoPE application calls `torch_npu.npu_rotary_mul`. In the
 #   course's pinned torchtitan that is `torchtitan.models.common.rope.apply_rotary_emb_cos_sin`; in torchtitan 0.3.0
@@ -233,7 +235,14 @@ RULES = {'counts_1_7b': [{'id': 'recursive',
                        'hint': {'en': 'x can have any number of leading dimensions; the norm runs over the '
                                       'last one only.',
                                 'zh': 'x 可以有任意多个前导维；归一化只作用在最后一维。'},
-                       'types': 'may have any number of leading dimensions'}],
+                       'types': 'may have any number of leading dimensions'},
+                      {'id': 'none_eps',
+                       'stated': "the module's `eps` may be `None`",
+                       'hint': {'en': 'A module whose eps is None counts as having none of eps, '
+                                      'variance_epsilon and epsilon: fall back to torch.finfo(x.dtype).eps.',
+                                'zh': '模块的 eps 为 None 时，视为 eps、variance_epsilon、epsilon 都没有：改用 '
+                                      'torch.finfo(x.dtype).eps。'},
+                       'types': "the module's `eps` may be `None`"}],
  'rope_numerics': [{'id': 'rope_kernel',
                     'stated': 'make `CosSinRoPE.apply_rotary_emb` use `npu_rotary_mul` (once for q, once for '
                               'k)',
@@ -283,4 +292,19 @@ MISTAKES = [{'name': 'hf_eps_name_only',
   'fails': {'registry': 'ValueError'},
   'patch': [{'find': '            raise ValueError(f"unknown converter {name!r}; registered: '
                      '{sorted(CONVERTERS)}")',
-             'replace': '            continue  # silently skip names without a converter'}]}]
+             'replace': '            continue  # silently skip names without a converter'}]},
+ {'name': 'eps_attr_only',
+  'score': 9.4,
+  'fails': {'rmsnorm_numerics': 'eps is None'},
+  'patch': [{'find': '        eps = next((getattr(self, a) for a in ("eps", "variance_epsilon", "epsilon")\n'
+                     '                    if getattr(self, a, None) is not None), None)\n'
+                     '        if eps is None:\n'
+                     '            eps = torch.finfo(x.dtype).eps\n',
+             'replace': '        eps = self.eps  # nn.RMSNorm keeps it here\n'}]}]
+
+EQUIVALENT = [{'mutant': 'str_empty:d0038313:2',
+  'reason': "torchtitan's RMSNorm, the only norm the converter meets here, has an `eps` attribute and no "
+            "`variance_epsilon`: looking up '' instead finds nothing either way"},
+ {'mutant': 'str_empty:d0038313:3',
+  'reason': "torchtitan's RMSNorm, the only norm the converter meets here, has an `eps` attribute and no "
+            "`epsilon`: looking up '' instead finds nothing either way"}]

@@ -385,3 +385,13 @@ MISTAKES = [{'name': 'float32_kept',
   'patch': [{'find': '            value = value.full_tensor()  # all-gather of the Shard(0) pieces',
              'replace': '            value = value.full_tensor()  # all-gather of the Shard(0) pieces\n'
                         '            torch.distributed.all_reduce(value)  # keep the ranks in sync'}]}]
+
+EQUIVALENT = [{'mutant': 'if_true:5b9a6462:1',
+  'reason': 'the lab model the harness builds from the shipped checkpoint is tied (enable_weight_tying is '
+            'True), so forcing the condition True changes nothing the launcher can produce'},
+ {'mutant': 'stmt_drop:1a1d4808:1',
+  'reason': "device is 'cpu' (the launcher's default) and every shard already lives on the CPU gloo ranks: "
+            "value.to('cpu') returns the same tensor"},
+ {'mutant': 'if_true:af18882f:1',
+  'reason': 'under FSDP2 every state-dict value is a DTensor (the launcher asserts params_are_dtensors), so '
+            'the isinstance test is always True here'}]

@@ -420,3 +420,7 @@ MISTAKES = [{'name': 'ep_in_product',
   'patch': [{'find': '    if (fsdp * tp) % (etp * ep):\n'
                      '        raise ValueError("efsdp = fsdp*tp/(etp*ep) is not a whole number")\n',
              'replace': ''}]}]
+
+EQUIVALENT = [{'mutant': 'const_zero:ab6eba23:1',
+  'reason': 'dp_shard < 0 instead of dp_shard < 1 differs only at dp_shard = 0, where '
+            'dp_replicate*0*cp*tp*pp = 0 != world (world >= 1 was checked first) raises the same ValueError'}]

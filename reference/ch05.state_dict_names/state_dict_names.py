@@ -281,3 +281,8 @@ MISTAKES = [{'name': 'gate_up_swapped',
   'fails': {'count_1_7b': 'tied lm_head'},
   'patch': [{'find': 'N_VLLM_TENSORS_1_7B = len(vllm_weight_names(qwen3_titan_names(28), tied=True))',
              'replace': 'N_VLLM_TENSORS_1_7B = 11 * 28 + 2  # the keys to_hf returns'}]}]
+
+EQUIVALENT = [{'mutant': 'bool_flip:ff889a57:1',
+  'reason': 'the count is the same tied or untied: tied drops output.weight and appends lm_head.weight, '
+            'untied maps output.weight to lm_head.weight in place, 311 names either way (vllm_names tests '
+            'the two lists themselves)'}]

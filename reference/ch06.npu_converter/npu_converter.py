@@ -295,7 +295,7 @@ MISTAKES = [{'name': 'hf_eps_name_only',
              'replace': '            continue  # silently skip names without a converter'}]},
  {'name': 'eps_attr_only',
   'score': 9.4,
-  'fails': {'rmsnorm_numerics': 'eps is None'},
+  'fails': {'rmsnorm_numerics': 'own eps'},
   'patch': [{'find': '        eps = next((getattr(self, a) for a in ("eps", "variance_epsilon", "epsilon")\n'
                      '                    if getattr(self, a, None) is not None), None)\n'
                      '        if eps is None:\n'

@@ -320,6 +320,41 @@ CHECKS = {'hf_names': {'expected': ['lm_head.weight',
                                   'tensor): gather all shards, do not re-initialize or modify weights.',
                             'zh': '数值与物化后的模型不符（每个张量的 |x| 和与 x^2 和）：要收集所有分片，不要重新初始化或修改权重。'}}}
 
+RULES = {'hf_names': [{'id': 'to_hf_names',
+               'stated': '`sd_adapter.to_hf()` renames to HF names',
+               'hint': {'en': 'Every torchtitan weight must come out under its HF name: rename the state '
+                              'dict with adapter.to_hf().',
+                        'zh': '每个 torchtitan 权重都要以 HF 名称输出：用 adapter.to_hf() 改名。'}},
+              {'id': 'tied_head_named',
+               'stated': 'the tied `lm_head.weight` included',
+               'hint': {'en': 'With tied weights to_hf skips the output head, so add lm_head.weight '
+                              'yourself.',
+                        'zh': '权重绑定时 to_hf 会跳过输出头，所以要自己补上 lm_head.weight。'}}],
+ 'full_shapes': [{'id': 'full_shape',
+                  'stated': '`full_tensor()` is an all-gather',
+                  'hint': {'en': "Yield full (global) shapes: a DTensor's local shard is only part of dim 0; "
+                                 'gather it with full_tensor().',
+                           'zh': '要输出完整（全局）形状：DTensor 的本地分片只是第 0 维的一部分，要用 full_tensor() 收集。'}}],
+ 'bf16': [{'id': 'bf16',
+           'stated': 'full shape, `torch.bfloat16`',
+           'hint': {'en': 'vLLM receives bf16: convert every materialized tensor with .to(torch.bfloat16).',
+                    'zh': 'vLLM 接收 bf16：把每个物化后的张量 .to(torch.bfloat16)。'}}],
+ 'tied': [{'id': 'lm_head_is_embedding',
+           'stated': 'add `lm_head.weight = model.embed_tokens.weight`',
+           'hint': {'en': 'With tied weights lm_head.weight must equal model.embed_tokens.weight: the same '
+                          'shape and the same values.',
+                    'zh': '权重绑定时 lm_head.weight 就是 model.embed_tokens.weight，形状和数值都相同。'}},
+          {'id': 'every_rank',
+           'stated': '**every rank must take part**',
+           'hint': {'en': 'full_tensor() is a collective: every rank must iterate to the end, and both ranks '
+                          'must yield the same full tensors.',
+                    'zh': 'full_tensor() 是集合通信：两个 rank 都必须迭代到最后，并得到相同的完整张量。'}}],
+ 'checksums': [{'id': 'values_kept',
+                'stated': 'yield `(name, value.to(dev).full_tensor().to(bf16))` one by one',
+                'hint': {'en': "The values must be the model's own weights: gather all shards, and do not "
+                               're-initialize, reduce or otherwise change them.',
+                         'zh': '数值必须是模型自己的权重、由所有分片收集而来：不要重新初始化、归约或以其它方式修改。'}}]}
+
 MISTAKES = [{'name': 'float32_kept',
   'score': 9.0,
   'fails': {'bf16': 'not the expected'},
@@ -342,10 +377,21 @@ MISTAKES = [{'name': 'float32_kept',
   'score': 9.5,
   'fails': {'tied': 'must equal model.embed_tokens.weight'},
   'patch': [{'find': '        hf["lm_head.weight"] = hf["model.embed_tokens.weight"]',
-             'replace': '        hf["lm_head.weight"] = hf["model.embed_tokens.weight"].t()  # logits = h @ E^T'}]},
+             'replace': '        hf["lm_head.weight"] = hf["model.embed_tokens.weight"].t()  # logits = h @ '
+                        'E^T'}]},
  {'name': 'all_reduce_after_gather',
   'score': 7.0,
   'fails': {'checksums': 'gather all shards'},
   'patch': [{'find': '            value = value.full_tensor()  # all-gather of the Shard(0) pieces',
              'replace': '            value = value.full_tensor()  # all-gather of the Shard(0) pieces\n'
                         '            torch.distributed.all_reduce(value)  # keep the ranks in sync'}]}]
+
+EQUIVALENT = [{'mutant': 'if_true:5b9a6462:1',
+  'reason': 'the lab model the harness builds from the shipped checkpoint is tied (enable_weight_tying is '
+            'True), so forcing the condition True changes nothing the launcher can produce'},
+ {'mutant': 'stmt_drop:1a1d4808:1',
+  'reason': "device is 'cpu' (the launcher's default) and every shard already lives on the CPU gloo ranks: "
+            "value.to('cpu') returns the same tensor"},
+ {'mutant': 'if_true:af18882f:1',
+  'reason': 'under FSDP2 every state-dict value is a DTensor (the launcher asserts params_are_dtensors), so '
+            'the isinstance test is always True here'}]

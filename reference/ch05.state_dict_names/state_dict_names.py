@@ -161,8 +161,83 @@ print(N_VLLM_TENSORS_1_7B)
 # Grader only: never in the template or the solution. Hidden cases with their expected values
 # (the bulky per-check data is in cases.json next to this file), and typical mistakes as
 # patches of the solution with the score and the check each must fail.
+RULES = {'titan_to_hf_public': [{'id': 'table_map',
+                         'stated': 'torchtitan name → HF name',
+                         'hint': {'en': 'Map each torchtitan name by its table row, keeping the layer index: '
+                                        'attention.w{q,k,v,o} -> self_attn.{q,k,v,o}_proj, the q/k norms, '
+                                        'the embedding, the final norm and the output head.',
+                                  'zh': '按表格逐行映射 torchtitan 名称并保留层号：attention.w{q,k,v,o} → '
+                                        'self_attn.{q,k,v,o}_proj、q/k norm、词嵌入、最终 norm 和输出头。'}},
+                        {'id': 'ffn_names',
+                         'stated': '`mlp.gate_proj / up_proj / down_proj`',
+                         'hint': {'en': 'feed_forward.w1, w3 and w2 are, in that order, mlp.gate_proj, '
+                                        'up_proj and down_proj.',
+                                  'zh': 'feed_forward.w1、w3、w2 依次对应 mlp.gate_proj、up_proj、down_proj。'}}],
+ 'titan_to_hf_hidden': [{'id': 'table_map',
+                         'stated': 'torchtitan name → HF name',
+                         'hint': {'en': 'Map each torchtitan name by its table row, keeping the layer index: '
+                                        'attention.w{q,k,v,o} -> self_attn.{q,k,v,o}_proj, the q/k norms, '
+                                        'the embedding, the final norm and the output head.',
+                                  'zh': '按表格逐行映射 torchtitan 名称并保留层号：attention.w{q,k,v,o} → '
+                                        'self_attn.{q,k,v,o}_proj、q/k norm、词嵌入、最终 norm 和输出头。'}},
+                        {'id': 'ffn_names',
+                         'stated': '`mlp.gate_proj / up_proj / down_proj`',
+                         'hint': {'en': 'feed_forward.w1, w3 and w2 are, in that order, mlp.gate_proj, '
+                                        'up_proj and down_proj.',
+                                  'zh': 'feed_forward.w1、w3、w2 依次对应 mlp.gate_proj、up_proj、down_proj。'}},
+                        {'id': 'block_norms',
+                         'stated': '`input_layernorm` / `post_attention_layernorm`',
+                         'hint': {'en': 'attention_norm is input_layernorm and ffn_norm is '
+                                        'post_attention_layernorm.',
+                                  'zh': 'attention_norm 对应 input_layernorm，ffn_norm 对应 '
+                                        'post_attention_layernorm。'}},
+                        {'id': 'unknown_keyerror',
+                         'stated': 'raise `KeyError` for an unknown name',
+                         'hint': {'en': 'A torchtitan name that is not in the table raises KeyError; it '
+                                        'never passes through unchanged.',
+                                  'zh': '表中没有的 torchtitan 名称要抛出 KeyError，不能原样返回。'}}],
+ 'hf_to_titan': [{'id': 'reverse',
+                  'stated': '`hf_to_titan(name) -> str | None`: the reverse',
+                  'hint': {'en': 'hf_to_titan is the exact reverse of the table, layer index kept '
+                                 '(lm_head.weight gives output.weight).',
+                           'zh': 'hf_to_titan 是表格的精确反向映射，保留层号（lm_head.weight 对应 output.weight）。'}},
+                 {'id': 'inv_freq_none',
+                  'stated': '`rotary_emb.inv_freq` gives `None`',
+                  'hint': {'en': 'rotary_emb.inv_freq of any layer is an HF-only RoPE buffer: return None '
+                                 'for it.',
+                           'zh': '任意层的 rotary_emb.inv_freq 都是 HF 独有的 RoPE 缓冲区：返回 None。'}},
+                 {'id': 'reject_unknown',
+                  'stated': 'any name not in the table raises `KeyError`',
+                  'hint': {'en': 'Any HF name the table does not list, MoE expert keys included, raises '
+                                 'KeyError.',
+                           'zh': '表中没有列出的 HF 名称（包括 MoE 专家键）都要抛出 KeyError。'}}],
+ 'vllm_names': [{'id': 'input_order',
+                 'stated': 'the HF names sent to vLLM, in input order',
+                 'hint': {'en': 'Return the HF names in the order of the input list.',
+                          'zh': '按输入列表的顺序返回 HF 名称。'}},
+                {'id': 'skip_output',
+                 'stated': 'skip `output.weight` (wherever it is in the list)',
+                 'hint': {'en': 'With tied=True skip output.weight wherever it appears in the input, not '
+                                'only at the end.',
+                          'zh': 'tied=True 时，无论 output.weight 出现在输入的哪个位置都要去掉，不只是末尾。'}},
+                {'id': 'append_lm_head',
+                 'stated': 'append `lm_head.weight` at the end',
+                 'hint': {'en': 'With tied=True append lm_head.weight once at the end, even when the input '
+                                'has no output.weight; with tied=False nothing is appended.',
+                          'zh': 'tied=True 时在末尾追加一次 lm_head.weight（即使输入里没有 output.weight）；tied=False 时不追加。'}},
+                {'id': 'untied_in_place',
+                 'stated': '`norm.weight` / `output.weight` | `model.norm.weight` / `lm_head.weight`',
+                 'hint': {'en': 'With tied=False output.weight is an ordinary weight: it maps to '
+                                'lm_head.weight in place.',
+                          'zh': 'tied=False 时 output.weight 是普通权重：就地映射为 lm_head.weight。'}}],
+ 'count_1_7b': [{'id': 'count',
+                 'stated': 'how many tensors Qwen3-1.7B (28 layers, tied) sends to vLLM',
+                 'hint': {'en': 'Count the 11 per-layer keys times 28, add the embedding and the final norm, '
+                                'then the tied lm_head.',
+                          'zh': '每层 11 个键 ×28，加上词嵌入和最终 norm，再加绑定的 lm_head。'}}]}
+
 MISTAKES = [{'name': 'gate_up_swapped',
-  'score': 5.8738,
+  'score': 5.9935,
   'fails': {'titan_to_hf_public': 'layers.1.feed_forward.w1'},
   'patch': [{'find': '    "feed_forward.w1.weight": "mlp.gate_proj.weight",\n'
                      '    "feed_forward.w3.weight": "mlp.up_proj.weight",',
@@ -170,7 +245,7 @@ MISTAKES = [{'name': 'gate_up_swapped',
                         '    "feed_forward.w3.weight": "mlp.gate_proj.weight",'}]},
  {'name': 'inv_freq_not_dropped',
   'status': 'error',
-  'score': 9.5556,
+  'score': 9.6364,
   'fails': {'hf_to_titan': 'inv_freq'},
   'patch': [{'find': '    m = re.fullmatch(r"model\\.layers\\.(\\d+)\\.(.+)", name)\n'
                      '    if m and m.group(2) == "self_attn.rotary_emb.inv_freq":\n'
@@ -192,10 +267,12 @@ MISTAKES = [{'name': 'gate_up_swapped',
  {'name': 'output_assumed_last',
   'score': 9,
   'fails': {'vllm_names': 'skip output.weight'},
-  'patch': [{'find': '    names = [titan_to_hf(n) for n in titan_names if not (tied and n == "output.weight")]',
-             'replace': '    names = [titan_to_hf(n) for n in (titan_names[:-1] if tied else titan_names)]'}]},
+  'patch': [{'find': '    names = [titan_to_hf(n) for n in titan_names if not (tied and n == '
+                     '"output.weight")]',
+             'replace': '    names = [titan_to_hf(n) for n in (titan_names[:-1] if tied else '
+                        'titan_names)]'}]},
  {'name': 'unknown_name_passed_through',
-  'score': 9.8182,
+  'score': 9.4286,
   'fails': {'titan_to_hf_hidden': 'KeyError'},
   'patch': [{'find': '    raise KeyError(f"no HF name for torchtitan key {name!r}")',
              'replace': '    return name  # unknown keys pass through unchanged'}]},
@@ -205,3 +282,7 @@ MISTAKES = [{'name': 'gate_up_swapped',
   'patch': [{'find': 'N_VLLM_TENSORS_1_7B = len(vllm_weight_names(qwen3_titan_names(28), tied=True))',
              'replace': 'N_VLLM_TENSORS_1_7B = 11 * 28 + 2  # the keys to_hf returns'}]}]
 
+EQUIVALENT = [{'mutant': 'bool_flip:ff889a57:1',
+  'reason': 'the count is the same tied or untied: tied drops output.weight and appends lm_head.weight, '
+            'untied maps output.weight to lm_head.weight in place, 311 names either way (vllm_names tests '
+            'the two lists themselves)'}]

@@ -28,12 +28,18 @@ derive_torchtitan_name_and_flavor = load_verl_torchtitan_utils().derive_torchtit
 
 REF = Catalogue().get("ch05.flavor_derivation").reference()["checks"]
 CALLS = [c for check in REF.values() for c in check["calls"]]
+VERL_ONLY_TYPES = {"llama4", "deepseek_v3", "gpt_oss"}  # the notebook: unsupported in this exercise
 
 
 @pytest.mark.parametrize("call", CALLS, ids=[str(c["args"][0]) for c in CALLS])
 def test_reference_case_matches_verl(call):
     cfg = SimpleNamespace(**call["args"][0])
-    if "raises" in call:
+    if "raises" in call and cfg.model_type in VERL_ONLY_TYPES:
+        # verl maps these to torchtitan models of the same name, which torchtitan 0.3.0 does not ship
+        # (the import fails); the notebook says this exercise counts them as unsupported
+        with pytest.raises((ValueError, ImportError)):
+            derive_torchtitan_name_and_flavor(cfg)
+    elif "raises" in call:
         with pytest.raises(ValueError):
             derive_torchtitan_name_and_flavor(cfg)
     else:

@@ -308,7 +308,7 @@ def _node_candidates(node: ast.AST, in_raise: bool) -> Iterator[_Candidate]:
             yield _Candidate("if_pass", _body_span(node.body), "pass")
         yield _Candidate("if_true", _span(node.test), "True")
         yield _Candidate("if_false", _span(node.test), "False")
-    elif isinstance(node, ast.Call) and len(node.args) >= 2:
+    elif isinstance(node, ast.Call) and len(node.args) >= 2 and not _commutative(node):
         a, b = node.args[0], node.args[1]
         if not isinstance(a, ast.Starred) and not isinstance(b, ast.Starred) and ast.dump(a) != ast.dump(b):
             new_call = copy.deepcopy(node)
@@ -328,6 +328,11 @@ def _node_candidates(node: ast.AST, in_raise: bool) -> Iterator[_Candidate]:
     no_else_if = isinstance(node, ast.If) and not node.orelse  # if_pass already drops what it does
     if isinstance(node, _DROPPABLE) and not _quiet_statement(node) and not no_else_if:
         yield _Candidate("stmt_drop", _span(node), "pass")
+
+
+def _commutative(call: ast.Call) -> bool:
+    """min(a, b) is max(b, a)'s twin: swapping their arguments is equivalent, so it is not made."""
+    return isinstance(call.func, ast.Name) and call.func.id in ("min", "max")
 
 
 def _string_formatting(node: ast.BinOp) -> bool:

@@ -34,6 +34,7 @@ def solve(numbers, scale=2):
             break
         total += -x * x
     label = "sum"
+    found = max(True, total)
     found = True
     return pow(total, scale) // 3 if label else found
     ### STUB
@@ -98,6 +99,7 @@ def test_every_operator_makes_its_slip_and_only_inside_the_region(tmp_path):
         tree = ast.parse(m.source)  # every mutant parses and differs from the solution
         assert ast.dump(tree) != ast.dump(ast.parse(master.learner_cells[m.cell].solution))
     assert len({m.source for m in mutants}) == len(mutants)  # no two alike
+    assert not any(m.operator == "args_swap" and "max(" in m.before for m in mutants)  # max(a, b) is max(b, a)
 
 
 def test_ids_are_operator_line_hash_and_count(tmp_path):

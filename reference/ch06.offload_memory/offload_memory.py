@@ -324,8 +324,3 @@ MISTAKES = [{'name': 'adam_not_sharded',
              'replace': '    device = 0 if param_offload else params_and_grads + (0 if optimizer_offload '
                         'else adam_state)'}]}]
 
-EQUIVALENT = [{'mutant': 'args_swap:75c05373:1',
-  'reason': 'max(0, n) and max(n, 0) are the same integer: max is symmetric in its two arguments'},
- {'mutant': 'args_swap:75c05373:2',
-  'reason': 'min(chunk, d0 - r*chunk) and min(d0 - r*chunk, chunk) are the same integer: min is symmetric in '
-            'its two arguments'}]

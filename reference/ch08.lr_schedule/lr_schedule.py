@@ -475,7 +475,3 @@ RULES = {'step_arithmetic': [{'id': 'drop_last',
                                  'stable factor.',
                            'zh': 'warmup_steps 为 0 时没有 warmup 阶段：第 0 步已是稳定系数。'}}]}
 
-EQUIVALENT = [{'mutant': 'args_swap:3b982ee2:1',
-  'reason': 'min is commutative: swapping its two arguments computes the same value'},
- {'mutant': 'args_swap:43808418:1',
-  'reason': 'min is commutative: swapping its two arguments computes the same value'}]

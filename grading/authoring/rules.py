@@ -21,9 +21,10 @@ from grading.authoring.policy_note import policy_markdown
 from grading.exercise import Exercise
 from grading.steps.grader_cells import MIN_SCRUB_CHARS
 
-# TODO(issue 29): set to True once every master declares RULES (the lead flips it after merging the data).
-# Until then a master without any RULES is not checked; a master that declares RULES always is, fully.
-REQUIRE_RULES = False
+# Every master declares RULES (issue 29): one without them is refused. Kept as a switch so a course that
+# imports older masters can build them while it writes their RULES; a master that declares RULES is always
+# checked fully.
+REQUIRE_RULES = True
 RULE_ID = re.compile(r"[a-z][a-z0-9_]*")
 RULE_KEYS, RULE_OPTIONAL = {"id", "stated", "hint"}, {"types"}
 HINTS_FIELD = "rule_hints"  # answer-file field of a function check: {rule id: hint}, in RULES order

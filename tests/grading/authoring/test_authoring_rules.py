@@ -201,7 +201,7 @@ def test_a_master_without_rules_is_refused_only_once_rules_are_required(tmp_cata
     text = path.read_text(encoding="utf-8")
     start, end = text.index("RULES = {"), text.index("MISTAKES = [")
     path.write_text(text[:start] + text[end:], encoding="utf-8")
-    monkeypatch.setattr(rules, "REQUIRE_RULES", False)  # the transition of issue 29 (the lead then flips it)
+    monkeypatch.setattr(rules, "REQUIRE_RULES", False)  # a course importing older masters
     assert main(["exercises", "build", *_roots(tmp_catalogue)]) == 0
     monkeypatch.setattr(rules, "REQUIRE_RULES", True)
     err = _build_errors(tmp_catalogue, capsys)

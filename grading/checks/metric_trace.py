@@ -160,7 +160,8 @@ def _recorded_band(spec: dict, run: Any, ctx: CheckContext) -> tuple[dict | None
         bands.load_bands(traces), kind=kind, dtype=dtype, profile=profile, profiles=entry.get("profiles")
     )
     if band is None:
-        return None, t("band_not_recorded", ctx.lang, device=kind or "?", dtype=dtype or "?")
+        # the learner's own run.json values, cut short: a hostile run.json must not flood the feedback
+        return None, t("band_not_recorded", ctx.lang, device=(kind or "?")[:32], dtype=(dtype or "?")[:32])
     return {"band": bands.band_spec(band, list(entry["metrics"]))}, ""
 
 

@@ -65,6 +65,11 @@ def test_a_run_that_does_not_state_its_dtype_gets_no_band():
     assert out.counted is False and "cpu with ?" in out.feedback
 
 
+def test_a_hostile_device_name_is_cut_short_in_the_feedback():
+    out = judge(run_answer(device="x" * 100_000))
+    assert out.counted is False and "x" * 32 in out.feedback and "x" * 33 not in out.feedback
+
+
 def test_other_parts_of_the_check_still_count_when_the_band_is_missing():
     spec = {**SPEC, "steps": 3}
     out = judge(run_answer(device="npu"), spec=spec)

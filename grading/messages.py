@@ -248,6 +248,12 @@ ENGINE = Catalogue(
         "trace_out_of_band": Message(
             en="{metric} leaves the accepted band at steps {steps}", zh="{metric} 在第 {steps} 步超出允许范围"
         ),
+        "band_not_recorded": Message(
+            en="No reference band is recorded for runs on {device} with {dtype}, so the band comparison is "
+            "not graded on this run and its points are not counted (the other checks' share stands in).",
+            zh="尚未记录 {device}（{dtype}）上运行的参考范围，因此本次运行不评判范围比较，"
+            "该部分分数不计入（按其余检查的得分率折算）。",
+        ),
         "trace_not_monotone": Message(
             en="{metric} is not {direction} (steps {steps})", zh="{metric} 不满足 {direction}（第 {steps} 步）"
         ),

@@ -83,7 +83,8 @@ def score_checks(
     specs = reference.get("checks", {})
     decoder = AnswerDecoder()
     answers = _Answers(execution, decoder)
-    results = []
+    results: list[CheckResult] = []
+    uncounted: set[str] = set()
     for check in exercise.manifest.checks:
         if check.name not in specs:
             raise GraderFault(f"reference for {exercise.id} has no check {check.name!r}", retryable=False)
@@ -105,6 +106,9 @@ def score_checks(
         )
         fraction, feedback, hints = _judge(check, answer, spec, ctx, unavailable, execution)
         del calls
+        if fraction is None:  # nothing in it could be graded on this run: not counted (prorated below)
+            uncounted.add(check.name)
+            fraction, hints = 0.0, ()
         score = round(check.points * min(max(fraction, 0.0), 1.0), 4)
         passed = fraction >= 1.0 - PASS_EPS
         if hints is None:  # the check's own hint, unless the check named the hints of what failed (rules)
@@ -121,6 +125,21 @@ def score_checks(
                 title=pick(check.title, lang) if check.title else "",
             )
         )
+    return _prorate(results, uncounted)
+
+
+def _prorate(results: list[CheckResult], uncounted: set[str]) -> list[CheckResult]:
+    """A check that could not be graded on this run (no reference band for its device) is not counted: it
+    takes the learner's rate on the checks that were graded, so the exercise keeps its points (the LMS line
+    item's maximum is fixed) and a missing reference never costs nor gifts the learner anything."""
+    if not uncounted:
+        return results
+    graded = [c for c in results if c.name not in uncounted]
+    possible = sum(c.max_score for c in graded)
+    rate = sum(c.score for c in graded) / possible if possible else 0.0
+    for c in results:
+        if c.name in uncounted:
+            c.score = round(c.max_score * rate, 4)
     return results
 
 
@@ -142,8 +161,9 @@ def _unreadable(check, answer: Any, calls: Any, ctx: CheckContext, execution: Ex
 
 def _judge(
     check, answer: Any, spec: dict, ctx: CheckContext, unavailable: str | None, execution: Execution
-) -> tuple[float, str, tuple[str, ...] | None]:
-    """(fraction, feedback, the hints of what failed: None for the check's own hint)."""
+) -> tuple[float | None, str, tuple[str, ...] | None]:
+    """(fraction, or None where the check could not be graded on this run; feedback; the hints of what
+    failed: None for the check's own hint)."""
     if unavailable is not None:
         return 0.0, unavailable, None
     unreadable = _unreadable(check, answer if check.kind != "function" else None, ctx.calls, ctx, execution)
@@ -172,7 +192,7 @@ def _judge(
     except Exception as exc:  # a learner value the comparison cannot handle (solutions prove the spec works)
         log.warning("check %s could not compare the answer: %r", check.name, exc)
         return 0.0, t("answer_uncomparable", ctx.lang, name=check.answer, error=type(exc).__name__), None
-    return outcome.fraction, outcome.feedback, outcome.hints
+    return (outcome.fraction if outcome.counted else None), outcome.feedback, outcome.hints
 
 
 def dedupe(messages: list[str], *, limit: int = MAX_RUN_PROBLEMS, lang: str = "en") -> list[str]:

@@ -1,11 +1,13 @@
 """Record the lab's reference metric traces (what the training exercises' trend checks compare against).
 
-    .venv/bin/python scripts/record_reference_traces.py band [--seeds 1 2 3 4 5]   # cpu-tiny, 3 steps per seed
+    .venv/bin/python scripts/record_reference_traces.py band [--profile cpu-tiny] [--seeds 1 2 3 4 5] [--reuse]
     .venv/bin/python scripts/record_reference_traces.py long [--steps 50]          # cpu-long reward curve + PNG
 
-`band` writes reference/traces/cpu-tiny/seed_<S>.jsonl and band.json (per step, per checked metric:
-min/max over seeds widened by a margin). `long` writes reference/traces/cpu-long/metrics.jsonl and
-docs/img/lab-reward-curve.png. Format: docs/lab-training.md.
+`band` runs the profile (default cpu-tiny) for 3 steps per seed on this machine and writes
+reference/traces/<profile>/seed_<S>.jsonl and band.json (per step, per checked metric: min/max over seeds
+widened by a margin), stating the device kind and dtype it was recorded on: the grader uses a band only
+for runs on that kind and dtype (grading/bands.py). `--reuse` recomputes band.json from the seed traces.
+`long` writes reference/traces/cpu-long/metrics.jsonl and docs/img/lab-reward-curve.png. Format: docs/lab-training.md.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from exercises.lab import train  # noqa: E402
+from exercises.lab.device import PARAM_DTYPE, current_device, rollout_dtype  # noqa: E402
 from exercises.lab.metrics import deterministic_view  # noqa: E402
 
 TRACES = ROOT / "reference" / "traces"
@@ -39,42 +42,65 @@ CHECKED = {
 }
 
 
-def band(seeds: list[int], *, rerun: bool = True) -> Path:
-    """Run cpu-tiny once per seed (or reuse the recorded seed_<S>.jsonl) and write the tolerance band."""
-    out = TRACES / "cpu-tiny"
+def _repo_relative(path: str) -> str:
+    """A path inside the repository as written from its root (a band must not name the recording checkout)."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else path
+
+
+def band_device(config: train.TrainConfig, run: dict | None = None) -> dict:
+    """The device kind and dtypes a band was recorded on: the seed runs' run.json where they ran here,
+    else what the profile resolves to on this machine (for --reuse of traces recorded on it)."""
+    if run is not None and "dtype" in run:
+        return {"kind": run["device"], "dtype": run["dtype"], "rollout_dtype": run["rollout_dtype"]}
+    kind = config.device if config.device != "auto" else current_device().kind
+    return {"kind": kind, "dtype": PARAM_DTYPE, "rollout_dtype": rollout_dtype(kind, config.rollout)}
+
+
+def band(seeds: list[int], *, rerun: bool = True, profile: str = "cpu-tiny", steps: int = 3) -> Path:
+    """Run `profile` once per seed (or reuse the recorded seed_<S>.jsonl) and write the tolerance band."""
+    out = TRACES / profile
     out.mkdir(parents=True, exist_ok=True)
-    runs = {}
+    runs, run_info = {}, None
     for seed in seeds:
         if not rerun:
             runs[seed] = [json.loads(line) for line in (out / f"seed_{seed}.jsonl").read_text().splitlines()]
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            result = train.run({"profile": "cpu-tiny", "seed": seed, "out_dir": tmp, "console": False})
+            result = train.run({"profile": profile, "steps": steps, "seed": seed, "out_dir": tmp, "console": False})
+        run_info = result["run"]
         records = [deterministic_view(r) for r in result["metrics"]]
         (out / f"seed_{seed}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
         runs[seed] = records
-        print(f"seed {seed}: score/mean {[round(r['critic/score/mean'], 3) for r in records]} "
-              f"in {result['wall_s']:.1f}s", flush=True)
-    steps = [r["step"] for r in runs[seeds[0]]]
+        print(
+            f"seed {seed}: score/mean {[round(r['critic/score/mean'], 3) for r in records]} in {result['wall_s']:.1f}s",
+            flush=True,
+        )
+    step_ids = [r["step"] for r in runs[seeds[0]]]
     metrics = {}
     for name, floor in CHECKED.items():
         per_step = {}
-        for i, step in enumerate(steps):
+        for i, step in enumerate(step_ids):
             values = [runs[s][i][name] for s in seeds]
             spread = max(values) - min(values)
             margin = 0.5 * spread + floor
             per_step[str(step)] = {"lo": min(values) - margin, "hi": max(values) + margin, "values": values}
         metrics[name] = per_step
-    config = train.resolve_config({"profile": "cpu-tiny"})
+    config = train.resolve_config({"profile": profile, "steps": steps})
     doc = {
         "format": BAND_FORMAT,
-        "profile": "cpu-tiny",
-        "command": "python -m exercises.lab.train --profile cpu-tiny --steps 3 --seed S",
+        "profile": profile,
+        "device": band_device(config, run_info),
+        "command": f"python -m exercises.lab.train --profile {profile} --steps {steps} --seed S",
         "seeds": seeds,
-        "steps": steps,
+        "steps": step_ids,
         "margin_rule": "lo/hi = min/max over seeds -/+ (0.5 * (max - min) + floor[metric])",
         "margin_floor": CHECKED,
-        "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "out_dir"},
+        "config": {
+            k: _repo_relative(v) if k == "model_path" else v
+            for k, v in dataclasses.asdict(config).items()
+            if k != "out_dir"
+        },
         "metrics": metrics,
     }
     path = out / "band.json"
@@ -108,7 +134,7 @@ def plot(records: list[dict], path: Path) -> None:
 
     steps = [r["step"] for r in records]
     score = [r["critic/score/mean"] for r in records]
-    avg = [sum(score[max(0, i - 4): i + 1]) / len(score[max(0, i - 4): i + 1]) for i in range(len(score))]
+    avg = [sum(score[max(0, i - 4) : i + 1]) / len(score[max(0, i - 4) : i + 1]) for i in range(len(score))]
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
     ax.plot(steps, score, color="#9ab", lw=1, marker=".", label="critic/score/mean")
     ax.plot(steps, avg, color="#c33", lw=2, label="5-step moving average")
@@ -128,12 +154,17 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="what", required=True)
     b = sub.add_parser("band")
     b.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    b.add_argument("--profile", default="cpu-tiny", help="the lab profile to record (cpu-tiny, cuda-small, ...)")
+    b.add_argument("--steps", type=int, default=3, help="steps per seed (the training exercises run 3)")
     b.add_argument("--reuse", action="store_true", help="recompute band.json from the recorded seed traces")
     lg = sub.add_parser("long")
     lg.add_argument("--steps", type=int, default=50)
     lg.add_argument("--lr", type=float, default=None)
     args = parser.parse_args(argv)
-    path = band(args.seeds, rerun=not args.reuse) if args.what == "band" else long_run(args.steps, args.lr)
+    if args.what == "band":
+        path = band(args.seeds, rerun=not args.reuse, profile=args.profile, steps=args.steps)
+    else:
+        path = long_run(args.steps, args.lr)
     print(f"wrote {path}")
     return 0
 

@@ -20,6 +20,16 @@ from pathlib import Path
 OVERRIDE_ENV = "TITANGRADE_DEVICE"
 AUTOLOAD_ENV = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 BACKENDS = {"npu": "hccl", "cuda": "nccl", "cpu": "gloo"}
+#: The dtype the trained parameters are kept in on every device (torchtitan's mixed_precision_param); run.json
+#: states it, and the grader picks the reference band by device kind and this dtype.
+PARAM_DTYPE = "float32"
+
+
+def rollout_dtype(kind: str, rollout: str = "torch") -> str:
+    """The dtype the rollout engine samples in: float32 on the CPU, bfloat16 on an accelerator or with vLLM."""
+    return "float32" if kind == "cpu" and rollout == "torch" else "bfloat16"
+
+
 CANN_MISSING = (
     "torch_npu is installed but CANN's libhccl.so was not found; source CANN's set_env.sh "
     "(e.g. /usr/local/Ascend/ascend-toolkit/set_env.sh) or uninstall torch_npu, "

@@ -19,6 +19,7 @@ from torchtitan.distributed import ParallelDims
 from torchtitan.distributed.utils import set_spmd_backend
 from torchtitan.models.qwen3 import Qwen3Model, parallelize_qwen3
 
+from exercises.lab.device import PARAM_DTYPE
 from exercises.lab.model import ModelDims, titan_config
 
 #: torchtitan's default "spmd_types" fails in fully_shard with torch 2.13 (PLATFORM.md section 2).
@@ -136,7 +137,7 @@ def build_sharded_model(dims: ModelDims, plan: ParallelPlan, parallel_dims: Para
     config.update_from_config(config=SimpleNamespace(parallelism=parallelism))
     with torch.device("meta"):
         model = config.build()
-    training = TrainingConfig(mixed_precision_param="float32", enable_cpu_offload=plan.param_offload)
+    training = TrainingConfig(mixed_precision_param=PARAM_DTYPE, enable_cpu_offload=plan.param_offload)
     with _unpinned_offload_on_cpu(plan.device_type):
         parallelize_qwen3(
             model,

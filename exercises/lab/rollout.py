@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
+from exercises.lab.device import rollout_dtype
 from exercises.lab.hf_model import HFQwen3
 from exercises.lab.model import ModelDims
 
@@ -163,7 +164,7 @@ def make_rollout_engine(
 ):
     """Choose the rollout engine once: "torch" (the CPU stand-in) or "vllm"."""
     if kind == "torch":
-        dtype = torch.float32 if device == "cpu" else torch.bfloat16
+        dtype = getattr(torch, rollout_dtype("cpu" if device == "cpu" else "accelerator"))
         return TorchRolloutEngine(dims, stop_ids=stop_ids, temperature=temperature, dtype=dtype, device=device)
     if kind == "vllm":
         return VLLMRolloutEngine(model_path, stop_ids=stop_ids, temperature=temperature)

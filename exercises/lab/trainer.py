@@ -17,7 +17,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from exercises.lab.config import TrainConfig, lr_scheduler_config
-from exercises.lab.device import BACKENDS, current_device
+from exercises.lab.device import BACKENDS, PARAM_DTYPE, current_device, rollout_dtype
 
 
 def _die_with_parent() -> None:
@@ -186,6 +186,8 @@ class Trainer:
             "world_size": self.world,
             "device": self.device_type,
             "backend": BACKENDS[self.device_type],
+            "dtype": PARAM_DTYPE,
+            "rollout_dtype": rollout_dtype(self.device_type, self.cfg.rollout),
             "rollout": self.cfg.rollout,
             "rollout_note": (
                 "torch sampler standing in for vLLM (CPU)" if self.cfg.rollout == "torch" else "vLLM (unverified in CI)"

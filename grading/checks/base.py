@@ -19,6 +19,8 @@ class CheckVerdict:
     feedback: str = ""
     hints: tuple[str, ...] | None = None  # the hints of what failed (a function check's rules); None: the
     # check's own hint (its `feedback`) is shown when it does not pass
+    counted: bool = True  # False: nothing in the check could be graded on this run (e.g. no reference band
+    # for the run's device); its points are not counted, the other checks' share stands in (scoring.py)
 
 
 @dataclass(frozen=True, kw_only=True)

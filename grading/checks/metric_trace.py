@@ -1,8 +1,9 @@
 """metric_trace checks: a training run's metrics.jsonl, run.json and files against a reference.
 
-Each sub-check present in the spec (present, steps, finite, equals, band, monotone, bounded, run,
-absent_files, present_files) is worth an equal share unless `weights` says otherwise. Field
-reference: docs/grading-engine.md.
+Each sub-check present in the spec (present, steps, finite, equals, band, recorded_band, monotone,
+bounded, run, absent_files, present_files) is worth an equal share unless `weights` says otherwise.
+`recorded_band` takes the band recorded on the run's device kind and dtype (grading/bands.py); where none
+was recorded that part is not counted and the feedback says so. Field reference: docs/grading-engine.md.
 """
 
 from __future__ import annotations
@@ -12,13 +13,26 @@ import json
 import math
 from typing import Any
 
+from grading import bands
 from grading.checks.base import CheckContext, CheckVerdict, register
 from grading.checks.compare import count_close, equal
 from grading.codec import Missing, Opaque, Raised, decode
 from grading.errors import GraderFault
 from grading.i18n import t
 
-PARTS = ("present", "steps", "finite", "equals", "band", "monotone", "bounded", "run", "absent_files", "present_files")
+PARTS = (
+    "present",
+    "steps",
+    "finite",
+    "equals",
+    "band",
+    "recorded_band",
+    "monotone",
+    "bounded",
+    "run",
+    "absent_files",
+    "present_files",
+)
 _DIRECTIONS = {
     "decreasing": lambda a, b, tol: b < a + tol,
     "increasing": lambda a, b, tol: b > a - tol,
@@ -134,6 +148,23 @@ def _check_band(metrics, records, spec, ctx):
     return problems
 
 
+def _recorded_band(spec: dict, run: Any, ctx: CheckContext) -> tuple[dict | None, str]:
+    """(the band spec of the run's device, or None with the feedback saying no band was recorded for it)."""
+    entry = spec["recorded_band"]
+    if ctx.reference_dir is None:
+        raise GraderFault("recorded_band needs the reference directory", retryable=False)
+    traces = ctx.reference_dir.parent / str(entry.get("traces", "traces"))
+    kind, dtype = bands.run_device(run)
+    profile = run.get("profile") if isinstance(run, dict) else None
+    band = bands.pick_band(
+        bands.load_bands(traces), kind=kind, dtype=dtype, profile=profile, profiles=entry.get("profiles")
+    )
+    if band is None:
+        # the learner's own run.json values, cut short: a hostile run.json must not flood the feedback
+        return None, t("band_not_recorded", ctx.lang, device=(kind or "?")[:32], dtype=(dtype or "?")[:32])
+    return {"band": bands.band_spec(band, list(entry["metrics"]))}, ""
+
+
 def _check_monotone(metrics, records, spec, ctx):
     problems = []
     for m, entry in spec["monotone"].items():
@@ -211,6 +242,7 @@ def metric_trace(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckV
     names = set(spec.get("metrics", []))
     for field in ("equals", "band", "monotone", "bounded"):
         names |= set(spec.get(field, {}))
+    names |= set(spec.get("recorded_band", {}).get("metrics", []))
     metrics = {m: _series(records, m, step_key) for m in sorted(names)}
     run, files = answer.get("run", {}), [str(f).replace("\\", "/") for f in answer.get("files", [])]
     parts = [
@@ -222,11 +254,21 @@ def metric_trace(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckV
     ]
     if spec.get("finite") is False and "finite" in parts:
         parts.remove("finite")
+    notes = []
+    if "recorded_band" in parts:
+        recorded, note = _recorded_band(spec, run, ctx)
+        if recorded is None:  # no band for this device: the part is not counted, and the feedback says why
+            parts.remove("recorded_band")
+            notes.append(note)
+    if not parts:
+        return CheckVerdict(fraction=0.0, feedback=" ".join(notes), counted=False)
     weights = {p: float(spec.get("weights", {}).get(p, 1.0)) for p in parts}
     total = sum(weights.values()) or 1.0
     earned, failed = 0.0, []
     for part in parts:
-        if part == "run":
+        if part == "recorded_band":
+            problems = _check_band(metrics, records, recorded, ctx)
+        elif part == "run":
             problems = _check_run(metrics, records, spec, ctx, run=run)
         elif part == "absent_files":
             problems = _check_absent(files, spec, ctx)
@@ -239,4 +281,4 @@ def metric_trace(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckV
         else:
             earned += weights[part]
     feedback = t("trace_failed_parts", ctx.lang, parts=" | ".join(failed)) if failed else ""
-    return CheckVerdict(fraction=earned / total, feedback=feedback)
+    return CheckVerdict(fraction=earned / total, feedback=" ".join([*notes, feedback]).strip())

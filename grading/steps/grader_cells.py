@@ -300,6 +300,7 @@ def _public_text(exercise: Exercise, checks: dict[str, Any], stated: str) -> str
             shown.append(
                 [spec.get("metrics"), spec.get("absent_files"), spec.get("present_files")]
                 + [list(spec.get(k) or {}) for k in ("equals", "band", "monotone", "bounded", "run")]
+                + [(spec.get("recorded_band") or {}).get("metrics")]
             )
     return "\n".join([json.dumps(shown, ensure_ascii=False), stated])
 

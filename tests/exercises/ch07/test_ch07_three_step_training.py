@@ -2,8 +2,6 @@
 schedule, without running a training (the catalogue-wide notebook test runs it)."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from grading.exercise import Catalogue
@@ -36,25 +34,20 @@ def test_lr_expectation_is_torchtitans_schedule_times_the_profile_lr():
     assert REF["trace_values"]["equals"]["actor/lr"] == pytest.approx([cfg.lr * f for f in factors], rel=1e-12)
 
 
-def test_band_is_current():
-    """With the trainer's multi-seed band recorded, the answer file must use it (else the builder's own trace)."""
+def test_band_is_the_recorded_one_of_the_runs_device():
+    """trace_band names the metrics of the band recorded per device (reference/traces/<profile>/band.json);
+    the cpu-tiny band is recorded on the CPU in float32 and carries every one of them for the 3 steps."""
+    from grading import bands
     from grading.exercise import REPO_ROOT
 
-    lab_band = REPO_ROOT / "reference" / "traces" / "cpu-tiny" / "band.json"
-    band = REF["trace_band"]["band"]
-    if lab_band.exists():
-        doc = json.loads(lab_band.read_text())
-        for metric, entry in band.items():
-            per = doc["metrics"][metric]
-            assert entry["lower"] == [per[str(s)]["lo"] for s in doc["steps"]], \
-                ("reference/traces/cpu-tiny/band.json changed: copy its lo/hi into CHECKS['trace_band'] of "
-                 "reference/ch07.three_step_training/three_step_training.py, then `titangrade exercises build`")
-            assert entry["upper"] == [per[str(s)]["hi"] for s in doc["steps"]]
-    else:
-        trace = json.loads((EX.reference_dir / "cpu_tiny_trace.json").read_text())
-        for metric, entry in band.items():
-            assert entry["reference"] == "cpu_tiny_trace"
-            assert len(trace[metric]) == 3 and all(isinstance(v, float) for v in trace[metric])
+    recorded = REF["trace_band"]["recorded_band"]
+    assert "band" not in REF["trace_band"]  # no inline copy that could go stale against band.json
+    found = bands.load_bands(REPO_ROOT / "reference" / "traces")
+    cpu = bands.pick_band(found, kind="cpu", dtype="float32", profile="cpu-tiny", profiles=recorded["profiles"])
+    assert cpu is not None and cpu.profile == "cpu-tiny"
+    for metric, limits in bands.band_spec(cpu, recorded["metrics"]).items():
+        assert len(limits["lower"]) == len(limits["upper"]) == 3, metric
+        assert all(lo < hi for lo, hi in zip(limits["lower"], limits["upper"], strict=True)), metric
 
 
 NEUTRAL = {"save_freq", "reshard_after_forward", "val_before_train"}

@@ -95,6 +95,7 @@ def test_run_json_records_the_torchtitan_fsdp2_setup(tiny_run):
     assert info["model_engine"] == "torchtitan"
     assert info["params_are_dtensors"] is True
     assert info["world_size"] == 2 and info["device"] == "cpu" and info["backend"] == "gloo"
+    assert (info["dtype"], info["rollout_dtype"]) == ("float32", "float32")  # the band's key (grading/bands.py)
     assert info["parallel"]["data_parallel_shard_size"] == 2 and info["parallel"]["context_parallel_size"] == 1
     assert info["mesh"]["world_mesh"]["shape"] == [2]
     assert info["mesh"]["fsdp_mesh"] == {"shape": [2], "dim_names": ["fsdp"]}
@@ -172,6 +173,8 @@ def test_seed_one_run_reproduces_the_recorded_reference_trace(tiny_run):
     band = json.loads((traces / "band.json").read_text())
     recorded = [json.loads(line) for line in (traces / "seed_1.jsonl").read_text().splitlines()]
     assert band["format"] == "titangrade.metric_band/1" and band["seeds"][0] == 1
+    assert band["device"] == {k: tiny_run["run"][f] for k, f in
+                              (("kind", "device"), ("dtype", "dtype"), ("rollout_dtype", "rollout_dtype"))}
     for record, ref in zip(tiny_run["metrics"], recorded, strict=True):
         for name in band["metrics"]:
             assert record[name] == pytest.approx(ref[name], rel=1e-6, abs=1e-9), (record["step"], name)

@@ -40,7 +40,12 @@ def test_course_line_has_the_course_settings():
 
 
 def test_check_flags_for_course_lines():
-    calls = REF["check_dry_run"]["calls"]
+    every = REF["check_dry_run"]["calls"]
+    short = [c for c in every if c.get("label") == "short line, 3 steps"]
+    # the public short line (issue 29: total_training_steps is shown as an int) sets only what it states
+    assert len(short) == 1 and short[0]["args"][1] == 3 and short[0]["expect"]["total_steps"] is True
+    assert short[0]["expect"]["model_engine"] is True and short[0]["expect"]["dp_shard"] is False
+    calls = [c for c in every if c is not short[0]]
     assert all(calls[0]["expect"].values()) and len(calls[0]["expect"]) == 8
     assert all(calls[1]["expect"].values())  # steps set and expected
     assert calls[2]["expect"]["total_steps"] is False and calls[3]["expect"]["total_steps"] is False

@@ -51,6 +51,10 @@ def test_band_is_the_recorded_one_of_the_runs_device():
 
 
 NEUTRAL = {"save_freq", "reshard_after_forward", "val_before_train"}
+# The FSDP script's entropy_coeff (0.002 for 0.004) moves a 3-step run's metrics by less than the trace checks'
+# tolerances: mistake fsdp_entropy loses only config and run_setup, and its declared score (9.2) is graded in a
+# real kernel by tests/exercises/test_exercise_notebooks.py, which fails if a trace check starts catching it.
+NEUTRAL |= {"entropy_coeff"}
 # Settings that change the metrics, with the trace checks a mistake changing one must declare failing.
 TRAJECTORY = {"warmup_steps": {"trace_values"}, "steps": {"trace_shape", "trace_values", "trace_band"}, "lr": {"trace_band", "trace_values"}}
 

@@ -39,6 +39,9 @@ class ForkUnavailable(GraderFault):
     """The fork path cannot start this kernel; the caller starts it the usual way."""
 
 
+MAX_ANSWER_BYTES = 1 << 16  # an answer is one short JSON line (pid, status); more is a broken server
+
+
 def _read_line(stream: object, timeout_s: float) -> dict:
     fd = stream.fileno()  # type: ignore[attr-defined]
     data = b""
@@ -47,11 +50,16 @@ def _read_line(stream: object, timeout_s: float) -> dict:
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
             raise ForkUnavailable(f"the fork server did not answer within {timeout_s:g} s")
-        chunk = os.read(fd, 1 << 20)
+        chunk = os.read(fd, 1 << 16)
         if not chunk:
             raise ForkUnavailable("the fork server exited")
         data += chunk
-    answer = json.loads(data)
+        if len(data) > MAX_ANSWER_BYTES:
+            raise ForkUnavailable(f"the fork server's answer exceeded {MAX_ANSWER_BYTES} bytes")
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        raise ForkUnavailable("the fork server answered something that is not JSON") from None
     if not isinstance(answer, dict):
         raise ForkUnavailable("the fork server answered something other than an object")
     return answer

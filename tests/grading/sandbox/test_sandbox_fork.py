@@ -225,3 +225,20 @@ def test_a_request_hiding_a_module_the_parent_holds_is_never_forked(forking):
     with contextlib.suppress(GraderFault):
         forking.start(KernelRequest(hidden_modules=("msgpack",))).close()
     assert forking.forked == forked and forking.fallbacks == fallbacks + 1
+
+
+@pytest.mark.parametrize("answer", [b"not json\n", b"[1, 2]\n", b"{" + b" " * (1 << 17) + b"}\n"])
+def test_a_fork_servers_bad_or_oversized_answer_is_unavailable_not_a_crash(answer):
+    """What the zygote writes back is read bounded (size and time) and must be one JSON object, else the
+    fork path is unavailable and the kernel starts the usual way."""
+    import os
+    import threading
+
+    from grading.sandbox import forkserver
+
+    r, w = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(w, answer), os.close(w)))
+    writer.start()
+    with open(r, "rb", buffering=0) as stream, pytest.raises(forkserver.ForkUnavailable):
+        forkserver._read_line(stream, 5.0)
+    writer.join()

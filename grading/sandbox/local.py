@@ -2,6 +2,10 @@
 
 No isolation beyond a fresh scratch directory and an allow-listed environment. Only for
 development and only when explicitly chosen; every result says `sandbox: unsafe-local`.
+
+ZMQ runs over the ipc transport (sockets in a private directory), as in the bwrap sandbox: with tcp,
+jupyter_client picks five free ports and the kernel binds them later, so two kernels starting together could
+pick the same port and one died with "Address already in use", costing a job an attempt (a CI flake).
 """
 
 from __future__ import annotations
@@ -32,9 +36,10 @@ ENV_ALLOW = (
 class _LocalSession(KernelSession):
     mode = "unsafe-local"
 
-    def __init__(self, km: KernelManager, workdir: Path) -> None:
+    def __init__(self, km: KernelManager, workdir: Path, sockets: Path) -> None:
         self.km = km
         self.workdir = workdir
+        self.sockets = sockets
 
     def close(self) -> list[str]:
         try:
@@ -42,6 +47,7 @@ class _LocalSession(KernelSession):
                 self.km.shutdown_kernel(now=True)
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
+            shutil.rmtree(self.sockets, ignore_errors=True)
         return []
 
 
@@ -59,7 +65,10 @@ class UnsafeLocalSandbox(Sandbox):
             MPLBACKEND="Agg",
         )
         env.update(request.env)
-        km = KernelManager(kernel_name="python3")
+        sockets = Path(tempfile.mkdtemp(prefix="tg-zmq-"))  # outside the kernel's HOME, short (AF_UNIX: 107 bytes)
+        km = KernelManager(
+            kernel_name="python3", transport="ipc", ip=str(sockets / "k"), connection_file=str(sockets / "kernel.json")
+        )
         try:
             km.start_kernel(cwd=str(workdir), env=env)
             kc = km.client()
@@ -73,5 +82,6 @@ class UnsafeLocalSandbox(Sandbox):
             if km.has_kernel:
                 km.shutdown_kernel(now=True)
             shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(sockets, ignore_errors=True)
             raise GraderFault(f"kernel failed to start: {exc}") from exc
-        return _LocalSession(km, workdir)
+        return _LocalSession(km, workdir, sockets)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated
 
-from pydantic import PlainSerializer, WithJsonSchema
+from pydantic import AwareDatetime, BeforeValidator, PlainSerializer, WithJsonSchema
 
 
 def rfc3339(value: dt.datetime | None) -> str | None:
@@ -22,3 +22,16 @@ def rfc3339(value: dt.datetime | None) -> str | None:
 Timestamp = Annotated[
     dt.datetime, PlainSerializer(rfc3339, return_type=str), WithJsonSchema({"type": "string", "format": "date-time"})
 ]
+
+
+def _text_only(value: object) -> object:
+    """A time the API takes is RFC 3339 text, as its schema says: pydantic would also read a number as
+    seconds since 1970 (`"opens_at": 0` became a schedule of 1970, which schemathesis flagged)."""
+    if value is not None and not isinstance(value, str | dt.datetime):
+        raise ValueError("must be an RFC 3339 date-time string")
+    return value
+
+
+# Times a client sends: RFC 3339 text (with an offset for TimeIn; TimeOrNaiveIn reads a bare one as UTC).
+TimeIn = Annotated[AwareDatetime, BeforeValidator(_text_only)]
+TimeOrNaiveIn = Annotated[dt.datetime, BeforeValidator(_text_only)]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from service.timefmt import Timestamp
+from service.patterns import PRINTABLE_NAME
+from service.timefmt import TimeIn, Timestamp
 
 Supersede = Literal["off", "training", "all"]
 
@@ -20,6 +21,7 @@ class CourseSettingsUpdate(BaseModel):
     timezone: str | None = Field(
         None,
         max_length=64,
+        pattern=PRINTABLE_NAME,
         description="IANA zone the course's times are shown in (e.g. Asia/Shanghai); absent: unchanged",
     )
 
@@ -99,8 +101,8 @@ class LatePolicyBody(BaseModel):
 
 
 class ScheduleUpdate(BaseModel):
-    opens_at: AwareDatetime | None = Field(None, description="RFC 3339 with an offset; null: open from the start")
-    due_at: AwareDatetime | None = Field(None, description="RFC 3339 with an offset; null: no due date")
+    opens_at: TimeIn | None = Field(None, description="RFC 3339 with an offset; null: open from the start")
+    due_at: TimeIn | None = Field(None, description="RFC 3339 with an offset; null: no due date")
     late_policy: LatePolicyBody = LatePolicyBody()
 
     model_config = ConfigDict(extra="forbid")
@@ -126,12 +128,12 @@ class ScheduleList(BaseModel):
 
 
 class ExtensionCreate(BaseModel):
-    user: str = Field(min_length=1, max_length=200, description="the learner's subject at `issuer`")
-    issuer: str = Field("titangrade", min_length=1, max_length=200)
-    exercise_id: str = Field(min_length=1, max_length=100)
-    due_at: AwareDatetime = Field(
-        description="RFC 3339 with an offset: the learner's due time, replacing the exercise's"
+    user: str = Field(
+        min_length=1, max_length=200, pattern=PRINTABLE_NAME, description="the learner's subject at `issuer`"
     )
+    issuer: str = Field("titangrade", min_length=1, max_length=200, pattern=PRINTABLE_NAME)
+    exercise_id: str = Field(min_length=1, max_length=100, pattern=PRINTABLE_NAME)
+    due_at: TimeIn = Field(description="RFC 3339 with an offset: the learner's due time, replacing the exercise's")
 
     model_config = ConfigDict(extra="forbid")
 

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
-import datetime as dt
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.timefmt import Timestamp
+from service.patterns import PRINTABLE_NAME, CleanDescription
+from service.timefmt import TimeOrNaiveIn, Timestamp
 
 
 class EndpointCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(min_length=8, max_length=2000, description="http(s) URL; in prod mode a public address")
-    event_types: list[str] = Field(
+    url: str = Field(
+        min_length=8, max_length=2000, pattern=PRINTABLE_NAME, description="http(s) URL; in prod mode a public address"
+    )
+    event_types: list[Annotated[str, Field(max_length=64, pattern=PRINTABLE_NAME)]] = Field(
         min_length=1,
         max_length=4,
         description="grade.stored, grade.changed, submission.not_gradable, submission.received (only if listed)",
     )
-    description: str = Field("", max_length=500)
-    secret: str | None = Field(None, max_length=200, description="whsec_...; generated when left out")
+    description: CleanDescription = ""
+    secret: str | None = Field(
+        None, max_length=200, pattern=PRINTABLE_NAME, description="whsec_...; generated when left out"
+    )
 
 
 class EndpointPublic(BaseModel):
@@ -48,7 +53,9 @@ class EndpointWithSecret(EndpointPublic):
 class RotateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    secret: str | None = Field(None, max_length=200, description="whsec_...; generated when left out")
+    secret: str | None = Field(
+        None, max_length=200, pattern=PRINTABLE_NAME, description="whsec_...; generated when left out"
+    )
 
 
 class AttemptPublic(BaseModel):
@@ -82,8 +89,8 @@ class ReplayRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     event_id: int | None = Field(None, ge=1, le=2**31 - 1, description="one event (data.event_id of a delivery)")
-    since: dt.datetime | None = Field(None, description="every event of the course created at or after this")
-    until: dt.datetime | None = Field(None, description="... and before this (default: now)")
+    since: TimeOrNaiveIn | None = Field(None, description="every event of the course created at or after this")
+    until: TimeOrNaiveIn | None = Field(None, description="... and before this (default: now)")
 
 
 class ReplayAccepted(BaseModel):

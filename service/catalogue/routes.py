@@ -15,12 +15,13 @@ from service.courses import timing as timings
 from service.courses.stats_schemas import CheckFailures, ExerciseStats
 from service.deps import CatalogueDep, CurrentUser, SessionDep, SettingsDep, StaffUser
 from service.openapi import errors
+from service.params import COURSE_QUERY, EXERCISE
+from service.patterns import PRINTABLE_NAME
 from service.queue.service import BULK_REGRADE_PRIORITY
 from service.submissions import service as submissions
 from service.submissions.schemas import RegradeAccepted
 
 router = APIRouter(prefix="/exercises", tags=["exercises"])
-CourseQuery = Annotated[str | None, Query(max_length=200, description="one course you teach; default: all of them")]
 WindowQuery = Annotated[
     int, Query(ge=1, le=timings.MAX_WINDOW_DAYS, description="time-to-grade over the runs finished in these days")
 ]
@@ -32,7 +33,7 @@ def list_exercises(_: CurrentUser, catalogue: CatalogueDep) -> list[ExercisePubl
 
 
 @router.get("/{exercise_id}", response_model=ExercisePublic, responses=errors(404))
-def get_exercise(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> ExercisePublic:
+def get_exercise(exercise_id: EXERCISE, _: CurrentUser, catalogue: CatalogueDep) -> ExercisePublic:
     return service.to_public(catalogue.get(exercise_id))
 
 
@@ -41,7 +42,7 @@ def get_exercise(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> E
     response_class=FileResponse,
     responses={200: {"content": {"application/x-ipynb+json": {"schema": {"type": "object"}}}}, **errors(404)},
 )
-def get_template(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> FileResponse:
+def get_template(exercise_id: EXERCISE, _: CurrentUser, catalogue: CatalogueDep) -> FileResponse:
     """The learner template from exercises/ (never anything under reference/)."""
     exercise = catalogue.get(exercise_id)
     return FileResponse(
@@ -51,11 +52,11 @@ def get_template(exercise_id: str, _: CurrentUser, catalogue: CatalogueDep) -> F
 
 @router.get("/{exercise_id}/stats", response_model=ExerciseStats, responses=errors(403, 404))
 def exercise_stats(
-    exercise_id: str,
+    exercise_id: EXERCISE,
     user: StaffUser,
     session: SessionDep,
     catalogue: CatalogueDep,
-    course: CourseQuery = None,
+    course: COURSE_QUERY = None,
     window_days: WindowQuery = timings.DEFAULT_WINDOW_DAYS,
 ) -> ExerciseStats:
     """Each learner's best attempt (one value per learner): its distribution, who has not submitted, the pass
@@ -68,12 +69,14 @@ def exercise_stats(
 
 @router.get("/{exercise_id}/failures", response_model=CheckFailures, responses=errors(403, 404, 422))
 def check_failures(
-    exercise_id: str,
+    exercise_id: EXERCISE,
     user: StaffUser,
     session: SessionDep,
     catalogue: CatalogueDep,
-    check: Annotated[str, Query(max_length=200, description="a check name of the exercise's manifest")],
-    course: CourseQuery = None,
+    check: Annotated[
+        str, Query(max_length=200, pattern=PRINTABLE_NAME, description="a check name of the exercise's manifest")
+    ],
+    course: COURSE_QUERY = None,
 ) -> CheckFailures:
     """The best attempts (the ones a check's pass rate counts) that failed `check`, lowest score first."""
     return stats.check_failures(
@@ -83,7 +86,7 @@ def check_failures(
 
 @router.post("/{exercise_id}/regrade", status_code=202, response_model=RegradeAccepted, responses=errors(403, 404))
 def regrade_exercise(
-    exercise_id: str,
+    exercise_id: EXERCISE,
     user: StaffUser,
     session: SessionDep,
     settings: SettingsDep,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 
 from service.courses import gradebook as books
@@ -16,10 +16,9 @@ from service.deps import CatalogueDep, SessionDep, SettingsDep, StaffUser
 from service.errors import Forbidden, clip
 from service.messages import error
 from service.openapi import errors
-from service.patterns import PRINTABLE_NAME
+from service.params import COURSE
 
 router = APIRouter(prefix="/courses", tags=["courses"])
-COURSE = Annotated[str, Path(max_length=200, pattern=PRINTABLE_NAME)]
 
 
 def _require_teacher(user, course: str) -> None:

@@ -20,11 +20,9 @@ from service.deps import CatalogueDep, SessionDep, StaffUser
 from service.errors import Forbidden, clip
 from service.messages import error
 from service.openapi import errors
-from service.patterns import PRINTABLE_NAME
+from service.params import COURSE, EXERCISE
 
 router = APIRouter(prefix="/courses", tags=["courses"])
-COURSE = Annotated[str, Path(max_length=200, pattern=PRINTABLE_NAME)]
-EXERCISE = Annotated[str, Path(max_length=100, pattern=PRINTABLE_NAME)]
 
 
 def _require_teacher(user, course: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -17,6 +17,7 @@ from service.intake import service
 from service.intake.models import IntakeIntegration, IssuerKind
 from service.messages import error
 from service.openapi import errors
+from service.params import COURSE, ROW_ID
 from service.patterns import PRINTABLE
 from service.submissions import service as submissions
 from service.submissions.routes import accepted_response
@@ -24,7 +25,6 @@ from service.submissions.schemas import SubmissionAccepted
 from service.timefmt import Timestamp
 
 INTAKE_PATH = "/intake/submissions"
-RowId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the row id")]
 router = APIRouter(tags=["intake"])
 
 
@@ -70,8 +70,10 @@ async def signed_intake(
     catalogue: CatalogueDep,
     max_devices: MaxDevicesDep,
     receivers: ReceiversDep,
-    integration: Annotated[str | None, Query(max_length=100)] = None,
-    course: Annotated[str | None, Query(max_length=200, description="the integration's course")] = None,
+    integration: Annotated[str | None, Query(max_length=100, pattern=PRINTABLE)] = None,
+    course: Annotated[
+        str | None, Query(max_length=200, pattern=PRINTABLE, description="the integration's course")
+    ] = None,
 ):
     """File a submission for a learner, sent by an LMS or repository host and signed with its intake secret
     (headers webhook-id, webhook-timestamp, webhook-signature). Nothing is stored unless the signature holds."""
@@ -172,7 +174,7 @@ def _teacher(user, course: str) -> None:
     "/courses/{course}/intake", status_code=201, response_model=IntegrationWithSecret, responses=errors(403, 409, 422)
 )
 def add_integration(
-    course: str, body: IntegrationCreate, user: StaffUser, session: SessionDep
+    course: COURSE, body: IntegrationCreate, user: StaffUser, session: SessionDep
 ) -> IntegrationWithSecret:
     """Let an LMS or repository host file submissions into this course; the secret is in the answer, once."""
     _teacher(user, course)
@@ -189,7 +191,7 @@ def add_integration(
 
 
 @router.get("/courses/{course}/intake", response_model=list[IntegrationPublic], responses=errors(403))
-def list_integrations(course: str, user: StaffUser, session: SessionDep) -> list[IntegrationPublic]:
+def list_integrations(course: COURSE, user: StaffUser, session: SessionDep) -> list[IntegrationPublic]:
     _teacher(user, course)
     return [_public(r) for r in service.list_for(session, course=course)]
 
@@ -198,7 +200,7 @@ def list_integrations(course: str, user: StaffUser, session: SessionDep) -> list
     "/courses/{course}/intake/{integration_id}/rotate", response_model=IntegrationWithSecret, responses=errors(403, 404)
 )
 def rotate_integration(
-    course: str, integration_id: RowId, user: StaffUser, session: SessionDep, settings: SettingsDep
+    course: COURSE, integration_id: ROW_ID, user: StaffUser, session: SessionDep, settings: SettingsDep
 ) -> IntegrationWithSecret:
     """A new secret; requests signed with the old one are accepted until `previous_expires_at`."""
     _teacher(user, course)
@@ -213,7 +215,7 @@ def rotate_integration(
     response_model=IntegrationPublic,
     responses=errors(403, 404),
 )
-def confirm_issuer(course: str, integration_id: RowId, user: AdminUser, session: SessionDep) -> IntegrationPublic:
+def confirm_issuer(course: COURSE, integration_id: ROW_ID, user: AdminUser, session: SessionDep) -> IntegrationPublic:
     """Admins: vouch for the issuer an integration registered before issuers were namespaced names, so it
     may act for that issuer's identities again."""
     row = service.get(session, course=course, integration_id=integration_id)
@@ -223,7 +225,7 @@ def confirm_issuer(course: str, integration_id: RowId, user: AdminUser, session:
 
 
 @router.delete("/courses/{course}/intake/{integration_id}", status_code=204, responses=errors(403, 404))
-def remove_integration(course: str, integration_id: RowId, user: StaffUser, session: SessionDep) -> None:
+def remove_integration(course: COURSE, integration_id: ROW_ID, user: StaffUser, session: SessionDep) -> None:
     _teacher(user, course)
     service.remove(session, integration=service.get(session, course=course, integration_id=integration_id))
     session.commit()

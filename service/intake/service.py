@@ -48,8 +48,12 @@ class IntakeSubmission(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     learner: Learner
-    course: str | None = Field(None, max_length=200, description="must be the integration's course if given")
-    exercise_id: str | None = Field(None, max_length=200, description="defaults to the notebook's metadata")
+    course: str | None = Field(
+        None, max_length=200, pattern=PRINTABLE, description="must be the integration's course if given"
+    )
+    exercise_id: str | None = Field(
+        None, max_length=200, pattern=PRINTABLE, description="defaults to the notebook's metadata"
+    )
     lang: str = Field("en", pattern="^(en|zh)$")
     notebook: dict | str = Field(description="the .ipynb as a JSON object, or its text")
 

@@ -27,19 +27,21 @@ from service.lti.errors import LtiError
 from service.lti.routes import PlatformPublic, to_public
 from service.messages import error
 from service.openapi import errors
+from service.params import COURSE
 from service.patterns import PRINTABLE_NAME
 from service.timefmt import Timestamp
 
 tool = APIRouter(prefix="/lti", tags=["lti"], include_in_schema=False)
 api = APIRouter(tags=["lti"])
-COURSE = Annotated[str, Path(max_length=200, pattern=PRINTABLE_NAME)]
 ID = Annotated[int, Path(ge=1, le=2**31 - 1)]
 PARAM_CHARS = 4096
 
 
 class Approval(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    deployment_ids: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(default=[], max_length=50)
+    deployment_ids: list[Annotated[str, Field(min_length=1, max_length=255, pattern=PRINTABLE_NAME)]] = Field(
+        default=[], max_length=50
+    )
 
 
 class RosterSync(BaseModel):

@@ -34,6 +34,7 @@ from service.lti.models import LtiPlatform, PlatformRef
 from service.lti.tokens import LTI, unverified_issuer
 from service.lti.urls import frame_origins, origin
 from service.openapi import errors
+from service.patterns import PRINTABLE_NAME
 from service.timefmt import Timestamp
 from service.web.core import LANG_COOKIE
 from service.web.i18n import LANGS
@@ -47,13 +48,15 @@ FORM_FIELD_CHARS = 16 * 1024
 
 class PlatformCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=200)
-    issuer: str = Field(min_length=1, max_length=500)
-    client_id: str = Field(min_length=1, max_length=200)
-    auth_login_url: str = Field(min_length=1, max_length=2000)
-    auth_token_url: str = Field(min_length=1, max_length=2000)
-    keyset_url: str = Field(min_length=1, max_length=2000)
-    deployment_ids: list[str] = Field(min_length=1, max_length=50)
+    name: str = Field(min_length=1, max_length=200, pattern=PRINTABLE_NAME)
+    issuer: str = Field(min_length=1, max_length=500, pattern=PRINTABLE_NAME)
+    client_id: str = Field(min_length=1, max_length=200, pattern=PRINTABLE_NAME)
+    auth_login_url: str = Field(min_length=1, max_length=2000, pattern=PRINTABLE_NAME)
+    auth_token_url: str = Field(min_length=1, max_length=2000, pattern=PRINTABLE_NAME)
+    keyset_url: str = Field(min_length=1, max_length=2000, pattern=PRINTABLE_NAME)
+    deployment_ids: list[Annotated[str, Field(min_length=1, max_length=255, pattern=PRINTABLE_NAME)]] = Field(
+        min_length=1, max_length=50
+    )
 
 
 class PlatformPublic(BaseModel):

@@ -12,14 +12,13 @@ from fastapi import APIRouter, Path, Query
 
 from service.deps import CurrentUser, SessionDep
 from service.openapi import errors
-from service.patterns import PRINTABLE_NAME
+from service.params import COURSE, SUBMISSION
 from service.requests import service
 from service.requests.models import RequestKind, RequestStatus
 from service.requests.schemas import RequestAnswer, RequestCreate, RequestList, RequestPublic, to_public
 
 router = APIRouter(tags=["requests"])
 REQUEST_ID = Annotated[int, Path(ge=1, le=2**31 - 1)]  # the id column is a 32-bit integer on PostgreSQL
-COURSE = Annotated[str, Path(max_length=200, pattern=PRINTABLE_NAME)]
 
 
 @router.post(
@@ -28,7 +27,9 @@ COURSE = Annotated[str, Path(max_length=200, pattern=PRINTABLE_NAME)]
     response_model=RequestPublic,
     responses=errors(403, 404, 409, 422, 429),
 )
-def open_request(submission_id: str, body: RequestCreate, user: CurrentUser, session: SessionDep) -> RequestPublic:
+def open_request(
+    submission_id: SUBMISSION, body: RequestCreate, user: CurrentUser, session: SessionDep
+) -> RequestPublic:
     """Ask for a regrade or report a problem on your own submission: 409 while one of yours is open on it,
     429 after 10 requests in 24 hours."""
     sub = service.submission_for(session, user=user, submission_id=submission_id)
@@ -36,7 +37,7 @@ def open_request(submission_id: str, body: RequestCreate, user: CurrentUser, ses
 
 
 @router.get("/submissions/{submission_id}/requests", response_model=RequestList, responses=errors(404))
-def submission_requests(submission_id: str, user: CurrentUser, session: SessionDep) -> RequestList:
+def submission_requests(submission_id: SUBMISSION, user: CurrentUser, session: SessionDep) -> RequestList:
     """A submission's requests, oldest first: its learner's own, or any for the course's staff."""
     sub = service.submission_for(session, user=user, submission_id=submission_id)
     return RequestList(items=[to_public(r) for r in service.for_submission(session, submission_id=sub.id)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.patterns import CLEANED
 from service.requests.models import RequestKind, SubmissionRequest
 from service.timefmt import Timestamp
 
@@ -12,13 +13,13 @@ TEXT = "at most 2000 characters once cleaned (controls, NUL and lone surrogates 
 
 class RequestCreate(BaseModel):
     kind: RequestKind = Field(description="regrade: look at the score again; problem: report a grading problem")
-    text: str = Field(min_length=1, max_length=2000, description=TEXT)
+    text: str = Field(min_length=1, max_length=2000, description=TEXT, json_schema_extra=CLEANED)
 
     model_config = ConfigDict(extra="forbid")
 
 
 class RequestAnswer(BaseModel):
-    text: str = Field(min_length=1, max_length=2000, description=TEXT)
+    text: str = Field(min_length=1, max_length=2000, description=TEXT, json_schema_extra=CLEANED)
     close: bool = Field(False, description="close the request with this answer (default: status answered)")
 
     model_config = ConfigDict(extra="forbid")

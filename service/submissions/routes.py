@@ -29,6 +29,7 @@ from service.deps import (
 from service.errors import ServiceError
 from service.messages import error
 from service.openapi import errors
+from service.params import SUBMISSION
 from service.patterns import PRINTABLE
 from service.queue.service import SINGLE_REGRADE_PRIORITY
 from service.submissions import events, service, stream_slots
@@ -180,7 +181,7 @@ def list_submissions(
 
 @router.get("/{submission_id}", response_model=SubmissionPublic, responses=errors(404))
 def get_submission(
-    submission_id: str, user: CurrentUser, session: SessionDep, settings: SettingsDep
+    submission_id: SUBMISSION, user: CurrentUser, session: SessionDep, settings: SettingsDep
 ) -> SubmissionPublic:
     """The submission; while it waits, `queue` has its position and estimated start and finish; a score an
     instructor set comes with `override` (their reason, who and when)."""
@@ -204,7 +205,7 @@ def get_submission(
         **errors(404),
     },
 )
-def download_notebook(submission_id: str, user: CurrentUser, session: SessionDep) -> Response:
+def download_notebook(submission_id: SUBMISSION, user: CurrentUser, session: SessionDep) -> Response:
     """The uploaded .ipynb, unchanged; the same access as GET /submissions/{id} (someone else's is a 404)."""
     sub = service.get(session, user=user, submission_id=submission_id)
     return Response(
@@ -232,13 +233,13 @@ def download_notebook(submission_id: str, user: CurrentUser, session: SessionDep
     },
 )
 def submission_events(
-    submission_id: str,
+    submission_id: SUBMISSION,
     user: CurrentUser,
     session: SessionDep,
     settings: SettingsDep,
     open_session: SessionFactoryDep,
     slots: StreamSlotsDep,
-    last_event_id: Annotated[str | None, Header(max_length=40)] = None,
+    last_event_id: Annotated[str | None, Header(max_length=40, pattern=PRINTABLE)] = None,
 ) -> Response:
     """Server-sent progress events of the current grading run, from its start (or after Last-Event-ID)."""
     sub = service.get(session, user=user, submission_id=submission_id)
@@ -274,7 +275,7 @@ def submission_events(
     },
 )
 def regrade_submission(
-    submission_id: str, user: StaffUser, session: SessionDep, settings: SettingsDep, catalogue: CatalogueDep
+    submission_id: SUBMISSION, user: StaffUser, session: SessionDep, settings: SettingsDep, catalogue: CatalogueDep
 ):
     sub = service.get_for_staff(session, user=user, submission_id=submission_id)
     ids, skipped = service.regrade(
@@ -290,7 +291,9 @@ def regrade_submission(
 
 
 @router.post("/{submission_id}/override", response_model=SubmissionPublic, responses=errors(403, 404))
-def override_score(submission_id: str, body: OverrideCreate, user: StaffUser, session: SessionDep) -> SubmissionPublic:
+def override_score(
+    submission_id: SUBMISSION, body: OverrideCreate, user: StaffUser, session: SessionDep
+) -> SubmissionPublic:
     """Set (or with score=null clear) a manual score; the reason is kept in the audit trail."""
     sub = service.get_for_staff(session, user=user, submission_id=submission_id)
     sub = service.override(session, user=user, sub=sub, score=body.score, reason=body.reason)
@@ -298,7 +301,7 @@ def override_score(submission_id: str, body: OverrideCreate, user: StaffUser, se
 
 
 @router.get("/{submission_id}/overrides", response_model=list[OverridePublic], responses=errors(403, 404))
-def list_overrides(submission_id: str, user: StaffUser, session: SessionDep) -> list[OverridePublic]:
+def list_overrides(submission_id: SUBMISSION, user: StaffUser, session: SessionDep) -> list[OverridePublic]:
     """The audit trail of manual scores for one submission."""
     service.get_for_staff(session, user=user, submission_id=submission_id)
     return [

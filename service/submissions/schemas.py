@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.patterns import CleanReason
 from service.timefmt import Timestamp
 
 
@@ -104,7 +105,7 @@ class SubmissionList(BaseModel):
 
 class OverrideCreate(BaseModel):
     score: float | None = Field(ge=0, description="the score to record; null removes the override")
-    reason: str = Field(min_length=3, max_length=2000)
+    reason: CleanReason
 
     model_config = ConfigDict(strict=True, extra="forbid")  # `false` is not a score of 0
 

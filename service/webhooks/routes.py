@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 
 from service.db import utcnow
 from service.deps import SessionDep, SettingsDep, StaffUser
@@ -15,6 +15,7 @@ from service.messages import error
 from service.openapi import errors
 from service.outbox.models import OutboxDelivery
 from service.outbox.ssrf import AddressPolicy
+from service.params import COURSE, ROW_ID
 from service.webhooks import service, signing
 from service.webhooks.models import WebhookEndpoint
 from service.webhooks.schemas import (
@@ -30,7 +31,6 @@ from service.webhooks.schemas import (
     RotateRequest,
 )
 
-RowId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the row id")]
 router = APIRouter(prefix="/courses/{course}/webhooks", tags=["webhooks"])
 
 
@@ -85,7 +85,7 @@ def _delivery(row: OutboxDelivery, log) -> DeliveryPublic:
 
 @router.post("", status_code=201, response_model=EndpointWithSecret, responses=errors(403, 422))
 def add_endpoint(
-    course: str, body: EndpointCreate, user: StaffUser, session: SessionDep, settings: SettingsDep
+    course: COURSE, body: EndpointCreate, user: StaffUser, session: SessionDep, settings: SettingsDep
 ) -> EndpointWithSecret:
     """Register an endpoint for this course's grade events; the signing secret is in the answer, once."""
     _teacher(user, course)
@@ -104,7 +104,7 @@ def add_endpoint(
 
 
 @router.get("", response_model=list[EndpointPublic], responses=errors(403))
-def list_endpoints(course: str, user: StaffUser, session: SessionDep) -> list[EndpointPublic]:
+def list_endpoints(course: COURSE, user: StaffUser, session: SessionDep) -> list[EndpointPublic]:
     _teacher(user, course)
     rows = service.list_for(session, course=course)
     off = service.disabled(session, endpoint_ids=[r.id for r in rows])
@@ -112,7 +112,7 @@ def list_endpoints(course: str, user: StaffUser, session: SessionDep) -> list[En
 
 
 @router.post("/{endpoint_id}/enable", response_model=EnableAnswer, responses=errors(403, 404))
-def enable_endpoint(course: str, endpoint_id: RowId, user: StaffUser, session: SessionDep) -> EnableAnswer:
+def enable_endpoint(course: COURSE, endpoint_id: ROW_ID, user: StaffUser, session: SessionDep) -> EnableAnswer:
     """Re-enable an endpoint disabled by a 410 Gone: what it held is sent now. Harmless if it is enabled."""
     _teacher(user, course)
     row = service.get(session, course=course, endpoint_id=endpoint_id)
@@ -123,7 +123,12 @@ def enable_endpoint(course: str, endpoint_id: RowId, user: StaffUser, session: S
 
 @router.post("/{endpoint_id}/rotate", response_model=EndpointWithSecret, responses=errors(403, 404, 422))
 def rotate_secret(
-    course: str, endpoint_id: RowId, body: RotateRequest, user: StaffUser, session: SessionDep, settings: SettingsDep
+    course: COURSE,
+    endpoint_id: ROW_ID,
+    body: RotateRequest,
+    user: StaffUser,
+    session: SessionDep,
+    settings: SettingsDep,
 ) -> EndpointWithSecret:
     """A new secret; the old one also signs every delivery until `previous_expires_at`."""
     _teacher(user, course)
@@ -135,7 +140,7 @@ def rotate_secret(
 
 
 @router.delete("/{endpoint_id}", status_code=204, responses=errors(403, 404))
-def remove_endpoint(course: str, endpoint_id: RowId, user: StaffUser, session: SessionDep) -> None:
+def remove_endpoint(course: COURSE, endpoint_id: ROW_ID, user: StaffUser, session: SessionDep) -> None:
     _teacher(user, course)
     service.remove(session, endpoint=service.get(session, course=course, endpoint_id=endpoint_id))
     session.commit()
@@ -143,8 +148,8 @@ def remove_endpoint(course: str, endpoint_id: RowId, user: StaffUser, session: S
 
 @router.get("/{endpoint_id}/deliveries", response_model=DeliveryList, responses=errors(403, 404))
 def list_deliveries(
-    course: str,
-    endpoint_id: RowId,
+    course: COURSE,
+    endpoint_id: ROW_ID,
     user: StaffUser,
     session: SessionDep,
     status: Literal["pending", "delivered", "dead", "disabled"] | None = None,
@@ -162,7 +167,7 @@ def list_deliveries(
     "/{endpoint_id}/replay", status_code=202, response_model=ReplayAccepted, responses=errors(403, 404, 409, 422)
 )
 def replay(
-    course: str, endpoint_id: RowId, body: ReplayRequest, user: StaffUser, session: SessionDep
+    course: COURSE, endpoint_id: ROW_ID, body: ReplayRequest, user: StaffUser, session: SessionDep
 ) -> ReplayAccepted:
     """Send one event, or a time range of the course's events, again (same webhook-id, fresh retry window)."""
     _teacher(user, course)

@@ -65,7 +65,11 @@ class UnsafeLocalSandbox(Sandbox):
             MPLBACKEND="Agg",
         )
         env.update(request.env)
-        sockets = Path(tempfile.mkdtemp(prefix="tg-zmq-"))  # outside the kernel's HOME, short (AF_UNIX: 107 bytes)
+        try:  # outside the kernel's HOME, short (AF_UNIX: 107 bytes); a full disk is the host's fault too
+            sockets = Path(tempfile.mkdtemp(prefix="tg-zmq-"))
+        except OSError as exc:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise GraderFault(f"kernel failed to start: {exc}") from exc
         km = KernelManager(
             kernel_name="python3", transport="ipc", ip=str(sockets / "k"), connection_file=str(sockets / "kernel.json")
         )

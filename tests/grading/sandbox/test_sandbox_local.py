@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import psutil
 import pytest
@@ -27,7 +28,7 @@ def test_an_unsafe_local_kernel_listens_on_no_tcp_port_and_leaves_no_socket_behi
     session = UnsafeLocalSandbox().start(KernelRequest(limits=LIMITS))
     run = Runner(session)
     try:
-        info = json.loads(open(session.km.connection_file).read())
+        info = json.loads(Path(session.km.connection_file).read_text())
         assert info["transport"] == "ipc" and info["ip"].startswith(str(session.sockets))
         status, out = run("import os\nprint(os.getpid())")
         assert status == "ok"
@@ -54,3 +55,24 @@ def test_kernels_started_together_all_start():
     finally:
         for s in sessions:
             s.close()
+
+
+def test_no_room_for_the_socket_directory_is_a_grader_fault_that_leaves_nothing(monkeypatch):
+    """A full disk when the sockets' directory is made: the host's fault (retried, never the learner's zero),
+    and the kernel's scratch directory made just before is removed."""
+    import tempfile
+
+    from grading.errors import GraderFault
+
+    made, real = [], tempfile.mkdtemp
+
+    def mkdtemp(prefix=None, **kw):
+        if prefix == "tg-zmq-":
+            raise OSError(28, "No space left on device")
+        made.append(real(prefix=prefix, **kw))
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    with pytest.raises(GraderFault, match="No space left"):
+        UnsafeLocalSandbox().start(KernelRequest(limits=LIMITS))
+    assert made and not any(os.path.exists(d) for d in made)

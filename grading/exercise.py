@@ -68,10 +68,43 @@ class Limits(_Strict):
     )
 
 
+DeviceKind = Literal["npu", "cuda", "cpu"]
+DEVICE_KINDS: tuple[DeviceKind, ...] = ("npu", "cuda", "cpu")
+BACKENDS = {"npu": "hccl", "cuda": "nccl", "cpu": "gloo"}  # the collective backend each kind runs
+
+
 class Resources(_Strict):
+    """Where a job runs. `devices` accelerators of the first kind in `device_kinds` that the node has
+    (`npu` runs hccl, `cuda` nccl); "cpu" in the list (last) is the fallback: a node with too few of the
+    listed accelerators runs the job's `world_size` ranks on its CPU (gloo). A node that has the devices but
+    has them busy waits for them: the same submission never lands on the CPU because a node was loaded."""
+
     world_size: int = Field(1, ge=1, description="processes the exercise launches (ranks)")
     devices: int = Field(0, ge=0, description="accelerators the job needs; 0 = runs on CPU")
-    device_kinds: tuple[str, ...] = ("cpu", "cuda", "npu")
+    device_kinds: tuple[DeviceKind, ...] = DEVICE_KINDS
+
+    @model_validator(mode="after")
+    def _fallback_last(self) -> Resources:
+        kinds = self.device_kinds
+        if len(set(kinds)) != len(kinds):
+            raise ValueError(f"device_kinds {list(kinds)} names a kind twice")
+        if self.devices and "cpu" in kinds and kinds[-1] != "cpu":
+            raise ValueError(
+                f'device_kinds {list(kinds)}: with devices = {self.devices}, "cpu" is the fallback and comes '
+                "last (accelerator kinds first, in the order they are preferred)"
+            )
+        if self.devices and not self.accelerator_kinds:
+            raise ValueError(f"devices = {self.devices} but device_kinds {list(kinds)} names no accelerator kind")
+        return self
+
+    @property
+    def accelerator_kinds(self) -> tuple[str, ...]:
+        return tuple(k for k in self.device_kinds if k != "cpu")
+
+    @property
+    def cpu_fallback(self) -> bool:
+        """A device job that runs on CPU ranks where the node has too few accelerators."""
+        return bool(self.devices) and "cpu" in self.device_kinds
 
 
 class Answer(_Strict):

@@ -35,7 +35,7 @@ memory_mb = 2048
 [resources]
 world_size = 1
 devices = 0
-device_kinds = ["cpu", "cuda", "npu"]
+device_kinds = ["npu", "cuda", "cpu"]
 
 [policy]
 # What the learner writes and what they may use (docs/exercise-format.md#policy); `build` turns it into the

@@ -26,15 +26,18 @@ SHARED_NODES = {
     "npu": ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"),
 }
 NODE_PATTERN = {"cuda": "/dev/nvidia{}", "npu": "/dev/davinci{}"}
+LAB_DEVICE_ENV = "TITANGRADE_DEVICE"  # exercises.lab.device.OVERRIDE_ENV (the grader never imports the lab)
 
 BusyCheck = Callable[[str, int], bool]  # (kind, device id) -> is something still using it?
 
 
 def device_env(grant: DeviceGrant) -> dict[str, str]:
-    """Environment that restricts the frameworks in the sandbox to the granted devices."""
+    """Environment that restricts the frameworks in the sandbox to the granted devices, and tells the
+    course runtime which kind it was given (exercises.lab.device reads TITANGRADE_DEVICE: a run with
+    device "auto" trains there, and one on a kind it cannot use fails loudly instead of using the CPU)."""
     if grant.kind == "cpu":
-        return {"CUDA_VISIBLE_DEVICES": "", "ASCEND_RT_VISIBLE_DEVICES": ""}
-    env = {VISIBLE_ENV[grant.kind]: ",".join(str(i) for i in grant.ids)}
+        return {"CUDA_VISIBLE_DEVICES": "", "ASCEND_RT_VISIBLE_DEVICES": "", LAB_DEVICE_ENV: "cpu"}
+    env = {VISIBLE_ENV[grant.kind]: ",".join(str(i) for i in grant.ids), LAB_DEVICE_ENV: grant.kind}
     if grant.kind == "cuda":  # make CUDA's numbering match nvidia-smi's (and so the host ids we grant)
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     return env
@@ -150,8 +153,9 @@ def check_free(grant: DeviceGrant, busy_check: BusyCheck | None = None) -> None:
 class DeviceInventory:
     """The worker's accelerators; `acquire` hands out disjoint grants, `release` checks hygiene.
 
-    A device that is still busy after its job (a leaked process, a stuck context) is quarantined and
-    never handed out again until `unquarantine` (an operator's decision).
+    A device that is still busy after its job (a leaked process, a stuck context) is quarantined: never
+    handed out again until `recheck` finds it clean (the worker probes between jobs) or an operator calls
+    `unquarantine`.
     """
 
     def __init__(
@@ -185,15 +189,25 @@ class DeviceInventory:
                 devices.setdefault(kind, []).extend(range(int(lo), int(hi or lo) + 1))
         return cls(devices)
 
+    def installed(self, kind: str) -> int:
+        """Devices of `kind` this worker has, quarantined ones included (they come back when clean)."""
+        return len(self._all.get(kind, ()))
+
     def total(self, kind: str) -> int:
         with self._lock:
             return len(self._all.get(kind, ())) - len(self.quarantined.get(kind, ()))
 
     def can_satisfy(self, resources: Resources) -> bool:
         """Could this worker ever run a job needing `resources` (ignoring what is busy right now)?"""
-        if resources.devices == 0:
+        if resources.devices == 0 or resources.cpu_fallback:
             return True
-        return any(self.total(k) >= resources.devices for k in resources.device_kinds if k != "cpu")
+        return any(self.total(k) >= resources.devices for k in resources.accelerator_kinds)
+
+    def kind_for(self, resources: Resources) -> str | None:
+        """The accelerator kind this worker runs `resources` on: the first accepted kind it has enough of
+        (busy or quarantined ones too: those come back); None = it has too few, so the job falls back to the
+        CPU or cannot run here."""
+        return next((k for k in resources.accelerator_kinds if self.installed(k) >= resources.devices), None)
 
     def acquire(self, kind: str, count: int) -> DeviceGrant | None:
         """Exactly `count` free devices of `kind`, or None if not that many are free now."""
@@ -207,15 +221,14 @@ class DeviceInventory:
             return DeviceGrant(kind=kind, ids=tuple(ids))
 
     def acquire_for(self, resources: Resources) -> DeviceGrant | None:
-        """The first device kind the exercise accepts that has enough free devices."""
+        """Devices of the kind this worker runs the exercise on (`kind_for`), None while they are busy; a
+        CPU grant where the worker has too few of the accepted kinds and the exercise falls back to CPU."""
         if resources.devices == 0:
             return DeviceGrant()
-        for kind in resources.device_kinds:
-            if kind != "cpu":
-                grant = self.acquire(kind, resources.devices)
-                if grant is not None:
-                    return grant
-        return None
+        kind = self.kind_for(resources)
+        if kind is None:
+            return DeviceGrant() if resources.cpu_fallback else None
+        return self.acquire(kind, resources.devices)
 
     def release(self, grant: DeviceGrant) -> list[int]:
         """Return `grant`'s devices; those still busy are quarantined and listed in the result."""
@@ -230,6 +243,18 @@ class DeviceInventory:
                     self._free[grant.kind].append(i)
             self._free[grant.kind].sort()
         return dirty
+
+    def recheck(self) -> dict[str, list[int]]:
+        """Probe every quarantined device again; those found clean go back to the pool (returned by kind).
+        The worker calls it between jobs, so a device left busy is out only until it is clean."""
+        with self._lock:
+            held = {kind: sorted(ids) for kind, ids in self.quarantined.items() if ids}
+        clean = {kind: [i for i in ids if not self._busy(kind, i)] for kind, ids in held.items()}
+        clean = {kind: ids for kind, ids in clean.items() if ids}
+        for kind, ids in clean.items():
+            for i in ids:
+                self.unquarantine(kind, i)
+        return clean
 
     def unquarantine(self, kind: str, device: int) -> None:
         with self._lock:

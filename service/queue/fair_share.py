@@ -31,6 +31,13 @@ def _learner_running():
     )
 
 
+def _device_fit(free_devices: int, installed_devices: int | None):
+    """A job whose devices are free now, or one that falls back to CPU ranks on a worker with too few."""
+    if installed_devices is None:
+        return Job.devices <= free_devices
+    return or_(Job.devices <= free_devices, and_(Job.cpu_fallback, Job.devices > installed_devices))
+
+
 def candidate(
     *,
     now: dt.datetime,
@@ -42,13 +49,14 @@ def candidate(
     skip_learners: set[str],
     postgres: bool,
     fits: Sequence[tuple[str, int, int]] | None = None,
+    installed_devices: int | None = None,
 ):
     """The SELECT of the one job to take next (id and learner): what this worker can run, its learners under
     the cap and not in `skip_learners`, fair-share order under policy "fair" (else priority, then age)."""
     stmt = select(Job.id, Job.learner).where(
         Job.status == JobStatus.QUEUED,
         Job.lane.in_(list(lanes)),
-        Job.devices <= free_devices,
+        _device_fit(free_devices, installed_devices),
         Job.world_size <= max_world_size,
         Job.available_at <= now,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db import Base, utcnow
@@ -31,6 +31,9 @@ class Job(Base):
     lane: Mapped[str] = mapped_column(String(10), default="short")
     priority: Mapped[int] = mapped_column(Integer, default=0)  # lower runs first; bulk regrades are 100
     devices: Mapped[int] = mapped_column(Integer, default=0)
+    # a device job that runs on CPU ranks on a worker with fewer than `devices` accelerators (the manifest's
+    # "cpu" fallback); a worker that has them waits for them instead
+    cpu_fallback: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     world_size: Mapped[int] = mapped_column(Integer, default=1)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer, default=3)
@@ -61,6 +64,7 @@ def job_row(
     max_attempts: int,
     now: dt.datetime,
     superseded_by: str | None = None,
+    cpu_fallback: bool = False,
 ) -> dict[str, Any]:
     """The columns of a new job (a dict: the intake inserts many with one executemany, `enqueue` makes a
     `Job` of it). `superseded_by`: a later attempt in the same intake batch replaced this submission before
@@ -73,6 +77,7 @@ def job_row(
         "lane": lane,
         "priority": priority,
         "devices": devices,
+        "cpu_fallback": cpu_fallback,
         "world_size": world_size,
         "max_attempts": max_attempts,
         "available_at": now,

@@ -53,6 +53,7 @@ class ClaimedJob:
     devices: int
     world_size: int
     queued_at: dt.datetime | None = None  # naive UTC: when the job last became claimable (its queued phase)
+    cpu_fallback: bool = False  # runs on CPU ranks where the worker has fewer than `devices` accelerators
 
 
 def enqueue(
@@ -65,6 +66,7 @@ def enqueue(
     world_size: int,
     max_attempts: int,
     learner: str | None = None,
+    cpu_fallback: bool = False,
 ) -> Job:
     """Add a job for a submission (its learner is looked up when not given: fair share is per learner)."""
     if learner is None:
@@ -79,6 +81,7 @@ def enqueue(
             world_size=world_size,
             max_attempts=max_attempts,
             now=utcnow(),
+            cpu_fallback=cpu_fallback,
         )
     )
     session.add(job)
@@ -97,9 +100,12 @@ def claim(
     policy: str = "fair",
     max_running_per_learner: int = 0,
     fits: Sequence[tuple[str, int, int]] | None = None,
+    installed_devices: int | None = None,
 ) -> ClaimedJob | None:
     """Atomically take the next job this worker can run, or None. `fits` (a cluster executor's
     (lane, devices, world_size) shapes that can start now) narrows the choice to those shapes.
+    `installed_devices` (a local worker's largest group of one kind): a job that falls back to the CPU and
+    needs more devices than that is one this worker runs on CPU ranks, whatever `free_devices` says.
 
     SQLite: the whole transaction holds the single writer lock (BEGIN IMMEDIATE), so choosing and taking
     are one step. PostgreSQL: the chosen row is locked FOR UPDATE SKIP LOCKED, so concurrent workers never
@@ -121,6 +127,7 @@ def claim(
                 skip_learners=skip,
                 postgres=postgres,
                 fits=fits,
+                installed_devices=installed_devices,
             )
         ).first()
         if picked is None:
@@ -144,7 +151,16 @@ def claim(
             lease_expires_at=now + dt.timedelta(seconds=lease_s),
             claimed_at=now,
         )
-        .returning(Job.id, Job.submission_id, Job.attempts, Job.lane, Job.devices, Job.world_size, Job.available_at)
+        .returning(
+            Job.id,
+            Job.submission_id,
+            Job.attempts,
+            Job.lane,
+            Job.devices,
+            Job.world_size,
+            Job.available_at,
+            Job.cpu_fallback,
+        )
         .execution_options(synchronize_session=False)
     ).first()
     if row is None:
@@ -167,6 +183,7 @@ def claim(
         devices=row.devices,
         world_size=row.world_size,
         queued_at=row.available_at,
+        cpu_fallback=bool(row.cpu_fallback),
     )
 
 

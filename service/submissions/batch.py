@@ -279,6 +279,7 @@ def _row(item: Upload, *, attempt: int, now: dt.datetime) -> dict:
         # not columns of submissions: the job's
         "_lane": manifest.lane,
         "_devices": manifest.resources.devices,
+        "_cpu_fallback": manifest.resources.cpu_fallback,
         "_world_size": manifest.resources.world_size,
         "_issuer": item.user.issuer,  # who may be sent "submission received" (received.py)
     }
@@ -356,6 +357,7 @@ def _insert_rows(session: Session, rows: list[dict], outbox: list[dict], *, sett
             max_attempts=settings.max_attempts,
             now=now,
             superseded_by=r["superseded_by"],  # set only when a later row of this batch superseded it
+            cpu_fallback=r["_cpu_fallback"],
         )
         for r in rows
     ]

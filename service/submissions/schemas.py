@@ -82,6 +82,9 @@ class SubmissionPublic(BaseModel):
     checks: list[CheckPublic]
     limits_hit: list[str] = []
     sandbox: str = ""
+    device: str = Field("", description="device kind the grading ran on: npu, cuda, or cpu (ranks on the CPU)")
+    device_count: int = Field(0, description="accelerators the grading was given (0 on the CPU)")
+    dtype: str | None = Field(None, description="a training run's parameter dtype, as its run.json says")
     grading_s: float | None
     created_at: Timestamp
     submitted_at: Timestamp | None = Field(

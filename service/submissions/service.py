@@ -68,6 +68,9 @@ def to_public(
         checks=[CheckPublic(**c) for c in result.get("checks", [])],
         limits_hit=result.get("limits_hit", []),
         sandbox=result.get("sandbox", ""),
+        device=str(result.get("device", "")),
+        device_count=count if isinstance(count := result.get("device_count"), int) else 0,
+        dtype=result.get("dtype") if isinstance(result.get("dtype"), str) else None,
         grading_s=sub.grading_s,
         created_at=sub.created_at,
         submitted_at=sub.created_at,
@@ -123,9 +126,10 @@ def choose_course(user: Principal, requested: str | None) -> str:
 
 
 def check_capacity(*, exercise: Exercise, max_devices: Callable[[], int], max_world_size: int) -> None:
-    """Reject at intake a job no worker could ever run (`max_devices` is only asked when devices are needed)."""
+    """Reject at intake a job no worker could ever run (`max_devices` is only asked when devices are needed;
+    a job that falls back to CPU ranks runs on any worker)."""
     res = exercise.manifest.resources
-    if res.devices and res.devices > (offered := max_devices()):
+    if res.devices and not res.cpu_fallback and res.devices > (offered := max_devices()):
         raise Unsatisfiable(
             error(
                 "devices_unavailable",
@@ -303,6 +307,7 @@ def regrade(
             devices=manifest.resources.devices,
             world_size=manifest.resources.world_size,
             max_attempts=max_attempts,
+            cpu_fallback=manifest.resources.cpu_fallback,
         )
         queued.append(sub.id)
     session.commit()

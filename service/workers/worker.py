@@ -127,6 +127,8 @@ class Worker:
             self._renew()
         self._store_held()
         self._reap()
+        if clean := self.devices.recheck_quarantined():
+            log.warning("worker %s: devices %s are clean again and rejoin the pool", self.id, clean)
         claimed = self._fill_slots()
         # idle: a wake-up ends the wait; the heartbeat bound keeps lease reaping on time whatever poll_s
         self._collect(timeout=0 if claimed else min(self.settings.poll_s, self.settings.heartbeat_s))
@@ -223,6 +225,7 @@ class Worker:
                     lanes=lanes,
                     free_devices=free,
                     fits=fits,
+                    installed_devices=None if fits is not None else self.devices.installed,
                     max_world_size=self.settings.worker_max_world_size,
                     lease_s=self.settings.lease_s,
                     policy=self.settings.queue_policy,
@@ -241,7 +244,7 @@ class Worker:
         grant = DeviceGrant()
         try:
             if not self.executor.grants_devices:
-                grant = self.devices.acquire(job.devices)
+                grant = self.devices.acquire(job.devices, cpu_fallback=job.cpu_fallback)
             ticket = GradingTicket(
                 job_id=job.job_id,
                 submission_id=job.submission_id,

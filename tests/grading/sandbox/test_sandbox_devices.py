@@ -59,14 +59,58 @@ def test_busy_device_is_quarantined_until_an_operator_clears_it():
     assert inv.acquire("cuda", 1).ids == (1,)
 
 
+def test_a_quarantined_device_comes_back_once_a_recheck_finds_it_clean():
+    busy = FakeBusy()
+    inv = DeviceInventory({"npu": [0, 1, 2]}, busy_check=busy, label="fake")
+    g = inv.acquire("npu", 3)
+    busy.held |= {("npu", 0), ("npu", 2)}
+    assert inv.release(g) == [0, 2] and inv.total("npu") == 1
+    busy.held.discard(("npu", 2))  # the leaked process on device 2 ended
+    assert inv.recheck() == {"npu": [2]}
+    assert inv.quarantined == {"npu": {0}} and inv.total("npu") == 2
+    assert inv.acquire("npu", 2).ids == (1, 2)
+    assert inv.recheck() == {}  # device 0 is still held: it stays out
+
+
 def test_can_satisfy_and_acquire_for_follow_the_exercise():
     inv = DeviceInventory({"npu": [0, 1]}, busy_check=FakeBusy(), label="fake")
     assert inv.can_satisfy(Resources(devices=0))
     assert inv.can_satisfy(Resources(devices=2, device_kinds=("npu",)))
-    assert not inv.can_satisfy(Resources(devices=4))
+    assert not inv.can_satisfy(Resources(devices=4, device_kinds=("npu", "cuda")))
     assert not inv.can_satisfy(Resources(devices=1, device_kinds=("cuda",)))
     assert inv.acquire_for(Resources(devices=1, device_kinds=("cuda", "npu"))) == DeviceGrant(kind="npu", ids=(0,))
     assert inv.acquire_for(Resources(devices=0)) == DeviceGrant()
+
+
+def test_a_fallback_job_runs_on_the_cpu_only_where_the_worker_has_too_few_devices():
+    """2 NPUs, else 2 GPUs, else 2 CPU ranks: the first kind the worker has wins; busy devices are waited
+    for (None), quarantined ones too (they come back when clean), never swapped for the CPU."""
+    fallback = Resources(world_size=2, devices=2, device_kinds=("npu", "cuda", "cpu"))
+    assert fallback.cpu_fallback and not Resources(devices=2, device_kinds=("npu",)).cpu_fallback
+    cpu_only = DeviceInventory({}, busy_check=FakeBusy(), label="fake")
+    assert cpu_only.can_satisfy(fallback) and cpu_only.acquire_for(fallback) == DeviceGrant()
+    one_npu = DeviceInventory({"npu": [0]}, busy_check=FakeBusy(), label="fake")
+    assert one_npu.kind_for(fallback) is None and one_npu.acquire_for(fallback) == DeviceGrant()
+    both = DeviceInventory({"npu": [0, 1], "cuda": [0, 1]}, busy_check=FakeBusy(), label="fake")
+    assert both.acquire_for(fallback) == DeviceGrant(kind="npu", ids=(0, 1))
+    assert both.acquire_for(fallback) is None  # the NPUs are busy: wait for them, not the GPUs nor the CPU
+    busy = FakeBusy()
+    gpus = DeviceInventory({"cuda": [0, 1]}, busy_check=busy, label="fake")
+    grant = gpus.acquire_for(fallback)
+    busy.held.add(("cuda", 1))
+    gpus.release(grant)
+    assert gpus.total("cuda") == 1 and gpus.kind_for(fallback) == "cuda" and gpus.acquire_for(fallback) is None
+
+
+@pytest.mark.parametrize(
+    ("kinds", "problem"),
+    [(("cpu", "npu"), "comes last"), (("cpu",), "names no accelerator"), (("npu", "npu"), "names a kind twice")],
+)
+def test_a_manifest_with_a_misplaced_fallback_is_refused(kinds, problem):
+    with pytest.raises(ValueError, match=problem):
+        Resources(devices=2, device_kinds=kinds)
+    with pytest.raises(ValueError):
+        Resources(devices=2, device_kinds=("tpu",))
 
 
 def test_spec_parsing_names_the_fix_for_typos():
@@ -78,8 +122,12 @@ def test_spec_parsing_names_the_fix_for_typos():
 
 
 def test_sandbox_sees_only_granted_devices():
-    assert device_env(DeviceGrant()) == {"CUDA_VISIBLE_DEVICES": "", "ASCEND_RT_VISIBLE_DEVICES": ""}
-    assert device_env(DeviceGrant(kind="npu", ids=(2, 3))) == {"ASCEND_RT_VISIBLE_DEVICES": "2,3"}
+    cpu = {"CUDA_VISIBLE_DEVICES": "", "ASCEND_RT_VISIBLE_DEVICES": "", "TITANGRADE_DEVICE": "cpu"}
+    assert device_env(DeviceGrant()) == cpu
+    assert device_env(DeviceGrant(kind="npu", ids=(2, 3))) == {
+        "ASCEND_RT_VISIBLE_DEVICES": "2,3",
+        "TITANGRADE_DEVICE": "npu",  # the course runtime trains on what was granted, or fails saying so
+    }
     assert device_env(DeviceGrant(kind="cuda", ids=(1,)))["CUDA_VISIBLE_DEVICES"] == "1"
     assert device_nodes(DeviceGrant()) == []
     assert device_nodes(DeviceGrant(kind="cuda", ids=(0,))) == []  # no /dev/nvidia* on this host
@@ -93,8 +141,9 @@ def test_bwrap_command_binds_granted_nodes_and_drops_address_limit(tmp_path, mon
     monkeypatch.setattr(devices.os.path, "exists", lambda p: p.startswith("/dev/davinci") or p.startswith("/dev/devmm")
                         or p.startswith("/dev/hisi") or __import__("os").access(p, 0))
     sandbox = BwrapSandbox.__new__(BwrapSandbox)
-    from grading.sandbox.bwrap import BwrapConfig
     import pwd
+
+    from grading.sandbox.bwrap import BwrapConfig
 
     sandbox.config = BwrapConfig()
     argv = sandbox.bwrap_argv(KernelRequest(devices=DeviceGrant(kind="npu", ids=(3,))), pwd.getpwnam("root"), tmp_path)

@@ -68,6 +68,15 @@ class Settings(BaseSettings):
     ray_node_cooldown_s: float = Field(
         30.0, ge=0, description="a node that lost a job (died, crashed) gets no new job for this long"
     )
+    ray_device_hold_s: float = Field(
+        30.0,
+        ge=0,
+        description="a Ray task whose devices are still busy after its job holds them this long "
+        "waiting for them to come clean, so Ray cannot hand them out (service/workers/ray_hygiene.py)",
+    )
+    ray_device_probe_s: float = Field(
+        15.0, gt=0, description="devices withheld on a Ray node as dirty are probed again this often"
+    )
     grading_engine: Literal["notebook", "standin-hold"] = Field(
         "notebook",
         description="what runs a claimed job: the grading engine, or (benchmarks only, refused in prod mode) a "

@@ -8,7 +8,8 @@ more than one device) gets a one-bundle STRICT_PACK placement group on that node
 inside one sandbox (learner code never joins the Ray cluster), so one bundle holds all of them.
 
 The devices Ray assigns to the task (`NPU` ids -> ASCEND_RT_VISIBLE_DEVICES, `GPU` ids ->
-CUDA_VISIBLE_DEVICES) become the sandbox's DeviceGrant on that node. Verified on a `ray.cluster_utils`
+CUDA_VISIBLE_DEVICES) become the sandbox's DeviceGrant on that node; a device a job leaves busy is held,
+then withheld from placement until a probe finds it clean (ray_hygiene.py). Verified on a `ray.cluster_utils`
 test cluster with fake NPU counts only; real NPU/GPU nodes are NOT tested (docs/cluster.md).
 """
 
@@ -43,6 +44,7 @@ from service.workers.placement import (
     placeable_shapes,
     shape_demands,
 )
+from service.workers.ray_hygiene import DirtyDevices, NodeOutcome, busy_ids, hold_until_clean, probe_on_node
 
 log = logging.getLogger("titangrade.ray")
 
@@ -59,16 +61,16 @@ class NodeConfig:
     prewarm_keys: int = 4
     sandbox_options: tuple[tuple[str, object], ...] = ()  # cgroups etc., as resolved where the worker started
     engine: tuple[str, tuple[tuple[str, float], ...]] = ("notebook", ())  # engines.engine_spec
+    device_hold_s: float = 30.0  # settings.ray_device_hold_s
 
 
 # ---- executing side (runs in a Ray worker process on the chosen node) ------------------------------
 
 
-def grade_on_node(ticket: GradingTicket, config: NodeConfig) -> ExecutionResult:
-    """Grade one ticket on this node with the devices Ray assigned to this task."""
+def grade_on_node(ticket: GradingTicket, config: NodeConfig) -> NodeOutcome:
+    """Grade one ticket on this node with the devices Ray assigned to this task; name those left busy."""
     import ray
 
-    from grading.sandbox.devices import host_busy_check
     from service.db import transaction
     from service.submissions import events
     from service.workers import executor
@@ -87,11 +89,14 @@ def grade_on_node(ticket: GradingTicket, config: NodeConfig) -> ExecutionResult:
             )
     except Exception:
         pass
+    if held := busy_ids(kind, devices):  # Ray gave us a device another process holds: nothing starts
+        reason = f"{kind} device(s) {held} on node {ctx.get_node_id()[:12]} are held by another process"
+        return NodeOutcome(outcome=NotStarted(reason), kind=kind, dirty=tuple(held))
     outcome = executor.grade_ticket(replace(ticket, device_kind=kind, device_ids=devices))
-    busy = [i for i in devices if host_busy_check(kind, i)]
-    if busy:  # no quarantine on Ray yet (docs/cluster.md): say it loudly on the node
-        log.error("job %s left %s devices %s busy on node %s", ticket.job_id, kind, busy, ctx.get_node_id())
-    return outcome
+    dirty = hold_until_clean(kind, devices, hold_s=config.device_hold_s)  # Ray gets them back clean, or named
+    if dirty:
+        log.error("job %s left %s devices %s busy on node %s", ticket.job_id, kind, dirty, ctx.get_node_id())
+    return NodeOutcome(outcome=outcome, kind=kind, dirty=tuple(dirty))
 
 
 def _init_node(config: NodeConfig) -> None:
@@ -178,8 +183,11 @@ class RayExecutor(Executor):
             prewarm_keys=settings.prewarm_keys(),
             sandbox_options=tuple(sorted(settings.sandbox_options().items())),
             engine=engine_spec(settings),
+            device_hold_s=settings.ray_device_hold_s,
         )
         self._remote = ray.remote(max_retries=0)(grade_on_node)  # the DB queue retries, not Ray
+        self._probe = ray.remote(num_cpus=0, max_retries=0)(probe_on_node)
+        self._dirty = DirtyDevices(probe_s=settings.ray_device_probe_s)
         self._running: dict[int, _Running] = {}
         self._suspect: dict[str, float] = {}  # node id -> until when no job is placed there
         self._lock = threading.Lock()
@@ -196,6 +204,9 @@ class RayExecutor(Executor):
             self._suspect = {n: t for n, t in self._suspect.items() if t > now}
             excluded = set(self._suspect)
         totals = {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
+        withheld = self._dirty.withheld()
+        for gone in set(withheld) - set(totals):
+            self._dirty.forget(gone)
         try:  # Ray has no public per-node availability yet; without it, totals minus our ledger decide
             from ray._private.state import state
 
@@ -206,9 +217,10 @@ class RayExecutor(Executor):
             held: dict[str, list] = {}
             for r in self._running.values():
                 held.setdefault(r.node_id, []).append((r.demand, r.kind))
-        return node_views(totals, available, held, excluded=excluded)
+        return node_views(totals, available, held, excluded=excluded, withheld=withheld)
 
     def placeable(self) -> list[Shape]:
+        self._probe_dirty()
         return placeable_shapes(
             self._nodes(), self.demands, reserve=self._reserve, reserve_count=self._settings.short_reserved_slots
         )
@@ -262,6 +274,25 @@ class RayExecutor(Executor):
         ref.future().add_done_callback(finished)
         return future
 
+    def _probe_dirty(self) -> None:
+        """Start the due probes of withheld devices (pinned to their node, no CPU reserved)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        for node_id, kind, ids in self._dirty.due():
+            try:
+                strategy = NodeAffinitySchedulingStrategy(node_id, soft=False)
+                ref = self._probe.options(scheduling_strategy=strategy).remote(kind, ids)
+            except Exception:
+                self._dirty.probed(node_id, kind, ids, None)
+                continue
+
+            def probed(f: cf.Future, node_id=node_id, kind=kind, ids=ids) -> None:  # Ray's IO thread: no Ray calls
+                still = f.result() if f.exception() is None else None
+                if clean := self._dirty.probed(node_id, kind, ids, still):
+                    log.warning("%s devices %s on node %s are clean again", kind, clean, node_id[:12])
+
+            ref.future().add_done_callback(probed)
+
     @staticmethod
     def _task_options(demand: Demand, kind: str) -> dict:
         options: dict = {"num_cpus": demand.cpus, "max_retries": 0}
@@ -295,6 +326,10 @@ class RayExecutor(Executor):
                 remove_placement_group(running.pg)
         try:
             outcome = ray_future.result()
+            if isinstance(outcome, NodeOutcome):
+                if outcome.dirty and running is not None:  # withheld from placement until a probe finds them clean
+                    self._dirty.add(running.node_id, outcome.kind, outcome.dirty)
+                outcome = outcome.outcome
         except Exception as exc:
             if running is not None:  # a node that lost a job gets no new one for a while
                 self._cool_down(running.node_id, self._settings.ray_node_cooldown_s)

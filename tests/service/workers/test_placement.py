@@ -3,6 +3,8 @@ and how a shape's demand comes from the exercises that have it (no Ray needed)."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from grading.exercise import Catalogue
@@ -59,7 +61,7 @@ def test_node_views_subtract_our_jobs_and_respect_what_ray_reports_free():
 def test_shape_demands_come_from_the_catalogue(svc):
     catalogue = Catalogue(svc.catalogue_dir / "exercises", svc.catalogue_dir / "reference")
     demands = shape_demands((e.manifest for e in catalogue), cpus_per_rank=0.5)
-    assert demands[("short", 0, 1)] == Demand(cpus=0.5, memory_mb=2048, devices=0, kinds=("cuda", "npu"))
+    assert demands[("short", 0, 1)] == Demand(cpus=0.5, memory_mb=2048, devices=0, kinds=("npu", "cuda"))
     assert demands[("long", 0, 1)].memory_mb == 2048
     assert demands[("short", 64, 1)].devices == 64
 
@@ -69,10 +71,57 @@ def test_the_course_catalogue_has_a_demand_for_every_exercise():
     if not list(catalogue):
         pytest.skip("no course exercises")
     demands = shape_demands((e.manifest for e in catalogue), cpus_per_rank=1.0)
-    training = demands[("long", 0, 2)]  # the 2-rank training exercises
+    two_ranks = [e.manifest for e in catalogue if e.manifest.resources.world_size == 2]
+    training = demands[("long", 0, 2)]  # the 2-rank gloo exercises
     assert training.cpus == 2.0 and training.memory_mb == max(
-        e.manifest.limits.memory_mb for e in catalogue if e.manifest.resources.world_size == 2
+        m.limits.memory_mb for m in two_ranks if m.resources.devices == 0
     )
+    on_devices = demands[("long", 2, 2)]  # the 3-step run: 2 NPUs, else 2 GPUs, else 2 CPU ranks
+    assert (on_devices.devices, on_devices.kinds, on_devices.cpu_fallback) == (2, ("npu", "cuda"), True)
+
+
+def _installed(node_id, *, npu=0, free_npu=None, cpus=4.0):
+    free = npu if free_npu is None else free_npu
+    return NodeView(
+        node_id=node_id, cpus=cpus, memory_mb=8192, accelerators={"npu": free, "cuda": 0}, installed={"npu": npu}
+    )
+
+
+FALLBACK_JOB = Demand(cpus=2, memory_mb=2048, devices=2, kinds=("npu", "cuda"), cpu_fallback=True)
+
+
+def test_a_fallback_job_takes_devices_where_a_node_has_them_else_cpu_ranks():
+    assert choose_node([_installed("npu", npu=2), _installed("cpu")], FALLBACK_JOB) == ("npu", "npu")
+    assert choose_node([_installed("cpu")], FALLBACK_JOB) == ("cpu", "cpu")
+    assert choose_node([_installed("one", npu=1)], FALLBACK_JOB) == ("one", "cpu")  # too few to use
+    # the node has 2 NPUs but both are busy: the job waits for them rather than running on that node's CPU
+    assert choose_node([_installed("busy", npu=2, free_npu=0)], FALLBACK_JOB) is None
+    assert choose_node([_installed("busy", npu=2, free_npu=0)], replace(FALLBACK_JOB, cpu_fallback=False)) is None
+    # a CPU-only node takes it while the busy NPU node is full
+    pair = [_installed("busy", npu=2, free_npu=0), _installed("cpu")]
+    assert choose_node(pair, FALLBACK_JOB) == ("cpu", "cpu")
+    after = pair[1].minus(FALLBACK_JOB, "cpu")
+    assert after.cpus == 2.0 and after.accelerators == pair[1].accelerators  # a CPU fallback takes no device
+
+
+def test_a_shape_falls_back_only_if_every_exercise_of_it_does(svc):
+    catalogue = Catalogue()
+    training = catalogue.get("ch07.three_step_training").manifest
+    strict = training.model_copy(
+        update={"resources": training.resources.model_copy(update={"device_kinds": ("npu",)})}
+    )
+    assert shape_demands([training], cpus_per_rank=1.0)[("long", 2, 2)].cpu_fallback
+    assert not shape_demands([training, strict], cpus_per_rank=1.0)[("long", 2, 2)].cpu_fallback
+    assert not shape_demands([strict, training], cpus_per_rank=1.0)[("long", 2, 2)].cpu_fallback
+
+
+def test_withheld_devices_are_not_free_but_still_installed():
+    """Devices a job left dirty (ray_hygiene.py) are off the node's free count: no fallback to its CPU."""
+    gib = 2**30
+    totals = {"n1": {"CPU": 4.0, "memory": 8 * gib, "NPU": 2.0}}
+    (view,) = node_views(totals, None, {}, withheld={"n1": {"npu": 1}})
+    assert view.accelerators["npu"] == 1 and view.installed["npu"] == 2
+    assert view.fits(FALLBACK_JOB) is None
 
 
 def test_settings_and_cli_select_the_ray_executor():

@@ -1,7 +1,8 @@
 """The Ray executor on a real Ray test cluster on this machine (`ray.cluster_utils.Cluster`): a head with no
 CPUs, a CPU node and a node with 2 NPUs. The NPU count is a FAKE inventory (a custom resource on a node with
-no NPU hardware; Ray still assigns ids and sets ASCEND_RT_VISIBLE_DEVICES). Real kernels, real database.
-One cluster per module (it takes ~8 s to start on 2 cores); torn down at the end."""
+no NPU hardware; Ray still assigns ids and sets ASCEND_RT_VISIBLE_DEVICES), and a FAKE `npu-smi` on the
+nodes' PATH reports the devices listed in a flag file as held (the real parser reads its table). Real
+kernels, real database. One cluster per module (it takes ~8 s to start on 2 cores); torn down at the end."""
 
 from __future__ import annotations
 
@@ -114,6 +115,23 @@ def catalogue_dir(svc, tmp_path_factory) -> Path:
     return root
 
 
+def _fake_npu_smi(tmp: Path) -> Path:
+    """A FAKE `npu-smi info` in CANN's table format: the ids in <tmp>/npu-busy have a process on them."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "npu-smi"
+    tool.write_text(
+        "#!/bin/sh\n"
+        "echo '| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |'\n"
+        f"[ -f {tmp}/npu-busy ] && for i in $(cat {tmp}/npu-busy); do\n"
+        "  echo \"| $i       0                 | 4242          | python                   | 3100  |\"\n"
+        "done\n"
+        "exit 0\n"
+    )
+    tool.chmod(0o755)
+    return bin_dir
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """Head (0 CPUs: the driver only), node `cpu` (2 CPUs) and node `npu` (2 CPUs, NPU: 2, fake)."""
@@ -122,6 +140,8 @@ def cluster():
     tmp = tempfile.mkdtemp(prefix="tgray", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
     old = os.environ.get("RAY_TMPDIR")
     os.environ["RAY_TMPDIR"] = tmp  # Ray writes its "current cluster" file there, not in a shared /tmp/ray
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = f"{_fake_npu_smi(Path(tmp))}:{old_path}"  # the nodes inherit it
     small = {"object_store_memory": 80 * 2**20, "memory": 4 * 2**30}
     c = Cluster(
         initialize_head=True,
@@ -141,6 +161,7 @@ def cluster():
         yield c
     finally:
         c.shutdown()
+        os.environ["PATH"] = old_path
         if old is None:
             os.environ.pop("RAY_TMPDIR", None)
         else:
@@ -396,3 +417,47 @@ def test_worker_killed_with_a_job_on_ray_is_graded_once_after_the_lease(
         )
         assert s.scalar(select(func.count()).select_from(OutboxEvent)) == 1
     assert len(_placed(sessions, sub.id)) == 2
+
+
+@_sqlite_only()
+def test_a_device_left_busy_is_withheld_until_clean(cluster, catalogue_dir, db_url, sessions, svc, add_submission):
+    """The first 2-NPU job leaves a process on NPU 1 (the fake npu-smi says so). Ray would hand NPU 1 to the
+    next task at once; the executor withholds it, so the second 2-NPU job waits in the queue, never placed,
+    until a probe finds NPU 1 clean, and is then graded on its first attempt."""
+    import threading
+
+    flag = Path(cluster.tmp) / "npu-busy"
+    with transaction(sessions) as s:
+        first = _add(s, add_submission, svc, catalogue_dir, "ch05.svc_npu", slow_s=3)
+        second = _add(s, add_submission, svc, catalogue_dir, "ch05.svc_npu")
+    settings = _settings(svc, db_url, catalogue_dir, cluster, ray_device_hold_s=0.5, ray_device_probe_s=0.3)
+    worker = build_worker(settings, sessions=sessions)
+    thread = threading.Thread(target=worker.run, kwargs={"burst": True}, daemon=True)
+    thread.start()
+
+    def status(sub_id):
+        with sessions() as s:
+            return s.get(Submission, sub_id).status
+
+    try:
+        deadline = time.monotonic() + 60
+        while not _placed(sessions, first.id):
+            assert time.monotonic() < deadline, "the first job was never placed"
+            time.sleep(0.1)
+        flag.write_text("1\n")  # a process the first job started outlives it on NPU 1
+        while status(first.id) != "graded":
+            assert time.monotonic() < deadline, "the first job was never graded"
+            time.sleep(0.1)
+        time.sleep(2.0)  # several probes find NPU 1 still held
+        assert _placed(sessions, second.id) == [] and status(second.id) == "queued"
+        flag.unlink()
+        thread.join(60)
+        assert not thread.is_alive()
+    finally:
+        worker.stop.set()
+        thread.join(20)
+        flag.unlink(missing_ok=True)
+    with sessions() as s:
+        job = s.scalar(select(Job).where(Job.submission_id == second.id))
+        assert (s.get(Submission, second.id).status, job.attempts) == ("graded", 1)
+    assert [p["device_ids"] for p in _placed(sessions, second.id)] == [[0, 1]]

@@ -1,9 +1,12 @@
-"""Recorded reference bands: reference/traces/<profile>/band.json, one per profile, each stating the device
-kind and dtype it was recorded on (scripts/record_reference_traces.py writes them; docs/lab-training.md).
+"""Recorded reference bands, one per training profile, device kind and dtype, each stating the device it was
+recorded on (scripts/record_reference_traces.py writes them; docs/lab-training.md):
 
-A metric_trace check's `recorded_band` part asks for the band of the device the learner's run used: the
-band whose device kind and dtype equal run.json's `device` and `dtype`. None found means the part cannot
-be graded on this run (never a CPU band standing in for a GPU run).
+    reference/traces/<profile>/band.json                 recorded on the CPU
+    reference/traces/<profile>/<kind>-<dtype>/band.json  recorded on that accelerator (e.g. cuda-float32)
+
+A metric_trace check's `recorded_band` part asks for the band of the run's own profile on the device the
+run used (run.json's `profile`, `device` and `dtype`). None found means the part cannot be graded on this
+run (never a CPU band standing in for a GPU run, nor another profile's band).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def load_bands(traces: Path) -> list[Band]:
     """Every band.json under `traces` (one folder per profile). A band that does not state its device is a
     broken reference: the grader's fault, never the learner's."""
     bands = []
-    for path in sorted(traces.glob("*/band.json")):
+    for path in sorted([*traces.glob("*/band.json"), *traces.glob("*/*/band.json")]):
         doc = json.loads(path.read_text(encoding="utf-8"))
         device = doc.get("device") if isinstance(doc, dict) else None
         if doc.get("format") != BAND_FORMAT or not isinstance(device, dict):
@@ -56,25 +59,31 @@ def load_bands(traces: Path) -> list[Band]:
         kind, dtype = device.get("kind"), device.get("dtype")
         if not isinstance(kind, str) or not isinstance(dtype, str):
             raise GraderFault(f"{path} does not state the device kind and dtype it was recorded on", retryable=False)
-        profile = str(doc.get("profile", path.parent.name))
+        profile = str(doc.get("profile", path.parent.name if kind == "cpu" else path.parent.parent.name))
         bands.append(Band(profile=profile, kind=kind, dtype=dtype, path=path, doc=doc))
     return bands
 
 
-def pick_band(
-    bands: list[Band], *, kind: str | None, dtype: str | None, profile: Any, profiles: list[str] | None
-) -> Band | None:
-    """The band recorded on this device kind and dtype (among `profiles` if given); the run's own profile
-    wins a tie. None: no band for this device. Two candidates left: an ambiguous reference (GraderFault)."""
-    if kind is None or dtype is None:
+def band_folder(profile: str, kind: str, dtype: str) -> str:
+    """Where the band of `profile` on `kind`/`dtype` lives, relative to reference/traces."""
+    return profile if kind == "cpu" else f"{profile}/{kind}-{dtype}"
+
+
+def pick_band(bands: list[Band], *, profile: str | None, kind: str | None, dtype: str | None) -> Band | None:
+    """The band of `profile` recorded on this device kind and dtype; None: none recorded for it. Two
+    found: an ambiguous reference (GraderFault)."""
+    if profile is None or kind is None or dtype is None:
         return None
-    found = [b for b in bands if b.kind == kind and b.dtype == dtype and (profiles is None or b.profile in profiles)]
+    found = [b for b in bands if (b.profile, b.kind, b.dtype) == (profile, kind, dtype)]
     if len(found) > 1:
-        found = [b for b in found if b.profile == profile] or found
-    if len(found) > 1:
-        names = ", ".join(b.profile for b in found)
-        raise GraderFault(f"several reference bands for {kind}/{dtype} ({names}); name profiles", retryable=False)
+        names = ", ".join(str(b.path) for b in found)
+        raise GraderFault(f"several reference bands for {profile} on {kind}/{dtype} ({names})", retryable=False)
     return found[0] if found else None
+
+
+def recorded_dtypes(bands: list[Band], *, profile: str | None, kind: str | None) -> list[str]:
+    """The dtypes a band of `profile` on `kind` was recorded in."""
+    return sorted({b.dtype for b in bands if b.profile == profile and b.kind == kind})
 
 
 def band_spec(band: Band, metrics: list[str]) -> dict[str, dict[str, list[float]]]:

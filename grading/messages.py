@@ -249,10 +249,26 @@ ENGINE = Catalogue(
             en="{metric} leaves the accepted band at steps {steps}", zh="{metric} 在第 {steps} 步超出允许范围"
         ),
         "band_not_recorded": Message(
-            en="No reference band is recorded for runs on {device} with {dtype}, so the band comparison is "
+            en="No reference band is recorded for {profile} runs on {device} with {dtype}, so the band comparison is "
             "not graded on this run and its points are not counted (the other checks' share stands in).",
-            zh="尚未记录 {device}（{dtype}）上运行的参考范围，因此本次运行不评判范围比较，"
+            zh="尚未记录 {profile} 在 {device}（{dtype}）上运行的参考范围，因此本次运行不评判范围比较，"
             "该部分分数不计入（按其余检查的得分率折算）。",
+        ),
+        "band_wrong_profile": Message(
+            en="run.json names profile {profile}, but this exercise's band is recorded for {expected}",
+            zh="run.json 写的配置是 {profile}，但本练习的参考范围只为 {expected} 记录",
+        ),
+        "band_wrong_device": Message(
+            en="run.json says the run used {device}, but this grading was given {granted}",
+            zh="run.json 说运行使用了 {device}，但本次评分分配的是 {granted}",
+        ),
+        "band_device_unstated": Message(
+            en="run.json does not say the device and dtype the run used (the course runtime writes both)",
+            zh="run.json 没有写明运行使用的设备与 dtype（课程运行时会写出这两项）",
+        ),
+        "band_wrong_dtype": Message(
+            en="run.json says the run used {dtype} on {device}; the band for {device} is recorded in {recorded}",
+            zh="run.json 说运行在 {device} 上使用 {dtype}；{device} 的参考范围按 {recorded} 记录",
         ),
         "trace_not_monotone": Message(
             en="{metric} is not {direction} (steps {steps})", zh="{metric} 不满足 {direction}（第 {steps} 步）"

@@ -225,14 +225,14 @@ def _grade(
     graded_outputs.attach(execution.cells, execution.outputs, marker=marker)
     emit(Checks())
     with observer.phase(CHECKS):
-        checks = score_checks(exercise, execution, lang=lang, reference=reference, plan=plan)
+        checks = score_checks(exercise, execution, lang=lang, reference=reference, plan=plan, device=devices.kind)
     if manifest.own or manifest.policy.forbid:  # the work must be the learner's own (grading/provenance.py)
         sources = [c.source for c in nb.cells if c.cell_type == "code"]
         # the kernel answered but the reporter did not (sabotaged or killed): {} makes `own` unverified
         payload = execution.payloads.get(provenance.LABEL, {}) if "answers" in execution.payloads else None
         checks = provenance.enforce(exercise, checks, provenance.judge(manifest, payload, sources, lang=lang))
     status, message = decide_status(execution, checks, lang=lang)
-    trace, profile = training_trace(exercise, execution.payloads)
+    trace, profile, dtype = training_trace(exercise, execution.payloads)
     return GradeResult(
         exercise_id=exercise.id,
         status=status,
@@ -244,6 +244,8 @@ def _grade(
         limits_hit=execution.limits_hit + ([CALL_TIME_LIMIT] if _a_call_timed_out(execution.payloads) else []),
         sandbox=execution.sandbox_mode,
         device=devices.kind,
+        device_count=len(devices.ids),
+        dtype=dtype,
         trace=trace,
         profile=profile,
     )

@@ -117,7 +117,9 @@ class GradeResult:
     cells: list[CellReport] = field(default_factory=list)
     limits_hit: list[str] = field(default_factory=list)  # e.g. "time limit", "memory limit", "output limit"
     sandbox: str = ""  # sandbox mode that ran the kernel, e.g. "bwrap" or "unsafe-local"
-    device: str = "cpu"
+    device: str = "cpu"  # the device kind the job was granted: "npu", "cuda", or "cpu" (ranks on the CPU)
+    device_count: int = 0  # accelerators granted (0 on the CPU)
+    dtype: str | None = None  # the training run's parameter dtype, as its run.json says
     duration_s: float = 0.0
     engine_version: str = ENGINE_VERSION
     trace: list[dict[str, Any]] = field(default_factory=list)  # a training run's metrics per step (plots)
@@ -137,6 +139,7 @@ class GradeResult:
                 cell.outputs = clean_value(cell.outputs)
         self.trace = clean_value(self.trace)
         self.profile = clean_text(self.profile) if self.profile is not None else None
+        self.dtype = clean_text(self.dtype) if self.dtype is not None else None
 
     def scrub(self, needles: tuple[str, ...] | list[str], replacement: str, *, public: str = "") -> None:
         """Remove every needle, and every fragment of one that is SCRUB_FRAGMENT characters or longer and
@@ -170,6 +173,8 @@ class GradeResult:
             "limits_hit": list(self.limits_hit),
             "sandbox": self.sandbox,
             "device": self.device,
+            "device_count": self.device_count,
+            "dtype": self.dtype,
             "duration_s": self.duration_s,
             "engine_version": self.engine_version,
             "trace": list(self.trace),
@@ -189,6 +194,8 @@ class GradeResult:
             limits_hit=list(data.get("limits_hit", [])),
             sandbox=data.get("sandbox", ""),
             device=data.get("device", "cpu"),
+            device_count=int(data.get("device_count", 0)),
+            dtype=data.get("dtype"),
             duration_s=float(data.get("duration_s", 0.0)),
             engine_version=data.get("engine_version", ENGINE_VERSION),
         )

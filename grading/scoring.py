@@ -73,6 +73,7 @@ def score_checks(
     lang: str = "en",
     reference: dict[str, Any] | None = None,
     plan: GraderPlan | None = None,
+    device: str = "cpu",
 ) -> list[CheckResult]:
     """One CheckResult per manifest check, in manifest order, against `reference` (the pipeline passes the
     answer file it already loaded). A broken reference is a GraderFault. `plan` is the run's grader-cell
@@ -103,6 +104,7 @@ def score_checks(
             reference_dir=exercise.reference_dir,
             calls=calls,
             stated=plan.stated_text,
+            device=device,
         )
         fraction, feedback, hints = _judge(check, answer, spec, ctx, unavailable, execution)
         del calls

@@ -15,17 +15,21 @@ from grading.exercise import Exercise
 MAX_STEPS = 1000
 MAX_KEYS = 40
 MAX_KEY_CHARS = 80
+SHORT_NAME = 40  # a profile or dtype name
 
 
-def training_trace(exercise: Exercise, payloads: dict[str, dict[str, Any]]) -> tuple[list[dict], str | None]:
-    """(records, profile) of the exercise's first training_run answer; ([], None) when there is none."""
+def training_trace(
+    exercise: Exercise, payloads: dict[str, dict[str, Any]]
+) -> tuple[list[dict], str | None, str | None]:
+    """(records, profile, dtype) of the exercise's first training_run answer; ([], None, None) when there is
+    none. profile and dtype are what the run's run.json says (short names only: learner data)."""
     names = [a.name for a in exercise.manifest.answers if a.kind == "training_run"]
     answers = (payloads.get("answers") or {}).get("answers", {})
     if not names or not isinstance(answers, dict):
-        return [], None
+        return [], None, None
     value = decode(answers.get(names[0], {"__missing__": True}))
     if not isinstance(value, dict):
-        return [], None
+        return [], None, None
     records = []
     for raw in value.get("metrics", [])[:MAX_STEPS] if isinstance(value.get("metrics"), list) else []:
         if not isinstance(raw, dict) or not isinstance(raw.get("step"), int) or isinstance(raw.get("step"), bool):
@@ -42,7 +46,9 @@ def training_trace(exercise: Exercise, payloads: dict[str, dict[str, Any]]) -> t
                 kept[key] = v
         records.append(kept)
     run = value.get("run")
-    profile = run.get("profile") if isinstance(run, dict) else None
-    if not (isinstance(profile, str) and len(profile) <= 40):
-        profile = None
-    return records, profile
+    return records, _short(run, "profile"), _short(run, "dtype")
+
+
+def _short(run: Any, key: str) -> str | None:
+    value = run.get(key) if isinstance(run, dict) else None
+    return value if isinstance(value, str) and 0 < len(value) <= SHORT_NAME else None

@@ -3,10 +3,13 @@
     .venv/bin/python scripts/record_reference_traces.py band [--profile cpu-tiny] [--seeds 1 2 3 4 5] [--reuse]
     .venv/bin/python scripts/record_reference_traces.py long [--steps 50]          # cpu-long reward curve + PNG
 
-`band` runs the profile (default cpu-tiny) for 3 steps per seed on this machine and writes
-reference/traces/<profile>/seed_<S>.jsonl and band.json (per step, per checked metric: min/max over seeds
-widened by a margin), stating the device kind and dtype it was recorded on: the grader uses a band only
-for runs on that kind and dtype (grading/bands.py). `--reuse` recomputes band.json from the seed traces.
+`band` runs the profile (default cpu-tiny) for 3 steps per seed on this machine and writes seed_<S>.jsonl
+and band.json (per step, per checked metric: min/max over seeds widened by a margin) into the folder of the
+profile on this machine's device: reference/traces/<profile>/ on the CPU, reference/traces/<profile>/
+<kind>-<dtype>/ on an accelerator (e.g. cpu-tiny/cuda-float32/). The band states the device kind and dtype
+it was recorded on, and the grader holds only runs of that profile on that kind and dtype to it
+(grading/bands.py). `--reuse` recomputes band.json from the seed traces of that folder (`--device KIND`:
+traces recorded on KIND, e.g. copied from a GPU machine).
 `long` writes reference/traces/cpu-long/metrics.jsonl and docs/img/lab-reward-curve.png. Format: docs/lab-training.md.
 """
 
@@ -25,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from exercises.lab import train  # noqa: E402
 from exercises.lab.device import PARAM_DTYPE, current_device, rollout_dtype  # noqa: E402
 from exercises.lab.metrics import deterministic_view  # noqa: E402
+from grading.bands import band_folder  # noqa: E402
 
 TRACES = ROOT / "reference" / "traces"
 PLOT = ROOT / "docs" / "img" / "lab-reward-curve.png"
@@ -48,18 +52,23 @@ def _repo_relative(path: str) -> str:
     return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else path
 
 
-def band_device(config: train.TrainConfig, run: dict | None = None) -> dict:
+def band_device(config: train.TrainConfig, run: dict | None = None, *, kind: str | None = None) -> dict:
     """The device kind and dtypes a band was recorded on: the seed runs' run.json where they ran here,
-    else what the profile resolves to on this machine (for --reuse of traces recorded on it)."""
+    else `kind` or what the profile resolves to on this machine (for --reuse of traces recorded there)."""
     if run is not None and "dtype" in run:
         return {"kind": run["device"], "dtype": run["dtype"], "rollout_dtype": run["rollout_dtype"]}
-    kind = config.device if config.device != "auto" else current_device().kind
+    kind = kind or (config.device if config.device != "auto" else current_device().kind)
     return {"kind": kind, "dtype": PARAM_DTYPE, "rollout_dtype": rollout_dtype(kind, config.rollout)}
 
 
-def band(seeds: list[int], *, rerun: bool = True, profile: str = "cpu-tiny", steps: int = 3) -> Path:
-    """Run `profile` once per seed (or reuse the recorded seed_<S>.jsonl) and write the tolerance band."""
-    out = TRACES / profile
+def band(
+    seeds: list[int], *, rerun: bool = True, profile: str = "cpu-tiny", steps: int = 3, device: str | None = None
+) -> Path:
+    """Run `profile` once per seed (or reuse the recorded seed_<S>.jsonl) and write the tolerance band into
+    the folder of the profile on this device kind (`device`: the kind reused traces were recorded on)."""
+    config = train.resolve_config({"profile": profile, "steps": steps})
+    where = band_device(config, kind=device)
+    out = TRACES / band_folder(profile, where["kind"], where["dtype"])
     out.mkdir(parents=True, exist_ok=True)
     runs, run_info = {}, None
     for seed in seeds:
@@ -86,11 +95,13 @@ def band(seeds: list[int], *, rerun: bool = True, profile: str = "cpu-tiny", ste
             margin = 0.5 * spread + floor
             per_step[str(step)] = {"lo": min(values) - margin, "hi": max(values) + margin, "values": values}
         metrics[name] = per_step
-    config = train.resolve_config({"profile": profile, "steps": steps})
+    recorded = band_device(config, run_info, kind=device)
+    if (recorded["kind"], recorded["dtype"]) != (where["kind"], where["dtype"]):
+        raise SystemExit(f"the runs used {recorded['kind']}/{recorded['dtype']}, not {where['kind']}/{where['dtype']}")
     doc = {
         "format": BAND_FORMAT,
         "profile": profile,
-        "device": band_device(config, run_info),
+        "device": recorded,
         "command": f"python -m exercises.lab.train --profile {profile} --steps {steps} --seed S",
         "seeds": seeds,
         "steps": step_ids,
@@ -157,12 +168,15 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--profile", default="cpu-tiny", help="the lab profile to record (cpu-tiny, cuda-small, ...)")
     b.add_argument("--steps", type=int, default=3, help="steps per seed (the training exercises run 3)")
     b.add_argument("--reuse", action="store_true", help="recompute band.json from the recorded seed traces")
+    b.add_argument("--device", choices=["cpu", "cuda", "npu"], help="with --reuse: the kind the traces were recorded on")
     lg = sub.add_parser("long")
     lg.add_argument("--steps", type=int, default=50)
     lg.add_argument("--lr", type=float, default=None)
     args = parser.parse_args(argv)
     if args.what == "band":
-        path = band(args.seeds, rerun=not args.reuse, profile=args.profile, steps=args.steps)
+        if args.device and not args.reuse:
+            parser.error("--device names where reused traces were recorded; a new recording uses this machine's")
+        path = band(args.seeds, rerun=not args.reuse, profile=args.profile, steps=args.steps, device=args.device)
     else:
         path = long_run(args.steps, args.lr)
     print(f"wrote {path}")

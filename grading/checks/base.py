@@ -33,6 +33,7 @@ class CheckContext:
     reference_dir: Path | None = None
     calls: Any = None  # function checks: decoded results of the calls, one per reference call
     stated: str = ""  # what the notebook tells the learner: feedback may name a key found here (keys.py)
+    device: str = "cpu"  # the device kind the grader gave this run (what a run.json may claim to have used)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -148,21 +148,34 @@ def _check_band(metrics, records, spec, ctx):
     return problems
 
 
-def _recorded_band(spec: dict, run: Any, ctx: CheckContext) -> tuple[dict | None, str]:
-    """(the band spec of the run's device, or None with the feedback saying no band was recorded for it)."""
+def _recorded_band(spec: dict, run: Any, ctx: CheckContext) -> tuple[dict | None, str, list[str]]:
+    """(the band spec of the run's profile and device, the note when none is recorded for that device, the
+    problems when the run's claims are impossible). run.json is the learner's: a profile outside the
+    exercise's, a device the job was not given, or a dtype no band of that device has fails the part, so
+    claiming an unrecorded device never skips the comparison."""
     entry = spec["recorded_band"]
     if ctx.reference_dir is None:
         raise GraderFault("recorded_band needs the reference directory", retryable=False)
     traces = ctx.reference_dir.parent / str(entry.get("traces", "traces"))
     kind, dtype = bands.run_device(run)
     profile = run.get("profile") if isinstance(run, dict) else None
-    band = bands.pick_band(
-        bands.load_bands(traces), kind=kind, dtype=dtype, profile=profile, profiles=entry.get("profiles")
-    )
+    profile = profile if isinstance(profile, str) else None
+    shown = {"device": (kind or "?")[:32], "dtype": (dtype or "?")[:32], "profile": (profile or "?")[:32]}
+    allowed = list(entry.get("profiles") or [])
+    if allowed and profile not in allowed:
+        return None, "", [t("band_wrong_profile", ctx.lang, expected=", ".join(allowed), **shown)]
+    if kind is None or dtype is None:  # the lab's run.json always says both
+        return None, "", [t("band_device_unstated", ctx.lang)]
+    if kind not in (ctx.device, "cpu"):
+        return None, "", [t("band_wrong_device", ctx.lang, granted=ctx.device, **shown)]
+    found = bands.load_bands(traces)
+    band = bands.pick_band(found, profile=profile, kind=kind, dtype=dtype)
     if band is None:
+        if recorded := bands.recorded_dtypes(found, profile=profile, kind=kind):
+            return None, "", [t("band_wrong_dtype", ctx.lang, recorded=", ".join(recorded), **shown)]
         # the learner's own run.json values, cut short: a hostile run.json must not flood the feedback
-        return None, t("band_not_recorded", ctx.lang, device=(kind or "?")[:32], dtype=(dtype or "?")[:32])
-    return {"band": bands.band_spec(band, list(entry["metrics"]))}, ""
+        return None, t("band_not_recorded", ctx.lang, **shown), []
+    return {"band": bands.band_spec(band, list(entry["metrics"]))}, "", []
 
 
 def _check_monotone(metrics, records, spec, ctx):
@@ -255,9 +268,10 @@ def metric_trace(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckV
     if spec.get("finite") is False and "finite" in parts:
         parts.remove("finite")
     notes = []
+    band_problems: list[str] = []
     if "recorded_band" in parts:
-        recorded, note = _recorded_band(spec, run, ctx)
-        if recorded is None:  # no band for this device: the part is not counted, and the feedback says why
+        recorded, note, band_problems = _recorded_band(spec, run, ctx)
+        if recorded is None and not band_problems:  # no band for this device: not counted, and it says why
             parts.remove("recorded_band")
             notes.append(note)
     if not parts:
@@ -267,7 +281,7 @@ def metric_trace(answer: Any, spec: dict[str, Any], ctx: CheckContext) -> CheckV
     earned, failed = 0.0, []
     for part in parts:
         if part == "recorded_band":
-            problems = _check_band(metrics, records, recorded, ctx)
+            problems = band_problems or _check_band(metrics, records, recorded, ctx)
         elif part == "run":
             problems = _check_run(metrics, records, spec, ctx, run=run)
         elif part == "absent_files":

@@ -110,6 +110,8 @@ def _error_result(result: dict, *, checks: list[dict], score: float, reason: str
         "limits_hit": [],
         "sandbox": str(result.get("sandbox", ""))[:40],
         "device": str(result.get("device", ""))[:20],
+        "device_count": int(_number(result.get("device_count"))),
+        "dtype": None,
         "duration_s": _number(result.get("duration_s")),
     }
 

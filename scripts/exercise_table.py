@@ -20,8 +20,14 @@ from grading.pipeline import grade_notebook  # noqa: E402
 
 def resources(ex) -> str:
     r = ex.manifest.resources
-    ranks = f"{r.world_size} ranks (gloo)" if r.world_size > 1 else "1 process"
-    return f"{ex.manifest.kernel_family}, {ranks}" + (f", {r.devices} devices" if r.devices else "")
+    family = ex.manifest.kernel_family
+    if r.devices:  # e.g. "2 NPUs (hccl), else 2 GPUs (nccl), else 2 CPU ranks (gloo)"
+        names = {"npu": "NPUs (hccl)", "cuda": "GPUs (nccl)"}
+        where = [f"{r.devices} {names[k]}" for k in r.accelerator_kinds]
+        if r.cpu_fallback:
+            where.append(f"{r.world_size} CPU ranks (gloo)")
+        return f"{family}, " + ", else ".join(where)
+    return f"{family}, " + (f"{r.world_size} ranks (gloo)" if r.world_size > 1 else "1 process")
 
 
 def mutation_cell(report: dict | None) -> str:

@@ -169,8 +169,10 @@ class TrainConfig:
 
 
 PROFILES: dict[str, dict] = {
-    # Graded notebooks and tests: 3 steps, 2 ranks on gloo, well under a minute on 2 quiet cores.
-    "cpu-tiny": {},
+    # Graded notebooks and tests: 3 steps, 2 ranks, well under a minute on 2 quiet cores. "auto": the ranks
+    # run where the grader placed the job (TITANGRADE_DEVICE: 2 NPUs on hccl, 2 GPUs on nccl, else 2 CPU
+    # ranks on gloo); run.json records the device and the grader picks that device's reference band.
+    "cpu-tiny": {"device": "auto"},
     # The longer CPU run behind docs/lab-training.md (reward curve).
     "cpu-long": {"steps": 50, "train_batch_size": 8, "n": 8, "ppo_mini_batch_size": 4, "warmup_steps": 5, "lr": 1e-4},
     # The lab trainer on CUDA (nccl), bigger batches. UNVERIFIED: no GPU on the build machines.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from grading.errors import GraderFault, InvalidSubmission
 from grading.exercise import DEFAULT_EXERCISES_ROOT, DEFAULT_REFERENCE_ROOT, Catalogue
 from grading.result import GradeResult, Status
-from grading.sandbox import CPU_ONLY, KernelRequest, Sandbox
+from grading.sandbox import CPU_ONLY, DeviceGrant, KernelRequest, Sandbox
 from grading.text import clean_text, clean_value
 
 if TYPE_CHECKING:
@@ -64,6 +64,13 @@ def register_grade(subparsers: argparse._SubParsersAction) -> None:
         default=os.environ.get("TITANGRADE_WAIT_USER_S", str(WAIT_USER_S)),
         help="how long to wait for a free sandbox user when the host's are all busy (default: "
         f"$TITANGRADE_WAIT_USER_S or {WAIT_USER_S:g}; 0 = fail at once)",
+    )
+    grade.add_argument(
+        "--devices",
+        default=os.environ.get("TITANGRADE_WORKER_DEVICES", ""),
+        help='accelerators this run may use: "" (CPU only), "detect", or e.g. "cuda:0,1" / "npu:0-1"; an '
+        "exercise asking for devices gets them, else falls back to CPU ranks where its manifest allows "
+        "(default: $TITANGRADE_WORKER_DEVICES or CPU only)",
     )
     _catalogue_args(grade)
     grade.set_defaults(func=cmd_grade)
@@ -122,14 +129,27 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print(f"not gradable: {exc}", file=sys.stderr)
         return EXIT_CODES[Status.NOT_GRADABLE]
     _wait_for_users(sandbox, args.wait_user_s)
-    head = _head_start(sandbox, catalogue, args.exercise or _peek_exercise_id(source))
+    exercise_id = args.exercise or _peek_exercise_id(source)
+    try:
+        grant = _grant(args.devices, catalogue, exercise_id)
+    except ValueError as exc:
+        return _error(args, "bad_devices", str(exc))
+    except GraderFault as exc:  # HostBusy: a granted device is held by another process
+        print(f"not gradable: {exc}", file=sys.stderr)
+        return EXIT_CODES[Status.NOT_GRADABLE]
+    head = _head_start(sandbox, catalogue, exercise_id) if grant.kind == "cpu" else None
     if len(source) < ONE_SHOT_JSONSCHEMA_BYTES:
         os.environ.setdefault("NBFORMAT_VALIDATOR", "jsonschema")  # read per call (nbformat/json_compat.py)
     try:
         from grading.pipeline import grade_notebook  # nbformat, the kernel client: imported while it boots
 
         result = grade_notebook(
-            source, exercise_id=args.exercise, catalogue=catalogue, lang=args.lang, sandbox=head or sandbox
+            source,
+            exercise_id=args.exercise,
+            catalogue=catalogue,
+            lang=args.lang,
+            sandbox=head or sandbox,
+            devices=grant,
         )
     except InvalidSubmission as exc:
         return _error(args, exc.code, exc.message)
@@ -158,6 +178,25 @@ def _peek_exercise_id(source: bytes) -> str | None:
     except (ValueError, RecursionError, KeyError, TypeError):
         return None
     return found if isinstance(found, str) else None
+
+
+def _grant(spec: str, catalogue: Catalogue, exercise_id: str | None) -> DeviceGrant:
+    """The devices of `spec` the exercise runs on (grading/sandbox/devices.py); CPU when it needs none,
+    falls back to CPU ranks, or its devices are not free (said on stderr: the run is then a CPU run)."""
+    if not spec.strip() or exercise_id is None or exercise_id not in catalogue:
+        return CPU_ONLY
+    from grading.sandbox.devices import DeviceInventory, check_free
+
+    inventory = DeviceInventory.detect() if spec.strip() == "detect" else DeviceInventory.from_spec(spec)
+    resources = catalogue.get(exercise_id).manifest.resources
+    grant = inventory.acquire_for(resources)
+    if grant is None:
+        raise ValueError(
+            f"{exercise_id} needs {resources.devices} free {'/'.join(resources.accelerator_kinds)} "
+            f"device(s) and {spec!r} has none free; free them or pass --devices ''"
+        )
+    check_free(grant)
+    return grant
 
 
 def _head_start(sandbox: Sandbox, catalogue: Catalogue, exercise_id: str | None) -> HeadStart | None:

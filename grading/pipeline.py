@@ -220,6 +220,8 @@ def _grade(
     )
     if execution.fault is not None:
         raise GraderFault(execution.fault)
+    if unusable := _device_unusable(execution.cells, devices):
+        raise GraderFault(unusable)  # the host's devices, not the learner's work: retried, never a zero
     # only the learner's cells: the grader's cells never put an output in execution.outputs
     marker = t("output_truncated_marker", lang, limit_kb=request.limits.max_output_kb)
     graded_outputs.attach(execution.cells, execution.outputs, marker=marker)
@@ -249,6 +251,23 @@ def _grade(
         trace=trace,
         profile=profile,
     )
+
+
+DEVICE_UNUSABLE = "DeviceUnavailable:"  # exercises.lab.device.DeviceUnavailable, as a cell error reads
+
+
+def _device_unusable(cells: list, devices: DeviceGrant) -> str | None:
+    """A job given accelerators whose course runtime said it cannot use them (no driver, too few visible,
+    a torch without that backend on this node): the grader's or the host's fault. On a CPU grant the same
+    error is the learner's (they asked for a device by name)."""
+    if devices.kind == "cpu":
+        return None
+    for cell in cells:  # the message is the cell's error in the learner's language: "... raised NAME: VALUE"
+        at = cell.message.find(f" {DEVICE_UNUSABLE}") if cell.status == "error" else -1
+        if at >= 0:
+            detail = cell.message[at + len(DEVICE_UNUSABLE) + 1 :].strip()[:200]
+            return f"the {devices.kind} devices {list(devices.ids)} given to this job cannot be used here: {detail}"
+    return None
 
 
 def _a_call_timed_out(payloads: dict[str, dict[str, Any]]) -> bool:
@@ -283,4 +302,5 @@ def _not_gradable(exercise: Exercise, reason: str, *, lang: str, devices: Device
         max_score=exercise.manifest.max_score,
         message=t("not_gradable", lang, reason=reason),
         device=devices.kind,
+        device_count=len(devices.ids),
     )

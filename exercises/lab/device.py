@@ -168,3 +168,18 @@ def select_device(*, env: MutableMapping[str, str] | None = None, probes: Probes
 def current_device() -> DeviceChoice:
     """The device for this process, decided once (from os.environ and the real probes)."""
     return select_device()
+
+
+def resolve(requested: str, *, ranks: int) -> str:
+    """The device kind a run of `ranks` ranks trains on: `requested`, or for "auto" the detected device
+    (TITANGRADE_DEVICE, set by the grader to the kind it granted, decides first). An accelerator with fewer
+    visible devices than ranks raises DeviceUnavailable: one rank per device."""
+    if requested != "auto":
+        return requested
+    choice = current_device()
+    if choice.kind != "cpu" and choice.device_count < ranks:
+        raise DeviceUnavailable(
+            f"{ranks} ranks need {ranks} {choice.kind} devices but {choice.device_count} are visible "
+            f"({choice.reason}); set world_size to at most {choice.device_count} or {OVERRIDE_ENV}=cpu"
+        )
+    return choice.kind

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from exercises.lab.config import LOSS_AGG_MODES, PROFILES, TrainConfig, lr_scheduler_config, resolve_config
+from exercises.lab.device import resolve
 
 __all__ = [
     "LOSS_AGG_MODES",
@@ -52,7 +53,9 @@ def run(config_or_kwargs: TrainConfig | dict | None = None, **overrides) -> dict
     config = resolve_config(config_or_kwargs, **overrides)
     out_dir = Path(config.out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    config = dataclasses.replace(config, out_dir=str(out_dir))
+    # "auto" is decided once, here: a device that cannot be used fails in the caller (DeviceUnavailable
+    # with the fix), not inside a spawned rank, and run.json's config names the device the ranks used
+    config = dataclasses.replace(config, out_dir=str(out_dir), device=resolve(config.device, ranks=config.world_size))
     start = time.perf_counter()
     mp.start_processes(
         worker_main,

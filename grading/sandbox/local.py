@@ -19,6 +19,7 @@ from jupyter_client import KernelManager
 
 from grading.errors import GraderFault
 from grading.exercise import REPO_ROOT
+from grading.sandbox.devices import device_env
 from grading.sandbox.interface import KernelRequest, KernelSession, Sandbox
 
 ENV_ALLOW = (
@@ -64,6 +65,7 @@ class UnsafeLocalSandbox(Sandbox):
             TORCH_DEVICE_BACKEND_AUTOLOAD="0",
             MPLBACKEND="Agg",
         )
+        env.update(device_env(request.devices))  # the granted devices, and TITANGRADE_DEVICE, as under bwrap
         env.update(request.env)
         try:  # outside the kernel's HOME, short (AF_UNIX: 107 bytes); a full disk is the host's fault too
             sockets = Path(tempfile.mkdtemp(prefix="tg-zmq-"))

@@ -154,3 +154,24 @@ def test_lab_guard_lets_torch_import_and_names_the_fix(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0] == "0"
     assert lines[1].startswith("torch_npu is installed but CANN's libhccl.so was not found")
+
+
+def test_resolve_decides_auto_once_and_refuses_too_few_devices(monkeypatch):
+    """`train.run` resolves "auto" before spawning ranks: a granted kind that cannot be used fails in the
+    caller with the fix (the grader then treats it as the host's fault, grading/pipeline.py)."""
+    from exercises.lab import device
+    from exercises.lab.device import DeviceChoice, resolve
+
+    assert resolve("cpu", ranks=2) == "cpu" and resolve("cuda", ranks=8) == "cuda"  # explicit: as asked
+    monkeypatch.setattr(device, "current_device", lambda: DeviceChoice("cuda", "nccl", 1, "torch.cuda sees 1 GPU(s)"))
+    with pytest.raises(DeviceUnavailable, match="2 ranks need 2 cuda devices but 1 are visible"):
+        resolve("auto", ranks=2)
+    assert resolve("auto", ranks=1) == "cuda"
+    monkeypatch.setattr(device, "current_device", lambda: DeviceChoice("cpu", "gloo", 1, "no NPU or GPU"))
+    assert resolve("auto", ranks=2) == "cpu"  # CPU ranks are processes: any number
+
+
+def test_a_granted_kind_this_host_lacks_is_refused_not_swapped_for_the_cpu():
+    """The grader's TITANGRADE_DEVICE=cuda on a host without a usable GPU (this one): DeviceUnavailable."""
+    with pytest.raises(DeviceUnavailable, match="torch.cuda sees no GPU"):
+        select_device(env={"TITANGRADE_DEVICE": "cuda"}, probes=fake(gpus=0))

@@ -87,6 +87,7 @@ def test_a_fallback_job_runs_on_the_cpu_only_where_the_worker_has_too_few_device
     for (None), quarantined ones too (they come back when clean), never swapped for the CPU."""
     fallback = Resources(world_size=2, devices=2, device_kinds=("npu", "cuda", "cpu"))
     assert fallback.cpu_fallback and not Resources(devices=2, device_kinds=("npu",)).cpu_fallback
+    assert not Resources(devices=2).cpu_fallback  # the default never falls back: the author says so
     cpu_only = DeviceInventory({}, busy_check=FakeBusy(), label="fake")
     assert cpu_only.can_satisfy(fallback) and cpu_only.acquire_for(fallback) == DeviceGrant()
     one_npu = DeviceInventory({"npu": [0]}, busy_check=FakeBusy(), label="fake")

@@ -54,7 +54,7 @@ def load_bands(traces: Path) -> list[Band]:
     for path in sorted([*traces.glob("*/band.json"), *traces.glob("*/*/band.json")]):
         doc = json.loads(path.read_text(encoding="utf-8"))
         device = doc.get("device") if isinstance(doc, dict) else None
-        if doc.get("format") != BAND_FORMAT or not isinstance(device, dict):
+        if not isinstance(device, dict) or doc.get("format") != BAND_FORMAT:
             raise GraderFault(f"{path} is not a {BAND_FORMAT} band stating its device", retryable=False)
         kind, dtype = device.get("kind"), device.get("dtype")
         if not isinstance(kind, str) or not isinstance(dtype, str):

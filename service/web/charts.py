@@ -9,9 +9,14 @@ placed into SVG markup unescaped. Only the band's lo/hi reach the page, never th
 
 from __future__ import annotations
 
-import json
+import logging
 import math
 from pathlib import Path
+
+from grading import bands
+from grading.errors import GraderFault
+
+log = logging.getLogger(__name__)
 
 PLOTTED = (
     ("actor/pg_loss", "loss"),
@@ -42,17 +47,20 @@ def histogram(buckets: dict[str, int]) -> dict:
     return {"w": W, "h": H, "pad": PAD, "bars": bars, "top": top}
 
 
-def load_band(reference_root: Path, profile: str) -> dict | None:
-    """lo/hi per metric and step from reference/traces/<profile>/band.json (per-seed values dropped)."""
-    if not profile.replace("-", "").replace("_", "").isalnum():
+def load_band(reference_root: Path, profile: str, *, kind: str = "cpu", dtype: str | None = "float32") -> dict | None:
+    """lo/hi per metric and step of the band recorded for `profile` on this device kind and dtype (the one
+    the grader compares the run with, grading/bands.py); None when none is recorded (per-seed values
+    dropped). The names are the result's: matched against the recorded bands, never made into a path."""
+    try:
+        band = bands.pick_band(bands.load_bands(reference_root / "traces"), profile=profile, kind=kind, dtype=dtype)
+    except (GraderFault, OSError, ValueError) as exc:  # a broken reference: the page shows the run alone
+        log.error("no band to plot for %s on %s/%s: %s", profile, kind, dtype, exc)
         return None
-    path = reference_root / "traces" / profile / "band.json"
-    if not path.is_file():
+    if band is None:
         return None
-    raw = json.loads(path.read_text())
     return {
         metric: {int(step): (float(v["lo"]), float(v["hi"])) for step, v in steps.items()}
-        for metric, steps in raw.get("metrics", {}).items()
+        for metric, steps in band.doc.get("metrics", {}).items()
     }
 
 

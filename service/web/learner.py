@@ -270,7 +270,9 @@ def submission_context(viewer, sub, *, catalogue: Catalogue, session: Session) -
     plots = None
     if manifest.kernel_family == "training" or any(c.kind == "metric_trace" for c in manifest.checks):
         profile = str(result.get("profile") or "cpu-tiny")[:40]
-        plots = charts.run_plots(result.get("trace") or [], charts.load_band(catalogue.reference_root, profile))
+        kind, dtype = str(result.get("device") or "cpu")[:20], result.get("dtype") or "float32"
+        band = charts.load_band(catalogue.reference_root, profile, kind=kind, dtype=str(dtype)[:40])
+        plots = charts.run_plots(result.get("trace") or [], band)
     return {
         "sub": sub,
         "checks": checks,

@@ -22,6 +22,15 @@ def test_band_keeps_lo_hi_only_and_rejects_odd_profiles():
     assert all(len(v) == 2 for v in band["actor/pg_loss"].values())
     assert charts.load_band(REPO / "reference", "../../etc") is None
     assert charts.load_band(REPO / "reference", "no-such-profile") is None
+    # the band of the device the run used: a GPU run is never drawn against the CPU's band
+    assert charts.load_band(REPO / "reference", "cpu-tiny", kind="cuda", dtype="float32") is None
+    assert charts.load_band(REPO / "reference", "cpu-tiny", kind="cpu", dtype="bfloat16") is None
+
+
+def test_a_broken_band_file_leaves_the_plot_without_a_band(tmp_path):
+    (tmp_path / "traces" / "cpu-tiny").mkdir(parents=True)
+    (tmp_path / "traces" / "cpu-tiny" / "band.json").write_text('{"format": "titangrade.metric_band/1"}')
+    assert charts.load_band(tmp_path, "cpu-tiny") is None
 
 
 def test_run_plots_mark_steps_outside_the_band_and_skip_bad_values():

@@ -358,8 +358,9 @@ def beat(
                 long_slots=long_slots,
             )
         )
-    else:
+    else:  # what it offers can change while it runs (a Ray cluster gains or loses a node)
         row.heartbeat_at = utcnow()
+        row.devices, row.device_kind = devices, device_kind
 
 
 def live_workers(session: Session, *, within_s: float) -> list[WorkerBeat]:

@@ -88,6 +88,11 @@ class Executor(abc.ABC):
         device inventory decide (local)."""
         return None
 
+    def offered_devices(self) -> tuple[int, str] | None:
+        """(count, kind) of the largest group of one accelerator kind a job can get (what the heartbeat
+        offers, and so what intake accepts); None = the worker's own inventory (local)."""
+        return None
+
     @abc.abstractmethod
     def submit(self, ticket: GradingTicket) -> cf.Future:
         """Start grading; the future yields an `ExecutionResult` (Graded, Faulted or NotStarted)."""

@@ -219,6 +219,16 @@ class RayExecutor(Executor):
                 held.setdefault(r.node_id, []).append((r.demand, r.kind))
         return node_views(totals, available, held, excluded=excluded, withheld=withheld)
 
+    def offered_devices(self) -> tuple[int, str] | None:
+        """The cluster's largest node group of one kind (its NPUs or GPUs), not this worker's own: intake
+        refused NPU exercises on a Ray deployment whose worker host has no NPU."""
+        best = (0, "cpu")
+        for node in self._ray.nodes():
+            if node.get("Alive"):
+                for kind, name in RAY_RESOURCE.items():
+                    best = max(best, (int(node.get("Resources", {}).get(name, 0)), kind))
+        return best
+
     def placeable(self) -> list[Shape]:
         self._probe_dirty()
         return placeable_shapes(

@@ -372,11 +372,9 @@ class Worker:
             log.warning("worker %s lost the lease on job %s; its result will be discarded", self.id, job_id)
 
     def _beat(self) -> None:
+        devices, kind = self.executor.offered_devices() or (self.devices.count, self.devices.kind)
         self.leases.beat(
-            slots=self.settings.worker_slots,
-            devices=self.devices.count,
-            device_kind=self.devices.kind,
-            long_slots=self._long_cap(),
+            slots=self.settings.worker_slots, devices=devices, device_kind=kind, long_slots=self._long_cap()
         )
 
     def _heartbeat_loop(self) -> None:

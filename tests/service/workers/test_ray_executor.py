@@ -461,3 +461,21 @@ def test_a_device_left_busy_is_withheld_until_clean(cluster, catalogue_dir, db_u
         job = s.scalar(select(Job).where(Job.submission_id == second.id))
         assert (s.get(Submission, second.id).status, job.attempts) == ("graded", 1)
     assert [p["device_ids"] for p in _placed(sessions, second.id)] == [[0, 1]]
+
+
+@_sqlite_only()
+def test_the_heartbeat_offers_the_clusters_devices_not_the_worker_hosts(cluster, catalogue_dir, db_url, sessions, svc):
+    """The worker host has no NPU (TITANGRADE_WORKER_DEVICES is empty); its Ray cluster's largest node has 2:
+    the heartbeat says 2, so intake accepts a 2-NPU exercise (it refused it before)."""
+    from service.queue.models import WorkerBeat
+
+    worker = build_worker(_settings(svc, db_url, catalogue_dir, cluster), sessions=sessions)
+    try:
+        assert worker.devices.count == 0
+        worker._beat()
+        worker._beat()  # a beat of a registered worker updates the offer too
+    finally:
+        worker.executor.shutdown()
+    with sessions() as s:
+        beat = s.get(WorkerBeat, worker.id)
+        assert (beat.devices, beat.device_kind) == (2, "npu")

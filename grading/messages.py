@@ -163,6 +163,10 @@ ENGINE = Catalogue(
         ),
         "answer_raised": Message(en="reading `{name}` failed: {error}", zh="读取 `{name}` 失败：{error}"),
         "answer_unset": Message(en="`{name}` was never set: {why}", zh="`{name}` 从未被赋值：{why}"),
+        "answer_launcher_raised": Message(
+            en="`{name}` was never set: the launcher cell, re-run by the grader after your cells, raised {error}",
+            zh="`{name}` 从未被赋值：评分程序在你的单元格之后重新运行的启动单元格抛出了 {error}",
+        ),
         "answer_opaque": Message(en="`{name}` has an unsupported type {type}", zh="`{name}` 的类型 {type} 不受支持"),
         "answer_uncomparable": Message(
             en="`{name}` returned a value that could not be compared with the expected answer "

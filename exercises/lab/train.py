@@ -3,8 +3,8 @@
     python -m exercises.lab.train --profile cpu-tiny --steps 3 --out DIR
     exercises.lab.train.run({"profile": "cpu-tiny", "steps": 3, "out_dir": DIR})  # from a notebook
 
-`run()` spawns the ranks itself (torch.multiprocessing, start method "spawn", rendezvous on 127.0.0.1 at a
-free port). What a run is lives in `exercises.lab.config`, what one rank does in `exercises.lab.trainer`;
+`run()` spawns the ranks itself (torch.multiprocessing, start method "spawn"; they meet through a file store
+in a fresh temporary directory, not a TCP port that another process could take between choosing and binding it). What a run is lives in `exercises.lab.config`, what one rank does in `exercises.lab.trainer`;
 their public names are re-exported here because notebooks and tests import them from this module.
 """
 
@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,13 +58,14 @@ def run(config_or_kwargs: TrainConfig | dict | None = None, **overrides) -> dict
     # with the fix), not inside a spawned rank, and run.json's config names the device the ranks used
     config = dataclasses.replace(config, out_dir=str(out_dir), device=resolve(config.device, ranks=config.world_size))
     start = time.perf_counter()
-    mp.start_processes(
-        worker_main,
-        args=(dataclasses.asdict(config), free_port()),
-        nprocs=config.world_size,
-        join=True,
-        start_method="spawn",
-    )
+    with tempfile.TemporaryDirectory(prefix="tg-rendezvous-") as rendezvous:
+        mp.start_processes(
+            worker_main,
+            args=(dataclasses.asdict(config), f"file://{rendezvous}/store"),
+            nprocs=config.world_size,
+            join=True,
+            start_method="spawn",
+        )
     wall_s = time.perf_counter() - start
     metrics = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     run_info = json.loads((out_dir / "run.json").read_text())

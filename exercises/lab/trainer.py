@@ -35,8 +35,9 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def worker_main(rank: int, config_dict: dict, port: int) -> None:
-    """torch.multiprocessing entry point (spawned): set up the process group, train, tear down."""
+def worker_main(rank: int, config_dict: dict, init_method: str) -> None:
+    """torch.multiprocessing entry point (spawned): set up the process group (rendezvous at `init_method`,
+    a file store), train, tear down."""
     _die_with_parent()
     os.environ.setdefault("OMP_NUM_THREADS", str(config_dict.get("threads_per_rank", 1)))
     import torch
@@ -50,7 +51,7 @@ def worker_main(rank: int, config_dict: dict, port: int) -> None:
         torch.cuda.set_device(rank)
     elif device_type == "npu":  # pragma: no cover - Ascend only
         torch.npu.set_device(rank)
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=config.world_size)
+    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=config.world_size)
     try:
         Trainer(config, rank=rank, device_type=device_type).fit()
     finally:

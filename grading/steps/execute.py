@@ -27,7 +27,7 @@ from grading.steps.cpu_clock import CellClock
 from grading.steps.grader_cells import ANSWERS_MIME, GraderCell, GraderPlan, payload_of, read_payload
 from grading.steps.kernel_io import RUN_TRAFFIC_BYTES, CellRun, KernelIO
 from grading.steps.limit_output import OutputCollector
-from grading.steps.whose_time import RETRIED, STARVED, explain_unset, grader_timeout
+from grading.steps.whose_time import RETRIED, STARVED, explain_unset, grader_timeout, launcher_raised
 
 MAX_ATTEMPTS = 3  # first run + two restarts after kernel deaths
 LEARNER_IOPUB_S = 2.0  # wait for a learner cell's last outputs after its reply
@@ -50,6 +50,7 @@ class Execution:
     messages: list[str] = field(default_factory=list)
     limits_hit: list[str] = field(default_factory=list)
     fault: str | None = None  # set when the grader itself failed (-> not_gradable)
+    launcher_errors: dict[str, str] = field(default_factory=dict)  # a raising launcher's names -> its error
     sandbox_mode: str = ""
     restarts: int = 0
 
@@ -276,6 +277,8 @@ def _run_grader_cell(io: KernelIO, cell: GraderCell, *, run: _Run, fatal: bool) 
     run.settle(clock)
     if done.status in ("timeout", "hung"):
         grader_timeout(cell, done, clock)
+    if cell.harness and done.status == "error":
+        launcher_raised(cell, done, run.result)
     if fatal and done.status != "ok":
         detail = f"{done.reply.get('ename', done.status)}: {done.reply.get('evalue', '')}"
         raise GraderFault(f"grader {cell.label} cell failed ({str(detail)[:300]})")

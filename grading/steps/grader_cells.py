@@ -63,6 +63,7 @@ class GraderCell:
     budget_s: float
     parts: tuple[CallPart, ...] = ()  # a cell of calls: the checks' calls it makes, in order
     harness: bool = False  # a grader-owned launcher: running out of its own limit is never the learner's
+    binds: tuple[str, ...] = ()  # a launcher's top-level names (its answers), to explain them when it raises
     # A cell of calls runs them one after the other, each under its own clock (its part's timeout_s plus
     # CALL_SLACK_S, from the previous call's result), and publishes each result as it ends
     # (kernel_side.each_call). One cell carries every check's public calls, another every hidden one:
@@ -183,6 +184,7 @@ def plan(exercise: Exercise, *, reference: dict[str, Any]) -> GraderPlan:
             budget_s=m.limits.harness_timeout_s,
             source=harness.cell_source(src, handle=handle, nonce=nonce),
             harness=True,
+            binds=tuple(harness.bound_names(src)),
         )
         for i, src in enumerate(reference.get("harness", []))
     ]  # grader-owned launchers first, under limits of their own (not the learner's cell limit)

@@ -32,6 +32,29 @@ def grader_timeout(cell: GraderCell, done: CellRun, clock: CellClock | None) -> 
         )
 
 
+# A launcher's ranks could not meet or talk: the host's network, not the learner's code (the launchers and the
+# course runtime meet through a file store, so a port another process took is no longer one of them).
+HOST_NETWORK = (
+    "DistNetworkError",
+    "Address already in use",
+    "EADDRINUSE",
+)  # not a peer gone: the learner may have crashed it
+
+
+def launcher_raised(cell: GraderCell, done: CellRun, result: Any) -> None:
+    """A grader-owned launcher that raised: the host's fault where its ranks could not connect (retried),
+    else kept so that the answers it would have bound say what it raised, not "not defined"."""
+    reply = done.reply or {}
+    error = f"{reply.get('ename', 'Error')}: {reply.get('evalue', '')}"
+    if any(mark in error for mark in HOST_NETWORK):
+        raise GraderFault(
+            f"the grader-owned launcher ({cell.label}) could not connect its ranks ({error[:200]}); {RETRIED}",
+            retryable=True,
+        )
+    for name in cell.binds:
+        result.launcher_errors.setdefault(name, error[:300])
+
+
 def explain_unset(result: Any, learner: list, lang: str) -> None:
     """An answer that a cell which ran out of time (was killed, or never ran) would have set says so, instead
     of "`result` is not defined", which reads as if the learner forgot it. `result`: the run's Execution."""
@@ -46,4 +69,7 @@ def explain_unset(result: Any, learner: list, lang: str) -> None:
     for name, value in answers.items():
         if value == {"__missing__": True} and name in why:
             message = t("answer_unset", lang, name=name, why=why[name])
+            answers[name] = {"__raised__": {"type": "NotSet", "message": message}}
+        elif value == {"__missing__": True} and name in result.launcher_errors:
+            message = t("answer_launcher_raised", lang, name=name, error=result.launcher_errors[name])
             answers[name] = {"__raised__": {"type": "NotSet", "message": message}}

@@ -15,8 +15,9 @@
 # 3. 权重绑定时补上 `lm_head.weight = model.embed_tokens.weight`；
 # 4. 逐个 yield `(name, value.to(dev).full_tensor().to(bf16))`——`full_tensor()` 是一次 all-gather（"物化"），**每个 rank 都必须参与**。
 #
-# 这里用实验运行时 `exercises.lab` 的小型 torchtitan Qwen3（与 1.7B 同结构，dim 128、4 层、tied；权重是随课程运行时发布的 SFT 检查点，像 `initial_load_in_hf` 一样经 `from_hf` 载入），在 2 个 gloo 进程上用
-# torchtitan 的 `ParallelDims` + `parallelize_qwen3` 做 FSDP2 分片（`data_parallel_shard_size=2`），然后调用你的函数。
+# 这里用实验运行时 `exercises.lab` 的小型 torchtitan Qwen3（与 1.7B 同结构，dim 128、4 层、tied；权重是随课程运行时发布的 SFT 检查点，像 `initial_load_in_hf` 一样经 `from_hf` 载入），在 2 个 rank 上用
+# torchtitan 的 `ParallelDims` + `parallelize_qwen3` 做 FSDP2 分片（`data_parallel_shard_size=2`），然后调用你的函数。评分节点有 NPU 时用 2 张 NPU（hccl），有 GPU 时用 2 张
+# GPU（nccl），否则用 2 个 CPU 进程（gloo）。
 #
 # ---
 #
@@ -32,7 +33,8 @@
 #
 # Here the lab runtime `exercises.lab` provides a tiny torchtitan Qwen3 (the 1.7B architecture at dim 128, 4 layers,
 # tied; its weights are the runtime's shipped SFT checkpoint, loaded through `from_hf` as `initial_load_in_hf` does), sharded with FSDP2 through torchtitan's `ParallelDims` + `parallelize_qwen3` (`data_parallel_shard_size=2`) on 2
-# gloo processes, which then call your function.
+# ranks, which then call your function: 2 NPUs (hccl) where the grading node has them, else 2 GPUs (nccl), else 2 CPU
+# processes (gloo).
 
 # %% [markdown]
 # ## 任务：在 `per_tensor_worker.py` 中实现 `get_per_tensor_param(model, adapter, device="cpu")`
@@ -71,7 +73,8 @@ def get_per_tensor_param(model, adapter, device="cpu"):
     ### END SOLUTION
 
 # %% tags=["harness"]
-# Launcher (grader-owned: grading re-runs this cell exactly as shipped, after your cells, and reads the values from that run): writes the per-rank entry point, spawns 2 gloo ranks, summarizes rank 0.
+# Launcher (grader-owned: grading re-runs this cell exactly as shipped, after your cells, and reads the values from that run): writes the per-rank entry point, spawns 2 ranks, summarizes rank 0.
+# The ranks use the device the grader gave this run (TITANGRADE_DEVICE: 2 NPUs on hccl, 2 GPUs on nccl), else 2 CPU ranks on gloo.
 from pathlib import Path
 
 Path("per_tensor_harness.py").write_text('''
@@ -81,16 +84,23 @@ import torch.distributed as dist
 
 
 
-def entry(rank, port, out_dir, seed):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+def entry(rank, rendezvous, out_dir, seed):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    kind = os.environ.get("TITANGRADE_DEVICE", "cpu")
+    if kind == "cuda":
+        torch.cuda.set_device(rank)
+    elif kind == "npu":
+        import torch_npu
+        torch.npu.set_device(rank)
+    backend = {"npu": "hccl", "cuda": "nccl"}.get(kind, "gloo")
+    dist.init_process_group(backend, init_method=rendezvous, rank=rank, world_size=2)
     from exercises.lab.checkpoint import SHIPPED_CHECKPOINT, dims_of_checkpoint, load_hf_into_model, state_dict_adapter
     from exercises.lab.parallel import ParallelPlan, build_parallel_dims, build_sharded_model, params_are_dtensors
     import per_tensor_worker
 
     dims = dims_of_checkpoint(SHIPPED_CHECKPOINT)
-    plan = ParallelPlan(data_parallel_shard_size=2, context_parallel_size=1, world_size=2, device_type="cpu")
+    plan = ParallelPlan(data_parallel_shard_size=2, context_parallel_size=1, world_size=2,
+                        device_type=kind if kind in ("cuda", "npu") else "cpu")
     model = build_sharded_model(dims, plan, build_parallel_dims(plan), seed=seed)
     assert params_are_dtensors(model), "the lab model should be FSDP2-sharded"
     adapter = state_dict_adapter(dims)
@@ -105,7 +115,6 @@ def entry(rank, port, out_dir, seed):
 
 import importlib
 import os
-import socket
 import sys
 import tempfile
 
@@ -114,16 +123,14 @@ import torch.multiprocessing as mp
 
 
 def run_materialize(seed=1234):
-    """Launch 2 gloo ranks; each materializes the sharded lab model with YOUR get_per_tensor_param."""
+    """Launch 2 ranks; each materializes the sharded lab model with YOUR get_per_tensor_param."""
     sys.path.insert(0, os.getcwd())
     import per_tensor_harness
     importlib.reload(per_tensor_harness)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     out_dir = tempfile.mkdtemp(dir=os.getcwd())
-    mp.start_processes(per_tensor_harness.entry, args=(port, out_dir, seed), nprocs=2, start_method="spawn")
-    r0, r1 = (torch.load(os.path.join(out_dir, f"rank{r}.pt")) for r in range(2))
+    rendezvous = f"file://{out_dir}/rendezvous"  # a file store: no TCP port another process could take first
+    mp.start_processes(per_tensor_harness.entry, args=(rendezvous, out_dir, seed), nprocs=2, start_method="spawn")
+    r0, r1 = (torch.load(os.path.join(out_dir, f"rank{r}.pt"), map_location="cpu") for r in range(2))
     return {
         "names": sorted(r0),
         "shapes": {n: list(t.shape) for n, t in r0.items()},

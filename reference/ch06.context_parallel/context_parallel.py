@@ -16,7 +16,8 @@
 # 前提：`n_heads % cp == 0` 且 `n_kv_heads % cp == 0`，否则报 "[Ulysses CP] n_heads=… must be divisible…"。
 # Qwen3-1.7B（16 个 q 头、8 个 kv 头）：cp ∈ {1, 2, 4, 8}；cp=2 时每卡 8 个 q 头、4 个 kv 头；cp=16 非法。
 #
-# 本练习在 2 个 gloo 进程上真实运行这次交换（gloo 在 CPU 上支持 `all_to_all_single`）。
+# 本练习在 2 个 rank 上真实运行这次交换：评分节点有 NPU 时用 2 张 NPU（hccl），有 GPU 时用 2 张 GPU（nccl），否则用 2 个
+# CPU 进程（gloo，它在 CPU 上支持 `all_to_all_single`）。
 #
 # ---
 #
@@ -30,7 +31,8 @@
 # It requires `n_heads % cp == 0` and `n_kv_heads % cp == 0`, else "[Ulysses CP] n_heads=… must be divisible…". Qwen3-1.7B
 # (16 q heads, 8 kv heads): cp ∈ {1, 2, 4, 8}; at cp=2 each card has 8 q heads and 4 kv heads; cp=16 is invalid.
 #
-# This exercise runs the exchange for real on 2 gloo processes (gloo supports `all_to_all_single` on CPU).
+# This exercise runs the exchange for real on 2 ranks: 2 NPUs (hccl) where the grading node has them, else 2 GPUs
+# (nccl), else 2 CPU processes (gloo, which supports `all_to_all_single` on CPU).
 
 # %% [markdown]
 # ## 任务 1
@@ -121,11 +123,11 @@ def head_to_seq(y, group=None):
     ### END SOLUTION
 
 # %% tags=["harness"]
-# Launcher (grader-owned: grading re-runs this cell exactly as shipped, after your cells, and reads the values from that run): 2 gloo ranks via torch.multiprocessing spawn; each rank holds a sequence slice of
+# Launcher (grader-owned: grading re-runs this cell exactly as shipped, after your cells, and reads the values from that run): 2 ranks via torch.multiprocessing spawn
+# (on the device the grader gave this run, TITANGRADE_DEVICE: 2 NPUs on hccl, 2 GPUs on nccl, else 2 CPU ranks on gloo); each rank holds a sequence slice of
 # full = arange(B*S*H*D).reshape(B, S, H, D), runs your seq_to_head, then head_to_seq back.
 import importlib
 import os
-import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -139,18 +141,28 @@ import torch
 import torch.distributed as dist
 
 
-def entry(rank, shapes, port, out_dir):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+def entry(rank, shapes, rendezvous, out_dir):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    kind = os.environ.get("TITANGRADE_DEVICE", "cpu")
+    device = torch.device("cpu")
+    if kind == "cuda":
+        torch.cuda.set_device(rank)
+        device = torch.device("cuda", rank)
+    elif kind == "npu":
+        import torch_npu
+        torch.npu.set_device(rank)
+        device = torch.device("npu", rank)
+    backend = {"npu": "hccl", "cuda": "nccl"}.get(kind, "gloo")
+    dist.init_process_group(backend, init_method=rendezvous, rank=rank, world_size=2)
     import ulysses_worker
     results = []
     for B, S, H, D in shapes:
-        full = torch.arange(B * S * H * D, dtype=torch.float32).reshape(B, S, H, D)
+        full = torch.arange(B * S * H * D, dtype=torch.float32, device=device).reshape(B, S, H, D)
         local = full.chunk(2, dim=1)[rank].contiguous()
         heads = ulysses_worker.seq_to_head(local)
         back = ulysses_worker.head_to_seq(heads)
-        results.append({"heads": heads, "roundtrip": bool(back.shape == local.shape and torch.equal(back, local))})
+        ok = bool(back.shape == local.shape and torch.equal(back, local))
+        results.append({"heads": heads.cpu() if isinstance(heads, torch.Tensor) else heads, "roundtrip": ok})
     torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
     dist.destroy_process_group()
 """)
@@ -161,12 +173,10 @@ def run_ulysses(shapes):
     """shapes: list of [B, S, H, D] -> per shape {"rank0": heads, "rank1": heads, "roundtrip": bool}."""
     import ulysses_harness
     importlib.reload(ulysses_harness)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     out_dir = tempfile.mkdtemp(dir=os.getcwd())
-    mp.start_processes(ulysses_harness.entry, args=(shapes, port, out_dir), nprocs=2, start_method="spawn")
-    r0, r1 = (torch.load(os.path.join(out_dir, f"rank{r}.pt")) for r in range(2))
+    rendezvous = f"file://{out_dir}/rendezvous"  # a file store: no TCP port another process could take first
+    mp.start_processes(ulysses_harness.entry, args=(shapes, rendezvous, out_dir), nprocs=2, start_method="spawn")
+    r0, r1 = (torch.load(os.path.join(out_dir, f"rank{r}.pt"), map_location="cpu") for r in range(2))
     return [{"rank0": a["heads"], "rank1": b["heads"], "roundtrip": a["roundtrip"] and b["roundtrip"]}
             for a, b in zip(r0, r1)]
 

@@ -72,12 +72,10 @@ def test_the_course_catalogue_has_a_demand_for_every_exercise():
         pytest.skip("no course exercises")
     demands = shape_demands((e.manifest for e in catalogue), cpus_per_rank=1.0)
     two_ranks = [e.manifest for e in catalogue if e.manifest.resources.world_size == 2]
-    training = demands[("long", 0, 2)]  # the 2-rank gloo exercises
-    assert training.cpus == 2.0 and training.memory_mb == max(
-        m.limits.memory_mb for m in two_ranks if m.resources.devices == 0
-    )
-    on_devices = demands[("long", 2, 2)]  # the 3-step run: 2 NPUs, else 2 GPUs, else 2 CPU ranks
-    assert (on_devices.devices, on_devices.kinds, on_devices.cpu_fallback) == (2, ("npu", "cuda"), True)
+    assert len(two_ranks) == 3 and all(m.resources.cpu_fallback for m in two_ranks)
+    training = demands[("long", 2, 2)]  # the 2-rank exercises: 2 NPUs, else 2 GPUs, else 2 CPU ranks
+    assert training.cpus == 2.0 and training.memory_mb == max(m.limits.memory_mb for m in two_ranks)
+    assert (training.devices, training.kinds, training.cpu_fallback) == (2, ("npu", "cuda"), True)
 
 
 def _installed(node_id, *, npu=0, free_npu=None, cpus=4.0):

@@ -4,8 +4,9 @@
     exercises.lab.train.run({"profile": "cpu-tiny", "steps": 3, "out_dir": DIR})  # from a notebook
 
 `run()` spawns the ranks itself (torch.multiprocessing, start method "spawn"; they meet through a file store
-in a fresh temporary directory, not a TCP port that another process could take between choosing and binding it). What a run is lives in `exercises.lab.config`, what one rank does in `exercises.lab.trainer`;
-their public names are re-exported here because notebooks and tests import them from this module.
+in a fresh temporary directory, not a TCP port another process could take between choosing and binding it).
+What a run is lives in `exercises.lab.config`, what one rank does in `exercises.lab.trainer`; their public
+names are re-exported here because notebooks and tests import them from this module.
 """
 
 from __future__ import annotations

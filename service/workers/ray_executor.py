@@ -188,6 +188,7 @@ class RayExecutor(Executor):
         self._remote = ray.remote(max_retries=0)(grade_on_node)  # the DB queue retries, not Ray
         self._probe = ray.remote(num_cpus=0, max_retries=0)(probe_on_node)
         self._dirty = DirtyDevices(probe_s=settings.ray_device_probe_s)
+        self._offered: tuple[int, str] | None = None  # the devices the last heartbeat offered
         self._running: dict[int, _Running] = {}
         self._suspect: dict[str, float] = {}  # node id -> until when no job is placed there
         self._lock = threading.Lock()
@@ -223,10 +224,16 @@ class RayExecutor(Executor):
         """The cluster's largest node group of one kind (its NPUs or GPUs), not this worker's own: intake
         refused NPU exercises on a Ray deployment whose worker host has no NPU."""
         best = (0, "cpu")
-        for node in self._ray.nodes():
+        try:
+            nodes = self._ray.nodes()
+        except Exception as exc:  # the GCS unreachable for a moment: the heartbeat must still be written
+            log.warning("cannot list the Ray nodes (%s); offering what was seen last", exc)
+            return self._offered
+        for node in nodes:
             if node.get("Alive"):
                 for kind, name in RAY_RESOURCE.items():
                     best = max(best, (int(node.get("Resources", {}).get(name, 0)), kind))
+        self._offered = best
         return best
 
     def placeable(self) -> list[Shape]:

@@ -479,3 +479,26 @@ def test_the_heartbeat_offers_the_clusters_devices_not_the_worker_hosts(cluster,
     with sessions() as s:
         beat = s.get(WorkerBeat, worker.id)
         assert (beat.devices, beat.device_kind) == (2, "npu")
+
+
+def test_the_heartbeat_offer_survives_a_ray_that_does_not_answer():
+    """ray.nodes() failing (the GCS restarting) must not stop the heartbeat: the last offer stands."""
+    from service.workers.ray_executor import RayExecutor
+
+    class Gone:
+        @staticmethod
+        def nodes():
+            raise ConnectionError("GCS unreachable")
+
+    class Up:
+        @staticmethod
+        def nodes():
+            return [{"Alive": True, "Resources": {"CPU": 8.0, "GPU": 4.0}}, {"Alive": False, "Resources": {"NPU": 8}}]
+
+    executor = RayExecutor.__new__(RayExecutor)
+    executor._offered, executor._ray = None, Gone()
+    assert executor.offered_devices() is None  # nothing seen yet: the worker's own inventory
+    executor._ray = Up()
+    assert executor.offered_devices() == (4, "cuda")  # a dead node's NPUs are not offered
+    executor._ray = Gone()
+    assert executor.offered_devices() == (4, "cuda")

@@ -286,8 +286,8 @@ def test_training_waits_in_the_queue_and_short_jobs_interleave(
         jobs = {j.submission_id: j for j in s.scalars(select(Job))}
         n2 = subs[npu2.id]
         assert [(subs[x.id].status, subs[x.id].score) for x in shorts] == [("graded", 3.0)] * 3
-        # unsafe-local kernels get no visible-device variable (only bwrap sets it), so only 'total' counts here
-        assert [(subs[x.id].status, subs[x.id].score) for x in (npu1, npu2)] == [("graded", 2.0)] * 2
+        # unsafe-local kernels get the granted devices' variables too, as bwrap ones do
+        assert [(subs[x.id].status, subs[x.id].score) for x in (npu1, npu2)] == [("graded", 3.0)] * 2
         n1_checked = s.scalar(
             select(ProgressEvent.created_at).where(
                 ProgressEvent.submission_id == npu1.id, ProgressEvent.event == "checks"

@@ -13,6 +13,7 @@ import json
 import os
 import random
 import resource
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -56,6 +57,16 @@ def worker_main(rank: int, config_dict: dict, init_method: str) -> None:
         Trainer(config, rank=rank, device_type=device_type).fit()
     finally:
         dist.destroy_process_group()
+    leave_finished_rank()
+
+
+def leave_finished_rank() -> None:
+    """A rank whose work is done and written leaves without the interpreter's teardown: the collective
+    backend's threads and static destructors run there, and one that aborts (SIGABRT) would fail a run
+    whose results are already on disk. Only the success path comes here; an exception still propagates."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _device_type(requested: str) -> str:

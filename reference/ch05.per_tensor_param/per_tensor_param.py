@@ -111,6 +111,12 @@ def entry(rank, rendezvous, out_dir, seed):
         out[name] = t.detach().clone()
     torch.save(out, os.path.join(out_dir, f"rank{rank}.pt"))
     dist.destroy_process_group()
+    # done and saved: leave without the interpreter's teardown, where a backend thread that aborts (SIGABRT)
+    # would fail a launch whose results are already written
+    import sys
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 ''')
 
 import importlib

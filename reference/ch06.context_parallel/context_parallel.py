@@ -165,6 +165,12 @@ def entry(rank, shapes, rendezvous, out_dir):
         results.append({"heads": heads.cpu() if isinstance(heads, torch.Tensor) else heads, "roundtrip": ok})
     torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
     dist.destroy_process_group()
+    # done and saved: leave without the interpreter's teardown, where a backend thread that aborts (SIGABRT)
+    # would fail a launch whose results are already written
+    import sys
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 """)
 sys.path.insert(0, os.getcwd())
 

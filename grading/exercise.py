@@ -71,7 +71,6 @@ class Limits(_Strict):
 DeviceKind = Literal["npu", "cuda", "cpu"]
 # the default accepts either accelerator and never falls back: running on the CPU is the author's choice
 DEVICE_KINDS: tuple[DeviceKind, ...] = ("npu", "cuda")
-BACKENDS = {"npu": "hccl", "cuda": "nccl", "cpu": "gloo"}  # the collective backend each kind runs
 
 
 class Resources(_Strict):
